@@ -1,0 +1,142 @@
+package events
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// ErrClosed is returned by [Subscription.Recv] once the bus is closed and the
+// subscription's queue is drained, or after the subscription is closed.
+var ErrClosed = errors.New("events: bus closed")
+
+// Options configures a [Bus]. The zero value is ready to use.
+type Options struct {
+	// QueueSize is the default capacity of each subscriber's queue.
+	// If zero, 1024.
+	QueueSize int
+	// HistorySize is how many recent events [Bus.History] can return.
+	// If zero, 1000.
+	HistorySize int
+	// Now returns the current time. If nil, time.Now.
+	Now func() time.Time
+}
+
+// Bus broadcasts events to every subscriber. Create it with [NewBus].
+type Bus struct {
+	now       func() time.Time
+	queueSize int
+
+	mu sync.Mutex
+	// mu guards the following.
+	seq     uint64
+	history ring
+	subs    map[*Subscription]struct{}
+	closed  bool
+}
+
+// NewBus returns an open bus.
+func NewBus(opts Options) *Bus {
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 1024
+	}
+	if opts.HistorySize <= 0 {
+		opts.HistorySize = 1000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Bus{
+		now:       opts.Now,
+		queueSize: opts.QueueSize,
+		history:   newRing(opts.HistorySize),
+		subs:      make(map[*Subscription]struct{}),
+	}
+}
+
+// Publish stamps an event with the next sequence number and the current time
+// and delivers it to every subscriber's queue. It never blocks on a
+// subscriber. Publishing on a closed bus is a no-op that returns the event
+// with Seq 0.
+func (b *Bus) Publish(kind Kind, server string, fields Fields) Event {
+	e := Event{Kind: kind, Server: server, Fields: fields}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e.Time = b.now() // under the lock, so Time never runs backwards against Seq
+	if b.closed {
+		return e
+	}
+	b.seq++
+	e.Seq = b.seq
+	b.history.push(e)
+	for s := range b.subs {
+		s.deliver(e)
+	}
+	return e
+}
+
+// Published reports how many events the bus has published so far.
+func (b *Bus) Published() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.seq
+}
+
+// History returns up to n of the most recent events, oldest first. n <= 0
+// returns everything held.
+func (b *Bus) History(n int) []Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.history.last(n)
+}
+
+// SubscribeOptions configures one subscription.
+type SubscribeOptions struct {
+	// QueueSize bounds the events held for this subscriber. If zero, the
+	// bus's QueueSize.
+	QueueSize int
+}
+
+// Subscribe registers a new subscriber that receives every event published
+// from now on. The caller owns the subscription and must Close it.
+func (b *Bus) Subscribe(opts SubscribeOptions) *Subscription {
+	size := opts.QueueSize
+	if size <= 0 {
+		size = b.queueSize
+	}
+	s := &Subscription{
+		bus:    b,
+		queue:  newRing(size),
+		notify: make(chan struct{}, 1),
+		now:    b.now,
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		s.closed = true
+		return s
+	}
+	b.subs[s] = struct{}{}
+	return s
+}
+
+// Close stops the bus. Subscribers first receive what is already queued,
+// then [ErrClosed]. Close is idempotent.
+func (b *Bus) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.closed = true
+	for s := range b.subs {
+		s.closeQueue()
+	}
+	clear(b.subs)
+}
+
+func (b *Bus) unsubscribe(s *Subscription) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.subs, s)
+}

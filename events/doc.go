@@ -1,0 +1,39 @@
+// Package events is mcpvisor's broadcast bus: every lifecycle change of every
+// server is published once as an [Event] and delivered to each subscriber —
+// the log, the HUD, Lua hooks and OpenTelemetry.
+//
+// The bus follows the semantics of tokio's broadcast channel rather than a
+// "latest value" watch: every subscriber sees every event, in order, or is told
+// exactly how many it missed.
+//
+//   - Publishing never blocks the publisher (R-EV-1). Publish takes one short
+//     lock, stamps the event with the next sequence number and the time, and
+//     appends it to each subscriber's bounded ring. It never waits on a
+//     subscriber.
+//   - Nothing is lost silently (R-EV-2). When a subscriber's ring is full the
+//     oldest queued event is dropped and counted; the next [Subscription.Recv]
+//     returns a [KindLagged] event whose "missed" field is that exact count,
+//     then delivery resumes with the oldest event still held.
+//   - Events are delivered in publication order, so the events of one server
+//     arrive in the order they happened (R-EV-3), and Seq is strictly
+//     increasing across the whole bus.
+//
+// The bus also keeps a bounded history ring that serves "the last n events"
+// queries (mcp_events in Lua).
+//
+// # Concurrency
+//
+// Bus and Subscription are safe for concurrent use. The bus's mutex guards the
+// sequence counter, the history ring and the set of subscribers; each
+// subscription's own mutex guards its ring. Publish holds the bus lock while it
+// appends to the rings, so sequence order and delivery order are the same for
+// every subscriber; it never calls out to subscriber code.
+//
+// # Subscriber duties
+//
+// A subscriber owns its Subscription: one goroutine should call Recv in a loop
+// and Close it when done. Subscribers must not assume they see every event —
+// they must handle KindLagged. A subscriber that stops reading costs at most
+// its queue size in memory and never slows anybody else. After [Bus.Close],
+// Recv drains what is queued and then returns [ErrClosed].
+package events

@@ -1,0 +1,98 @@
+package events
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Kind names what happened. The set is fixed by SPEC §11.
+type Kind string
+
+// The event kinds. Fields each kind carries are listed beside it.
+const (
+	KindAdded                Kind = "added"                 // transport, endpoint
+	KindRemoved              Kind = "removed"               // reason
+	KindConnecting           Kind = "connecting"            // attempt
+	KindConnected            Kind = "connected"             // attempt, tools, protocol, server_name, server_version, pid
+	KindDisconnected         Kind = "disconnected"          // error
+	KindBackoff              Kind = "backoff"               // attempt, delay_ms, error
+	KindFailed               Kind = "failed"                // attempts, error
+	KindCircuit              Kind = "circuit"               // from, to
+	KindHealthFailed         Kind = "health_failed"         // error
+	KindIdle                 Kind = "idle"                  //
+	KindSessionReinitialized Kind = "session_reinitialized" //
+	KindToolsChanged         Kind = "tools_changed"         // added, removed
+	KindResourcesChanged     Kind = "resources_changed"     // added, removed
+	KindPromptsChanged       Kind = "prompts_changed"       // added, removed
+	KindNotification         Kind = "notification"          // method, params
+	KindConfigApplied        Kind = "config_applied"        // file, added, removed, replaced
+	KindConfigError          Kind = "config_error"          // file, error
+	KindHookError            Kind = "hook_error"            // hook, error
+	KindLagged               Kind = "lagged"                // missed
+)
+
+// Fields holds the kind-specific details of an event. Values are plain,
+// JSON-like data: string, bool, int, int64, uint64, float64, []string and
+// map[string]any. Publishers must not modify a Fields map after publishing it.
+type Fields map[string]any
+
+// Event is one immutable fact published on the bus.
+type Event struct {
+	// Seq is assigned by the bus and strictly increasing. A [KindLagged]
+	// notice is private to one subscriber and has Seq 0.
+	Seq uint64
+	// Time is when the event was published.
+	Time time.Time
+	Kind Kind
+	// Server is the server's name, or "" for host-wide events.
+	Server string
+	Fields Fields
+}
+
+// Int returns the integer field key, or 0.
+func (e Event) Int(key string) int64 {
+	switch v := e.Fields[key].(type) {
+	case int:
+		return int64(v)
+	case int64:
+		return v
+	case uint64:
+		return int64(v)
+	case float64:
+		return int64(v)
+	}
+	return 0
+}
+
+// String returns the string field key, or "".
+func (e Event) String(key string) string {
+	s, _ := e.Fields[key].(string)
+	return s
+}
+
+// Format renders the event on one line, as the log and the REPL show it:
+// `#12 git backoff attempt=3 delay_ms=400 error="…"`.
+func (e Event) Format() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#%d", e.Seq)
+	if e.Server != "" {
+		b.WriteString(" " + e.Server)
+	}
+	b.WriteString(" " + string(e.Kind))
+	keys := make([]string, 0, len(e.Fields))
+	for k := range e.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch v := e.Fields[k].(type) {
+		case string:
+			fmt.Fprintf(&b, " %s=%q", k, v)
+		default:
+			fmt.Fprintf(&b, " %s=%v", k, v)
+		}
+	}
+	return b.String()
+}

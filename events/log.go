@@ -1,0 +1,80 @@
+package events
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+)
+
+// LevelOf is the slog level an event is logged at (SPEC §12): lifecycle
+// milestones at INFO, failures that will be retried and lost events at WARN,
+// terminal failures and broken configuration at ERROR, chatter at DEBUG.
+func LevelOf(k Kind) slog.Level {
+	switch k {
+	case KindAdded, KindConnected, KindRemoved, KindConfigApplied,
+		KindSessionReinitialized, KindToolsChanged, KindResourcesChanged,
+		KindPromptsChanged, KindCircuit, KindIdle, KindConnecting:
+		return slog.LevelInfo
+	case KindBackoff, KindDisconnected, KindHealthFailed, KindHookError, KindLagged:
+		return slog.LevelWarn
+	case KindFailed, KindConfigError:
+		return slog.LevelError
+	default:
+		return slog.LevelDebug
+	}
+}
+
+var logMessages = map[Kind]string{
+	KindAdded:        "server added",
+	KindRemoved:      "server removed",
+	KindConnecting:   "connect attempt",
+	KindConnected:    "server connected",
+	KindDisconnected: "server disconnected",
+	KindBackoff:      "connect failed, will retry",
+	KindFailed:       "server failed, giving up",
+	KindLagged:       "log subscriber fell behind, events missed",
+}
+
+// Log writes every event received on sub to logger until the bus closes or
+// ctx ends. It returns nil when the bus closed and ctx's error otherwise.
+func Log(ctx context.Context, sub *Subscription, logger *slog.Logger) error {
+	for {
+		e, err := sub.Recv(ctx)
+		if err == ErrClosed {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		LogEvent(ctx, logger, e)
+	}
+}
+
+// LogEvent writes one event as a structured log record.
+func LogEvent(ctx context.Context, logger *slog.Logger, e Event) {
+	level := LevelOf(e.Kind)
+	if !logger.Enabled(ctx, level) {
+		return
+	}
+	msg, ok := logMessages[e.Kind]
+	if !ok {
+		msg = string(e.Kind)
+	}
+	attrs := make([]slog.Attr, 0, len(e.Fields)+3)
+	if e.Seq != 0 {
+		attrs = append(attrs, slog.Uint64("seq", e.Seq))
+	}
+	if e.Server != "" {
+		attrs = append(attrs, slog.String("server", e.Server))
+	}
+	attrs = append(attrs, slog.String("kind", string(e.Kind)))
+	keys := make([]string, 0, len(e.Fields))
+	for k := range e.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		attrs = append(attrs, slog.Any(k, e.Fields[k]))
+	}
+	logger.LogAttrs(ctx, level, msg, attrs...)
+}

@@ -1,0 +1,150 @@
+package events_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/events"
+)
+
+func TestLevelOf(t *testing.T) {
+	tests := []struct {
+		kind events.Kind
+		want slog.Level
+	}{
+		{events.KindAdded, slog.LevelInfo},
+		{events.KindRemoved, slog.LevelInfo},
+		{events.KindConnecting, slog.LevelInfo},
+		{events.KindConnected, slog.LevelInfo},
+		{events.KindCircuit, slog.LevelInfo},
+		{events.KindIdle, slog.LevelInfo},
+		{events.KindSessionReinitialized, slog.LevelInfo},
+		{events.KindToolsChanged, slog.LevelInfo},
+		{events.KindResourcesChanged, slog.LevelInfo},
+		{events.KindPromptsChanged, slog.LevelInfo},
+		{events.KindConfigApplied, slog.LevelInfo},
+		{events.KindDisconnected, slog.LevelWarn},
+		{events.KindBackoff, slog.LevelWarn},
+		{events.KindHealthFailed, slog.LevelWarn},
+		{events.KindHookError, slog.LevelWarn},
+		{events.KindLagged, slog.LevelWarn},
+		{events.KindFailed, slog.LevelError},
+		{events.KindConfigError, slog.LevelError},
+		{events.KindNotification, slog.LevelDebug},
+		{events.Kind("unknown"), slog.LevelDebug},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.kind), func(t *testing.T) {
+			require.Equal(t, tt.want, events.LevelOf(tt.kind))
+		})
+	}
+}
+
+// decodeJSONLines parses a JSON handler's output, dropping the time attribute.
+func decodeJSONLines(t *testing.T, b []byte) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), "line %q", line)
+		delete(m, "time")
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestLogWritesEventsAtTheirLevels(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	bus := events.NewBus(events.Options{QueueSize: 100})
+	sub := bus.Subscribe(events.SubscribeOptions{})
+	defer sub.Close()
+
+	done := make(chan error, 1)
+	go func() { done <- events.Log(context.Background(), sub, logger) }()
+
+	bus.Publish(events.KindConnected, "git", events.Fields{"attempt": 1, "tools": 12, "protocol": "2025-06-18"})
+	bus.Publish(events.KindNotification, "git", events.Fields{"method": "notifications/message"})
+	bus.Publish(events.KindBackoff, "git", events.Fields{"attempt": 3, "delay_ms": 400, "error": "exit status 3"})
+	bus.Publish(events.KindConfigApplied, "", events.Fields{"file": "mcp.lua", "added": []string{"fs"}})
+	bus.Publish(events.KindFailed, "web", events.Fields{"attempts": 5, "error": "circuit open"})
+	bus.Close()
+	require.NoError(t, <-done, "Log returns nil once the bus is closed")
+
+	want := []map[string]any{
+		{"level": "INFO", "msg": "server connected", "seq": 1.0, "server": "git", "kind": "connected",
+			"attempt": 1.0, "protocol": "2025-06-18", "tools": 12.0},
+		// seq 2, the notification, is DEBUG and filtered out at INFO.
+		{"level": "WARN", "msg": "connect failed, will retry", "seq": 3.0, "server": "git", "kind": "backoff",
+			"attempt": 3.0, "delay_ms": 400.0, "error": "exit status 3"},
+		{"level": "INFO", "msg": "config_applied", "seq": 4.0, "kind": "config_applied",
+			"added": []any{"fs"}, "file": "mcp.lua"},
+		{"level": "ERROR", "msg": "server failed, giving up", "seq": 5.0, "server": "web", "kind": "failed",
+			"attempts": 5.0, "error": "circuit open"},
+	}
+	require.Equal(t, want, decodeJSONLines(t, buf.Bytes()))
+}
+
+func TestLogDebugLevelIncludesNotifications(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	bus := events.NewBus(events.Options{})
+	sub := bus.Subscribe(events.SubscribeOptions{})
+	defer sub.Close()
+	bus.Publish(events.KindNotification, "git", events.Fields{"method": "notifications/progress"})
+	bus.Close()
+	require.NoError(t, events.Log(context.Background(), sub, logger))
+	require.Equal(t, []map[string]any{
+		{"level": "DEBUG", "msg": "notification", "seq": 1.0, "server": "git", "kind": "notification",
+			"method": "notifications/progress"},
+	}, decodeJSONLines(t, buf.Bytes()))
+}
+
+// A log subscriber that fell behind logs the lag at WARN, with the count.
+func TestLogReportsLag(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	bus := events.NewBus(events.Options{QueueSize: 2})
+	sub := bus.Subscribe(events.SubscribeOptions{})
+	defer sub.Close()
+	for range 5 {
+		bus.Publish(events.KindIdle, "git", nil)
+	}
+	bus.Close()
+	require.NoError(t, events.Log(context.Background(), sub, logger))
+	require.Equal(t, []map[string]any{
+		{"level": "WARN", "msg": "log subscriber fell behind, events missed", "kind": "lagged", "missed": 3.0},
+		{"level": "INFO", "msg": "idle", "seq": 4.0, "server": "git", "kind": "idle"},
+		{"level": "INFO", "msg": "idle", "seq": 5.0, "server": "git", "kind": "idle"},
+	}, decodeJSONLines(t, buf.Bytes()))
+}
+
+func TestLogReturnsContextError(t *testing.T) {
+	bus := events.NewBus(events.Options{})
+	defer bus.Close()
+	sub := bus.Subscribe(events.SubscribeOptions{})
+	defer sub.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- events.Log(ctx, sub, slog.New(slog.DiscardHandler)) }()
+	bus.Publish(events.KindAdded, "git", nil)
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+}
+
+func TestLogAfterSubscriptionClose(t *testing.T) {
+	bus := events.NewBus(events.Options{})
+	defer bus.Close()
+	sub := bus.Subscribe(events.SubscribeOptions{})
+	sub.Close()
+	require.NoError(t, events.Log(context.Background(), sub, slog.New(slog.DiscardHandler)))
+}
