@@ -1,0 +1,194 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tools lists the tools of one server, or of every server when server is
+// "", sorted by full name. Tools of servers that are not connected are
+// listed with Available false (R-NS-2).
+func (m *Manager) Tools(server string) ([]ToolInfo, error) {
+	sups := m.supervisors()
+	if server != "" {
+		s, err := m.lookup(server, "tools")
+		if err != nil {
+			return nil, err
+		}
+		sups = []*supervisor{s}
+	}
+	var out []ToolInfo
+	for _, s := range sups {
+		snap := s.snap.Load()
+		avail := snap.status.State == StateConnected
+		for _, t := range snap.tools {
+			out = append(out, ToolInfo{
+				FullName:    s.name + "." + t.Name,
+				Server:      s.name,
+				Name:        t.Name,
+				Title:       t.Title,
+				Description: t.Description,
+				InputSchema: t.InputSchema,
+				Available:   avail,
+			})
+		}
+	}
+	return out, nil
+}
+
+// CallOptions adjusts one call.
+type CallOptions struct {
+	// Timeout bounds the call, including waiting for the server to
+	// connect. If zero, the server's request timeout.
+	Timeout time.Duration
+}
+
+// Call invokes a tool by its full name ("server.tool") or by a bare tool
+// name that exactly one server offers (R-NS-1). If the server is connecting
+// or backing off, Call waits for that attempt, up to the timeout; it never
+// starts another. A result with IsError set is a result, not an error
+// (R-INV-2).
+func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOptions) (*mcp.CallToolResult, error) {
+	s, tool, err := m.resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	op := fmt.Sprintf("tools/call %q", tool)
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = s.spec.Timeouts.Request
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, timeoutError{timeout})
+	defer cancel()
+
+	snap, err := s.session(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	if !hasTool(snap.tools, tool) {
+		return nil, toolNotFound(s.name, tool, snap.tools)
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	res, err := snap.session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return nil, newError(CodeInvocationFailed, s.name, op, callFailure(ctx, err))
+	}
+	return res, nil
+}
+
+// callFailure turns what CallTool returned into the cause users see.
+func callFailure(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil {
+		var te timeoutError
+		if errors.As(cause, &te) {
+			return te
+		}
+		return fmt.Errorf("cancelled: %w", cause)
+	}
+	if errors.Is(err, mcp.ErrConnectionClosed) {
+		return fmt.Errorf("connection lost during the call; it may or may not have run: %w", err)
+	}
+	return err
+}
+
+// session waits until the server is connected, then returns the snapshot
+// holding its session. It never starts a connection itself: the supervisor
+// is already trying (single-flight by construction, R-LIFE-1).
+func (s *supervisor) session(ctx context.Context, op string) (*snapshot, error) {
+	for {
+		snap, changed := s.watch()
+		st := snap.status
+		switch st.State {
+		case StateConnected:
+			return snap, nil
+		case StateRemoved, StateClosing:
+			return nil, errorf(CodeClosed, s.name, op, "server is being removed")
+		case StateFailed:
+			return nil, errorf(CodeConnectionFailed, s.name, op, "server is failed: %s; mcp_reconnect(%q) to try again", st.LastError, s.name)
+		case StateDisabled:
+			return nil, errorf(CodeServerDisabled, s.name, op, "server is disabled; enable it to connect")
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			var te timeoutError
+			if !errors.As(context.Cause(ctx), &te) {
+				return nil, errorf(CodeConnectionFailed, s.name, op, "cancelled while %s%s", st.State, lastErrorSuffix(st))
+			}
+			if st.State == StateConnecting && st.LastError == "" {
+				return nil, newError(CodeConnectionTimeout, s.name, op, fmt.Errorf("still connecting: %w", te))
+			}
+			return nil, errorf(CodeConnectionFailed, s.name, op, "not connected (%s)%s: %w", st.State, lastErrorSuffix(st), te)
+		}
+	}
+}
+
+// resolve maps a full or bare tool name to its server and tool (R-NS-1).
+func (m *Manager) resolve(name string) (*supervisor, string, error) {
+	name = strings.TrimSpace(name)
+	if server, tool, ok := strings.Cut(name, "."); ok {
+		if s, err := m.lookup(server, "call"); err == nil {
+			return s, tool, nil
+		}
+	}
+	var matches []*supervisor
+	var all []string
+	for _, s := range m.supervisors() {
+		for _, t := range s.snap.Load().tools {
+			all = append(all, s.name+"."+t.Name)
+			if t.Name == name {
+				matches = append(matches, s)
+			}
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], name, nil
+	case 0:
+		msg := fmt.Sprintf("no tool %q", name)
+		if server, _, ok := strings.Cut(name, "."); ok {
+			msg = fmt.Sprintf("no server %q and no tool %q", server, name)
+		}
+		if close := closeMatches(name, all); len(close) > 0 {
+			msg += "; did you mean " + strings.Join(close, ", ") + "?"
+		} else if len(all) == 0 {
+			msg += "; no tools are known yet (are the servers connected? see mcp_status())"
+		}
+		return nil, "", errorf(CodeToolNotFound, "", "call", "%s", msg)
+	}
+	var full []string
+	for _, s := range matches {
+		full = append(full, s.name+"."+name)
+	}
+	return nil, "", errorf(CodeAmbiguousTool, "", "call", "tool %q is offered by %d servers; call one of: %s", name, len(full), strings.Join(full, ", "))
+}
+
+func hasTool(tools []*mcp.Tool, name string) bool {
+	for _, t := range tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func toolNotFound(server, tool string, tools []*mcp.Tool) error {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	msg := fmt.Sprintf("server has no tool %q", tool)
+	if close := closeMatches(tool, names); len(close) > 0 {
+		msg += "; did you mean " + strings.Join(close, ", ") + "?"
+	} else if len(names) > 0 {
+		msg += "; its tools: " + strings.Join(names, ", ")
+	}
+	return errorf(CodeToolNotFound, server, fmt.Sprintf("tools/call %q", tool), "%s", msg)
+}

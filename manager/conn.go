@@ -1,0 +1,150 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// conn is one established connection: the SDK session, the transport under
+// it and what discovery found.
+type conn struct {
+	session   *mcp.ClientSession
+	transport mcp.Transport
+	cancel    context.CancelFunc // ends the session's context
+	tools     []*mcp.Tool
+}
+
+func (c *conn) proc() *process {
+	if t, ok := c.transport.(*stdioTransport); ok {
+		return t.proc
+	}
+	return nil
+}
+
+func (c *conn) pid() int {
+	if p := c.proc(); p != nil {
+		return p.pid()
+	}
+	return 0
+}
+
+// exitError describes the process's exit, or nil if it runs or there is none.
+func (c *conn) exitError() error {
+	if p := c.proc(); p != nil {
+		return p.exitError()
+	}
+	return nil
+}
+
+// close ends the session and stops whatever is under it (for stdio: the
+// process group, reaped).
+func (c *conn) close() {
+	if c.session != nil {
+		_ = c.session.Close()
+	}
+	if cl, ok := c.transport.(io.Closer); ok {
+		_ = cl.Close()
+	}
+	c.cancel()
+}
+
+// errConnectTimeout is the cause given to an attempt's context when the
+// connect timeout fires.
+var errConnectTimeout = errors.New("connect timeout")
+
+// connect makes one attempt. The session's context lives as long as the
+// session (the legacy SSE client dies with it, NOTES.md); a timer bounds the
+// handshake and first discovery.
+func (s *supervisor) connect() (*conn, error) {
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	c := &conn{cancel: func() { cancel(nil) }}
+	limit := s.spec.Timeouts.Connect
+	timer := time.AfterFunc(limit, func() { cancel(errConnectTimeout) })
+	fail := func(op string, err error) (*conn, error) {
+		timer.Stop()
+		c.close()
+		if context.Cause(ctx) == errConnectTimeout {
+			return nil, newError(CodeConnectionTimeout, s.name, op, timeoutError{limit})
+		}
+		if ctx.Err() != nil && s.ctx.Err() != nil {
+			return nil, newError(CodeClosed, s.name, op, errors.New("server removed"))
+		}
+		if exit := c.awaitExit(); exit != nil {
+			err = exit
+		}
+		return nil, newError(CodeConnectionFailed, s.name, op, err)
+	}
+
+	dialOp := "connect"
+	if s.spec.Transport == TransportStdio {
+		dialOp = "spawn"
+	}
+	t, err := s.m.dial(ctx, s.name, s.spec)
+	if err != nil {
+		return fail(dialOp, err)
+	}
+	c.transport = t
+	c.session, err = s.m.newClient(s).Connect(ctx, t, nil)
+	if err != nil {
+		return fail("initialize", err)
+	}
+	if caps := c.session.InitializeResult().Capabilities; caps == nil || caps.Tools != nil {
+		for tool, err := range c.session.Tools(ctx, nil) {
+			if err != nil {
+				return fail("tools/list", err)
+			}
+			c.tools = append(c.tools, tool)
+		}
+	}
+	sortTools(c.tools)
+	if !timer.Stop() {
+		return fail("connect", context.Cause(ctx))
+	}
+	return c, nil
+}
+
+// awaitExit gives a stdio process that broke the handshake a moment to be
+// reaped, so the error can say how it exited and what it printed.
+func (c *conn) awaitExit() error {
+	p := c.proc()
+	if p == nil {
+		return nil
+	}
+	t := time.NewTimer(500 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+	case <-t.C:
+	}
+	return p.exitError()
+}
+
+// newClient builds the SDK client of one supervisor: no roots capability
+// (NOTES.md: advertising roots invites a roots/list that delays Close), and
+// server notifications published as events (R-REQ-3).
+func (m *Manager) newClient(s *supervisor) *mcp.Client {
+	notify := func(method string, params any) {
+		m.bus.Publish(events.KindNotification, s.name, events.Fields{"method": method, "params": params})
+	}
+	return mcp.NewClient(&mcp.Implementation{Name: "mcpvisor", Version: m.opts.Version}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{},
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			notify("notifications/message", map[string]any{"level": string(r.Params.Level), "logger": r.Params.Logger, "data": r.Params.Data})
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			notify("notifications/progress", map[string]any{"progress": r.Params.Progress, "total": r.Params.Total, "message": r.Params.Message})
+		},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			notify("notifications/tools/list_changed", nil)
+		},
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			notify("notifications/resources/updated", map[string]any{"uri": r.Params.URI})
+		},
+	})
+}
+

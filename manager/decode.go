@@ -1,0 +1,320 @@
+package manager
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DecodeOptions configures [DecodeSpec].
+type DecodeOptions struct {
+	// LookupEnv resolves ${VAR} references. If nil, os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// specFields are the accepted keys of a declaration, for unknown-field
+// errors and did-you-mean suggestions.
+var specFields = map[string][]string{
+	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "max_retries", "max_frame_bytes"},
+	"timeouts": {"connect", "request"},
+	"backoff":  {"initial", "max", "multiplier", "jitter"},
+}
+
+// DecodeSpec turns a declaration as written in Lua or JSON (a map of plain
+// values: string, bool, float64/int, []any, map[string]any) into a validated
+// Spec with defaults applied. It reports every problem at once, each naming
+// the field, as an INVALID_CONFIG [*Error] for server name.
+func DecodeSpec(name string, raw map[string]any, opts DecodeOptions) (Spec, error) {
+	lookup := opts.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	d := decoder{lookup: lookup}
+	s := d.spec(raw)
+	if len(d.probs) == 0 {
+		s = s.withDefaults()
+		d.probs = append(d.probs, s.validate()...)
+	}
+	if len(d.probs) > 0 {
+		return Spec{}, configError(name, d.probs)
+	}
+	return s, nil
+}
+
+type decoder struct {
+	lookup func(string) (string, bool)
+	probs  problems
+}
+
+func (d *decoder) spec(raw map[string]any) Spec {
+	s := Spec{Enabled: true, MaxRetries: -1}
+	d.unknown("", raw)
+	if v, ok := raw["command"]; ok {
+		s.Command = d.strings("command", v)
+	}
+	if v, ok := raw["url"]; ok {
+		s.URL = d.str("url", v)
+	}
+	transport := ""
+	if v, ok := raw["transport"]; ok {
+		transport = strings.ToLower(d.str("transport", v))
+	}
+	switch {
+	case s.Command != nil && s.URL != "":
+		d.probs.add("command", "both command and url are set; a server is either a process (command) or a URL")
+	case s.Command != nil:
+		s.Transport = TransportStdio
+		if transport != "" && transport != "stdio" {
+			d.probs.add("transport", "%q needs url, not command", transport)
+		}
+	case s.URL != "":
+		switch transport {
+		case "", "http", "streamable_http", "streamable-http", "streamablehttp":
+			s.Transport = TransportHTTP
+		case "sse":
+			s.Transport = TransportSSE
+		default:
+			d.probs.add("transport", "must be \"http\" (streamable HTTP, the default for url) or \"sse\", got %q", transport)
+		}
+	default:
+		d.probs.add("command", "missing transport: set command = {\"prog\", \"arg\"} for a process or url = \"http://…\" for a remote server")
+	}
+	if v, ok := raw["env"]; ok {
+		s.Env = d.stringMap("env", v)
+	}
+	if v, ok := raw["cwd"]; ok {
+		s.Cwd = d.str("cwd", v)
+	}
+	if v, ok := raw["headers"]; ok {
+		s.Headers = d.stringMap("headers", v)
+	}
+	if v, ok := raw["enabled"]; ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			d.probs.add("enabled", "must be true or false, got %s", describe(v))
+		}
+		s.Enabled = b
+	}
+	if t, ok := d.table("timeouts", raw["timeouts"]); ok {
+		s.Timeouts.Connect = d.duration("timeouts.connect", t["connect"])
+		s.Timeouts.Request = d.duration("timeouts.request", t["request"])
+	}
+	if b, ok := d.table("backoff", raw["backoff"]); ok {
+		s.Backoff.Initial = d.duration("backoff.initial", b["initial"])
+		s.Backoff.Max = d.duration("backoff.max", b["max"])
+		if v, ok := b["multiplier"]; ok {
+			s.Backoff.Multiplier = d.number("backoff.multiplier", v, 0)
+			if s.Backoff.Multiplier < 1 || s.Backoff.Multiplier > 100 {
+				d.probs.add("backoff.multiplier", "must be within 1..100, got %s", describe(v))
+			}
+		}
+		if v, ok := b["jitter"]; ok {
+			s.Backoff.Jitter = d.number("backoff.jitter", v, 0)
+			if s.Backoff.Jitter < 0 || s.Backoff.Jitter > 1 {
+				d.probs.add("backoff.jitter", "must be within 0..1, got %s", describe(v))
+			} else if s.Backoff.Jitter == 0 {
+				s.Backoff.Jitter = NoJitter
+			}
+		}
+	}
+	if v, ok := raw["max_retries"]; ok {
+		n := d.number("max_retries", v, -1)
+		if n < 0 || n != math.Trunc(n) || n > 1e6 {
+			d.probs.add("max_retries", "must be a whole number within 0..1000000 (leave it out to retry forever), got %s", describe(v))
+		}
+		s.MaxRetries = int(n)
+	}
+	if v, ok := raw["max_frame_bytes"]; ok {
+		n := d.number("max_frame_bytes", v, 0)
+		if n != math.Trunc(n) {
+			d.probs.add("max_frame_bytes", "must be a whole number of bytes, got %s", describe(v))
+		}
+		if n < 1024 || n > 1<<30 {
+			d.probs.add("max_frame_bytes", "must be within 1024..1073741824, got %s", describe(v))
+		}
+		s.MaxFrameBytes = int(n)
+	}
+	return s
+}
+
+// unknown reports keys of raw that the section does not define.
+func (d *decoder) unknown(section string, raw map[string]any) {
+	known := specFields[section]
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if contains(known, k) {
+			continue
+		}
+		field := k
+		if section != "" {
+			field = section + "." + k
+		}
+		if best := closest(k, known); best != "" {
+			d.probs.add(field, "unknown field; did you mean %q?", best)
+		} else {
+			d.probs.add(field, "unknown field; known fields: %s", strings.Join(known, ", "))
+		}
+	}
+}
+
+func (d *decoder) table(field string, v any) (map[string]any, bool) {
+	if v == nil {
+		return nil, false
+	}
+	t, ok := v.(map[string]any)
+	if !ok {
+		d.probs.add(field, "must be a table of settings, got %s", describe(v))
+		return nil, false
+	}
+	d.unknown(field, t)
+	return t, true
+}
+
+func (d *decoder) str(field string, v any) string {
+	s, ok := v.(string)
+	if !ok {
+		d.probs.add(field, "must be a string, got %s", describe(v))
+		return ""
+	}
+	return d.expand(field, s)
+}
+
+func (d *decoder) strings(field string, v any) []string {
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		d.probs.add(field, "must be a non-empty list of strings like {\"prog\", \"arg\"}, got %s", describe(v))
+		return []string{}
+	}
+	out := make([]string, len(list))
+	for i, e := range list {
+		out[i] = d.str(fmt.Sprintf("%s[%d]", field, i+1), e)
+	}
+	return out
+}
+
+func (d *decoder) stringMap(field string, v any) map[string]string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		if l, isList := v.([]any); isList && len(l) == 0 {
+			return map[string]string{}
+		}
+		d.probs.add(field, "must be a table of string values like {KEY = \"value\"}, got %s", describe(v))
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, e := range m {
+		switch x := e.(type) {
+		case string:
+			out[k] = d.expand(field+"."+k, x)
+		case float64, int, int64, bool:
+			out[k] = fmt.Sprint(x)
+		default:
+			d.probs.add(field+"."+k, "must be a string, got %s", describe(e))
+		}
+	}
+	return out
+}
+
+// number returns v as a float, or def when v is absent.
+func (d *decoder) number(field string, v any, def float64) float64 {
+	switch x := v.(type) {
+	case nil:
+		return def
+	case float64:
+		return x
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	}
+	d.probs.add(field, "must be a number, got %s", describe(v))
+	return def
+}
+
+// duration accepts "250ms"-style strings and numbers of seconds. Absent is 0
+// (the default).
+func (d *decoder) duration(field string, v any) time.Duration {
+	switch x := v.(type) {
+	case nil:
+		return 0
+	case string:
+		dur, err := time.ParseDuration(x)
+		if err != nil {
+			if _, numErr := strconv.ParseFloat(x, 64); numErr == nil {
+				d.probs.add(field, "%q has no unit; write e.g. \"%ss\" or \"%sms\", or a number of seconds", x, x, x)
+			} else {
+				d.probs.add(field, "%q is not a duration like \"250ms\", \"30s\" or \"1m\"", x)
+			}
+			return 0
+		}
+		if dur <= 0 {
+			d.probs.add(field, "must be > 0, got %q", x)
+			return 0
+		}
+		return dur
+	case float64, int, int64:
+		secs := d.number(field, x, 0)
+		if secs <= 0 {
+			d.probs.add(field, "must be > 0, got %g", secs)
+			return 0
+		}
+		if secs > 1e6 {
+			d.probs.add(field, "%g seconds is out of range", secs)
+			return 0
+		}
+		return time.Duration(secs * float64(time.Second))
+	}
+	d.probs.add(field, "must be a duration string like \"30s\" or a number of seconds, got %s", describe(v))
+	return 0
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expand replaces ${VAR} with the host environment's value; a missing
+// variable is a problem naming it.
+func (d *decoder) expand(field, s string) string {
+	return envRef.ReplaceAllStringFunc(s, func(ref string) string {
+		name := ref[2 : len(ref)-1]
+		v, ok := d.lookup(name)
+		if !ok {
+			d.probs.add(field, "environment variable %s is not set (referenced as ${%s})", name, name)
+		}
+		return v
+	})
+}
+
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "nil"
+	case string:
+		return fmt.Sprintf("string %q", x)
+	case bool:
+		return fmt.Sprintf("boolean %t", x)
+	case float64, int, int64:
+		return fmt.Sprintf("number %v", x)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a table"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,281 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/events"
+)
+
+// Options configures a [Manager]. The zero value is ready to use.
+type Options struct {
+	// Bus receives every lifecycle event. If nil, the manager makes its
+	// own, available from [Manager.Bus] and closed by [Manager.Close].
+	Bus *events.Bus
+	// Logger receives the host's own diagnostics (panics, server stderr at
+	// debug). If nil, they are discarded.
+	Logger *slog.Logger
+	// Dial opens the transport of each connection attempt. If nil, stdio
+	// servers are spawned and HTTP servers dialled per their spec.
+	Dial DialFunc
+	// Rand returns uniform numbers in [0, 1) for backoff jitter. If nil,
+	// math/rand/v2.
+	Rand func() float64
+	// StopGrace is how long a stdio server gets after stdin closes, and
+	// again after SIGTERM, before its process group is killed. If zero, 2s.
+	StopGrace time.Duration
+	// Version is reported to servers as the client version. If empty, "dev".
+	Version string
+}
+
+// Manager keeps a set of MCP servers connected. Create it with [New]; it is
+// safe for concurrent use.
+type Manager struct {
+	opts    Options
+	bus     *events.Bus
+	ownsBus bool
+	log     *slog.Logger
+	http    *http.Transport
+	dial    DialFunc
+	rand    func() float64
+
+	mu sync.Mutex
+	// mu guards the following.
+	servers map[string]*supervisor // by nameKey
+	closed  bool
+}
+
+// New returns a manager with no servers.
+func New(opts Options) *Manager {
+	m := &Manager{opts: opts, bus: opts.Bus, log: opts.Logger, dial: opts.Dial, rand: opts.Rand,
+		servers: make(map[string]*supervisor)}
+	if m.bus == nil {
+		m.bus, m.ownsBus = events.NewBus(events.Options{}), true
+	}
+	if m.log == nil {
+		m.log = discardLogger
+	}
+	if m.rand == nil {
+		m.rand = rand.Float64
+	}
+	if m.opts.StopGrace <= 0 {
+		m.opts.StopGrace = 2 * time.Second
+	}
+	if m.opts.Version == "" {
+		m.opts.Version = "dev"
+	}
+	m.http = newHTTPTransport()
+	if m.dial == nil {
+		m.dial = m.defaultDial
+	}
+	return m
+}
+
+// Bus returns the event bus the manager publishes on.
+func (m *Manager) Bus() *events.Bus { return m.bus }
+
+// Add declares a server and returns at once (R-DECL-1): its supervisor
+// connects in the background. Adding a name that exists with an identical
+// spec is a no-op; with a different spec it is a NAME_CONFLICT.
+func (m *Manager) Add(name string, spec Spec) error {
+	n, err := NormalizeName(name)
+	if err != nil {
+		return newError(CodeInvalidConfig, strings.TrimSpace(name), "add", err)
+	}
+	spec = spec.withDefaults()
+	if probs := spec.validate(); len(probs) > 0 {
+		return configError(n, probs)
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return newError(CodeClosed, n, "add", errShutdown)
+	}
+	if old, ok := m.servers[nameKey(n)]; ok {
+		m.mu.Unlock()
+		if old.spec.Equal(spec) {
+			return nil
+		}
+		return m.conflict(n, old.name)
+	}
+	s := newSupervisor(m, n, spec)
+	m.servers[nameKey(n)] = s
+	m.mu.Unlock()
+
+	m.bus.Publish(events.KindAdded, n, events.Fields{"transport": string(spec.Transport), "endpoint": spec.Endpoint()})
+	go s.run()
+	return nil
+}
+
+func (m *Manager) conflict(name, existing string) error {
+	how := ""
+	if name != existing {
+		how = fmt.Sprintf(" matches existing %q (names are case-insensitive)", existing)
+	} else {
+		how = " is already declared with a different spec"
+	}
+	return errorf(CodeNameConflict, name, "add", "server name conflict: %q%s; existing servers: %s; use another name or mcp_remove(%q) first",
+		name, how, strings.Join(m.Names(), ", "), existing)
+}
+
+var errShutdown = fmt.Errorf("the host is shutting down")
+
+// Remove takes a server away and returns at once (R-DECL-5); the returned
+// channel is closed when its disposal is complete: session closed, process
+// reaped and the removed event published.
+func (m *Manager) Remove(name string) (<-chan struct{}, error) {
+	m.mu.Lock()
+	s, ok := m.servers[nameKey(strings.TrimSpace(name))]
+	if ok {
+		delete(m.servers, nameKey(s.name))
+	}
+	m.mu.Unlock()
+	if !ok {
+		return nil, m.notFound(name, "remove")
+	}
+	s.cancel()
+	return s.done, nil
+}
+
+func (m *Manager) notFound(name, op string) error {
+	names := m.Names()
+	hint := "no servers are declared"
+	if len(names) > 0 {
+		hint = "known servers: " + strings.Join(names, ", ")
+		if c := closest(name, names); c != "" {
+			hint = fmt.Sprintf("did you mean %q? %s", c, hint)
+		}
+	}
+	return errorf(CodeServerNotFound, strings.TrimSpace(name), op, "no such server; %s", hint)
+}
+
+// lookup finds a server by name, case-insensitively.
+func (m *Manager) lookup(name, op string) (*supervisor, error) {
+	m.mu.Lock()
+	s, ok := m.servers[nameKey(strings.TrimSpace(name))]
+	m.mu.Unlock()
+	if !ok {
+		return nil, m.notFound(name, op)
+	}
+	return s, nil
+}
+
+// supervisors returns the current servers sorted by name.
+func (m *Manager) supervisors() []*supervisor {
+	m.mu.Lock()
+	list := make([]*supervisor, 0, len(m.servers))
+	for _, s := range m.servers {
+		list = append(list, s)
+	}
+	m.mu.Unlock()
+	slices.SortFunc(list, func(a, b *supervisor) int { return strings.Compare(nameKey(a.name), nameKey(b.name)) })
+	return list
+}
+
+// Names returns the declared servers' names, sorted.
+func (m *Manager) Names() []string {
+	var names []string
+	for _, s := range m.supervisors() {
+		names = append(names, s.name)
+	}
+	return names
+}
+
+// Status returns a server's current status.
+func (m *Manager) Status(name string) (Status, error) {
+	s, err := m.lookup(name, "status")
+	if err != nil {
+		return Status{}, err
+	}
+	return s.snap.Load().status, nil
+}
+
+// Statuses returns every server's status, sorted by name.
+func (m *Manager) Statuses() []Status {
+	var out []Status
+	for _, s := range m.supervisors() {
+		out = append(out, s.snap.Load().status)
+	}
+	return out
+}
+
+// Spec returns the spec a server was declared with (defaults applied).
+func (m *Manager) Spec(name string) (Spec, error) {
+	s, err := m.lookup(name, "spec")
+	if err != nil {
+		return Spec{}, err
+	}
+	return s.spec, nil
+}
+
+// Wait blocks until the server reaches state, returning its status then.
+// If ctx ends first it returns the current status and an error saying what
+// the state is and why.
+func (m *Manager) Wait(ctx context.Context, name string, state State) (Status, error) {
+	s, err := m.lookup(name, "wait")
+	if err != nil {
+		return Status{}, err
+	}
+	for {
+		snap, changed := s.watch()
+		st := snap.status
+		if st.State == state {
+			return st, nil
+		}
+		if st.State == StateRemoved {
+			return st, errorf(CodeClosed, s.name, "wait", "server was removed while waiting for %s", state)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return st, errorf(CodeConnectionTimeout, s.name, "wait", "still %s, not %s%s", st.State, state, lastErrorSuffix(st))
+		}
+	}
+}
+
+func lastErrorSuffix(st Status) string {
+	if st.LastError == "" {
+		return ""
+	}
+	return " (last error: " + st.LastError + ")"
+}
+
+// Close removes every server in parallel and waits until all are disposed
+// or ctx ends, shaped like http.Server.Shutdown. Later calls to Add fail
+// with CLOSED.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	list := make([]*supervisor, 0, len(m.servers))
+	for _, s := range m.servers {
+		list = append(list, s)
+	}
+	clear(m.servers)
+	m.mu.Unlock()
+	for _, s := range list {
+		s.cancel()
+	}
+	var err error
+	for _, s := range list {
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+			err = fmt.Errorf("shutdown: server %q not disposed in time: %w", s.name, ctx.Err())
+		}
+		if err != nil {
+			break
+		}
+	}
+	m.http.CloseIdleConnections()
+	if m.ownsBus && err == nil {
+		m.bus.Close()
+	}
+	return err
+}

@@ -1,0 +1,201 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"reflect"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Transport is how the host talks to a server.
+type Transport string
+
+// The transports of R-DECL-2.
+const (
+	TransportStdio Transport = "stdio" // spawn Command, newline JSON over stdin/stdout
+	TransportHTTP  Transport = "http"  // streamable HTTP at URL
+	TransportSSE   Transport = "sse"   // legacy HTTP+SSE at URL
+)
+
+// Spec is one server's declaration, decoded and validated. Build it with
+// [DecodeSpec]; a Spec built by hand is validated again by [Manager.Add].
+type Spec struct {
+	Transport Transport
+	Command   []string          // stdio: program and arguments
+	URL       string            // http, sse
+	Env       map[string]string // stdio: added to the host's environment
+	Cwd       string            // stdio: working directory
+	Headers   map[string]string // http, sse: sent with every request
+	// Enabled is false for servers declared with enabled = false: they are
+	// listed but never connected.
+	Enabled bool
+
+	Timeouts Timeouts
+	Backoff  Backoff
+	// MaxRetries bounds reconnection: at most MaxRetries+1 attempts, then the
+	// server is failed. Negative means retry forever (the default).
+	MaxRetries int
+	// MaxFrameBytes caps one inbound JSON-RPC message (stdio line or SSE
+	// event). If zero, 16 MiB.
+	MaxFrameBytes int
+}
+
+// Timeouts are a server's time limits (SPEC §6). Zero fields take defaults.
+type Timeouts struct {
+	// Connect bounds one attempt: spawn or dial, handshake and first
+	// discovery. If zero, 60s.
+	Connect time.Duration
+	// Request is the default limit of one request. If zero, 30s.
+	Request time.Duration
+}
+
+// Backoff is the reconnection schedule (SPEC §4). Zero fields take defaults.
+type Backoff struct {
+	Initial    time.Duration // if zero, 100ms
+	Max        time.Duration // if zero, 3s
+	Multiplier float64       // if zero, 2
+	Jitter     float64       // fraction of the delay added at random; if zero, 0.25. Use NoJitter for none.
+}
+
+// NoJitter, as Backoff.Jitter, disables jitter (a zero Jitter means the default).
+const NoJitter = -1.0
+
+// Defaults of SPEC §4 and §6.
+const (
+	DefaultConnectTimeout = 60 * time.Second
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultBackoffInitial = 100 * time.Millisecond
+	DefaultBackoffMax     = 3 * time.Second
+	DefaultMultiplier     = 2.0
+	DefaultJitter         = 0.25
+	DefaultMaxFrameBytes  = 16 << 20
+)
+
+// withDefaults returns s with every zero field set to its default.
+func (s Spec) withDefaults() Spec {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&s.Timeouts.Connect, DefaultConnectTimeout)
+	def(&s.Timeouts.Request, DefaultRequestTimeout)
+	def(&s.Backoff.Initial, DefaultBackoffInitial)
+	def(&s.Backoff.Max, DefaultBackoffMax)
+	if s.Backoff.Multiplier == 0 {
+		s.Backoff.Multiplier = DefaultMultiplier
+	}
+	if s.Backoff.Jitter == 0 {
+		s.Backoff.Jitter = DefaultJitter
+	}
+	if s.MaxFrameBytes == 0 {
+		s.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	return s
+}
+
+// validate reports every problem of a defaulted spec, each naming its field.
+func (s Spec) validate() []string {
+	var p problems
+	switch s.Transport {
+	case TransportStdio:
+		if len(s.Command) == 0 || s.Command[0] == "" {
+			p.add("command", "must name a program, e.g. command = {\"npx\", \"-y\", \"pkg\"}")
+		}
+	case TransportHTTP, TransportSSE:
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.add("url", "must be an http:// or https:// URL, got %q", redactURL(s.URL))
+		}
+	default:
+		p.add("transport", "must be stdio, http or sse, got %q", s.Transport)
+	}
+	p.duration("timeouts.connect", s.Timeouts.Connect, time.Hour)
+	p.duration("timeouts.request", s.Timeouts.Request, 24*time.Hour)
+	p.duration("backoff.initial", s.Backoff.Initial, time.Hour)
+	p.duration("backoff.max", s.Backoff.Max, 24*time.Hour)
+	if s.Backoff.Max < s.Backoff.Initial {
+		p.add("backoff.max", "must be at least backoff.initial (%s), got %s", s.Backoff.Initial, s.Backoff.Max)
+	}
+	if s.Backoff.Multiplier < 1 || s.Backoff.Multiplier > 100 {
+		p.add("backoff.multiplier", "must be within 1..100, got %g", s.Backoff.Multiplier)
+	}
+	if j := s.Backoff.Jitter; (j < 0 && j != NoJitter) || j > 1 {
+		p.add("backoff.jitter", "must be within 0..1, got %g", s.Backoff.Jitter)
+	}
+	if s.MaxFrameBytes < 1024 || s.MaxFrameBytes > 1<<30 {
+		p.add("max_frame_bytes", "must be within 1024..1073741824, got %d", s.MaxFrameBytes)
+	}
+	return p
+}
+
+// Equal reports whether two specs declare the same server.
+func (s Spec) Equal(o Spec) bool {
+	return reflect.DeepEqual(s.withDefaults(), o.withDefaults())
+}
+
+// Endpoint describes where the server is, for status and logs: the command
+// line for stdio, the URL without credentials or query for HTTP.
+func (s Spec) Endpoint() string {
+	if s.Transport == TransportStdio {
+		return strings.Join(s.Command, " ")
+	}
+	return redactURL(s.URL)
+}
+
+// redactURL drops userinfo, query and fragment, which may carry secrets.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<invalid url>"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+// NormalizeName trims a server name and checks it: non-empty, at most 64
+// characters, no dot (the namespace separator) and no whitespace. The result
+// keeps its case for display; names compare case-insensitively.
+func NormalizeName(name string) (string, error) {
+	n := strings.TrimSpace(name)
+	switch {
+	case n == "":
+		return "", errors.New("server name is empty")
+	case len(n) > 64:
+		return "", fmt.Errorf("server name %q is longer than 64 characters", n)
+	case strings.Contains(n, "."):
+		return "", fmt.Errorf("server name %q contains '.', which separates server and tool names (e.g. %q)", n, strings.ReplaceAll(n, ".", "_"))
+	case strings.IndexFunc(n, unicode.IsSpace) >= 0:
+		return "", fmt.Errorf("server name %q contains whitespace", n)
+	}
+	return n, nil
+}
+
+func nameKey(name string) string { return strings.ToLower(name) }
+
+// problems collects validation failures as "field: message".
+type problems []string
+
+func (p *problems) add(field, format string, args ...any) {
+	*p = append(*p, field+": "+fmt.Sprintf(format, args...))
+}
+
+func (p *problems) duration(field string, d, max time.Duration) {
+	switch {
+	case d <= 0:
+		p.add(field, "must be > 0, got %s", d)
+	case d > max:
+		p.add(field, "must be at most %s, got %s", max, d)
+	}
+}
+
+// configError builds the INVALID_CONFIG error listing every problem.
+func configError(server string, probs []string) *Error {
+	if len(probs) == 1 {
+		return newError(CodeInvalidConfig, server, "config", errors.New(probs[0]))
+	}
+	return errorf(CodeInvalidConfig, server, "config", "%d problems: %s", len(probs), strings.Join(probs, "; "))
+}

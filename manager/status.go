@@ -1,0 +1,63 @@
+package manager
+
+import (
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Status is one server's observable state at one moment (R-LIFE-3). Each
+// change publishes a new Status as a whole; a Status is never modified after
+// it is published, so no observer sees a half-updated one (R-LIFE-2).
+type Status struct {
+	Name      string
+	Transport Transport
+	Endpoint  string // command line or URL without credentials
+	State     State
+	// Attempts counts consecutive failed connection attempts; it returns to
+	// zero once a connection has proven itself.
+	Attempts int
+	// LastError is why the last attempt or session failed; cleared when a
+	// connection succeeds.
+	LastError string
+	// Since is when State was entered.
+	Since time.Time
+	// ConnectedAt is when the current session came up (zero if none).
+	ConnectedAt time.Time
+	// NextAttempt is when the next attempt starts, while in backoff.
+	NextAttempt time.Time
+	// Tools is how many tools the server offers (the last known set while
+	// it is not connected).
+	Tools        int
+	DiscoveredAt time.Time
+	// ServerName and ServerVersion are what the server reported.
+	ServerName    string
+	ServerVersion string
+	// Protocol is the negotiated MCP protocol version.
+	Protocol string
+	// PID is the process id of a stdio server while it runs.
+	PID int
+}
+
+// snapshot is a supervisor's published view: its status and what a caller
+// needs to use the server. It is immutable once published.
+type snapshot struct {
+	status  Status
+	session *mcp.ClientSession // non-nil exactly when status.State is connected
+	tools   []*mcp.Tool        // last discovered, sorted by name
+}
+
+// ToolInfo describes one tool in the namespaced registry.
+type ToolInfo struct {
+	// FullName is Server + "." + Name, the name to call it by.
+	FullName    string
+	Server      string
+	Name        string // as the server names it
+	Title       string
+	Description string
+	// InputSchema is the tool's JSON schema as the server sent it.
+	InputSchema any
+	// Available is false while its server is not connected (backoff,
+	// failed, disabled); the tool stays listed with its last known shape.
+	Available bool
+}

@@ -1,0 +1,253 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// supervisor owns one server: its goroutine is the only one that connects,
+// holds the session and changes the status. Everyone else reads the
+// published snapshot or waits for the next one.
+type supervisor struct {
+	name string // as declared
+	spec Spec   // defaults applied
+	m    *Manager
+
+	ctx    context.Context // cancelled to remove the server
+	cancel context.CancelFunc
+	done   chan struct{} // closed when run returns
+
+	snap atomic.Pointer[snapshot]
+
+	mu sync.Mutex
+	// mu guards changed, which is closed and replaced on every publish.
+	changed chan struct{}
+}
+
+func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &supervisor{
+		name:    name,
+		spec:    spec,
+		m:       m,
+		ctx:     ctx,
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		changed: make(chan struct{}),
+	}
+	state := StateConnecting
+	if !spec.Enabled {
+		state = StateDisabled
+	}
+	s.snap.Store(&snapshot{status: Status{
+		Name:      name,
+		Transport: spec.Transport,
+		Endpoint:  spec.Endpoint(),
+		State:     state,
+		Since:     time.Now(),
+	}})
+	return s
+}
+
+// watch returns the current snapshot and a channel closed at the next change.
+func (s *supervisor) watch() (*snapshot, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snap.Load(), s.changed
+}
+
+// transition publishes the next snapshot, built by edit from a copy of the
+// current one, then the event describing it. It is the only writer of the
+// snapshot and runs on the supervisor goroutine. Leaving StateRemoved is
+// refused.
+func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind, fields events.Fields) {
+	cur := s.snap.Load()
+	if cur.status.State == StateRemoved {
+		return
+	}
+	next := *cur
+	next.status.State = to
+	if to != cur.status.State {
+		next.status.Since = time.Now()
+	}
+	if edit != nil {
+		edit(&next)
+	}
+	if to != StateConnected {
+		next.session = nil
+	}
+	s.mu.Lock()
+	s.snap.Store(&next)
+	ch := s.changed
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+	close(ch)
+	if kind != "" {
+		s.m.bus.Publish(kind, s.name, fields)
+	}
+}
+
+// run is the supervisor goroutine: connect, serve, back off, repeat, until
+// the server is removed.
+func (s *supervisor) run() {
+	defer close(s.done)
+	defer s.transition(StateRemoved, nil, events.KindRemoved, nil)
+	if !s.spec.Enabled {
+		<-s.ctx.Done()
+		return
+	}
+	failures := 0
+	for s.ctx.Err() == nil {
+		c, err := s.attempt(failures + 1)
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return
+			}
+			failures++
+			if !s.backoff(failures, err) {
+				return
+			}
+			continue
+		}
+		up := time.Now()
+		lost := s.serve(c)
+		if s.ctx.Err() != nil {
+			s.transition(StateClosing, nil, "", nil) // withdraw the session first
+			c.close()
+			return
+		}
+		c.close()
+		// A connection that dies right after the handshake has not proven
+		// itself: the schedule continues rather than resetting (FAULTS #2).
+		if time.Since(up) >= s.spec.Backoff.Max {
+			failures = 0
+		}
+		failures++
+		s.m.bus.Publish(events.KindDisconnected, s.name, events.Fields{"error": lost.Error()})
+		if !s.backoff(failures, lost) {
+			return
+		}
+	}
+}
+
+// backoff waits out the delay after the n-th consecutive failure, or moves
+// to failed when retries are exhausted. It reports whether to try again.
+func (s *supervisor) backoff(n int, cause error) bool {
+	if s.spec.MaxRetries >= 0 && n > s.spec.MaxRetries {
+		msg := fmt.Sprintf("gave up after %d attempts: %v", n, cause)
+		s.transition(StateFailed, func(n *snapshot) { n.status.LastError = msg },
+			events.KindFailed, events.Fields{"attempts": n, "error": msg})
+		<-s.ctx.Done()
+		return false
+	}
+	delay := s.spec.Backoff.Delay(n, s.m.rand())
+	next := time.Now().Add(delay)
+	s.transition(StateBackoff, func(snap *snapshot) {
+		snap.status.Attempts = n
+		snap.status.LastError = cause.Error()
+		snap.status.NextAttempt = next
+		snap.status.PID = 0
+	}, events.KindBackoff, events.Fields{"attempt": n, "delay_ms": delay.Milliseconds(), "error": cause.Error()})
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// serve publishes the connection and blocks until it is lost (returning
+// why) or the server is removed (returning nil).
+func (s *supervisor) serve(c *conn) error {
+	init := c.session.InitializeResult()
+	now := time.Now()
+	s.transition(StateConnected, func(n *snapshot) {
+		n.session = c.session
+		n.tools = c.tools
+		n.status.Attempts = 0
+		n.status.LastError = ""
+		n.status.NextAttempt = time.Time{}
+		n.status.ConnectedAt = now
+		n.status.DiscoveredAt = now
+		n.status.Tools = len(c.tools)
+		n.status.PID = c.pid()
+		if init != nil {
+			n.status.Protocol = init.ProtocolVersion
+			if init.ServerInfo != nil {
+				n.status.ServerName = init.ServerInfo.Name
+				n.status.ServerVersion = init.ServerInfo.Version
+			}
+		}
+	}, events.KindConnected, events.Fields{
+		"tools": len(c.tools), "protocol": protocolOf(init), "pid": c.pid(),
+	})
+	lost := make(chan error, 1)
+	go func() { lost <- c.session.Wait() }()
+	select {
+	case err := <-lost:
+		return c.lostReason(err)
+	case <-s.ctx.Done():
+		return nil
+	}
+}
+
+func protocolOf(init *mcp.InitializeResult) string {
+	if init == nil {
+		return ""
+	}
+	return init.ProtocolVersion
+}
+
+// attempt makes connection attempt n: dial (spawn), handshake and first
+// discovery, all bounded by the connect timeout. A panic inside is
+// recovered and reported as the attempt's error (R-LIFE-5).
+func (s *supervisor) attempt(n int) (c *conn, err error) {
+	s.transition(StateConnecting, func(snap *snapshot) {
+		snap.status.NextAttempt = time.Time{}
+	}, events.KindConnecting, events.Fields{"attempt": n})
+	defer func() {
+		if r := recover(); r != nil {
+			s.m.log.Error("panic in connection attempt", "server", s.name, "panic", r, "stack", string(debug.Stack()))
+			if c != nil {
+				c.close()
+			}
+			c, err = nil, errorf(CodeConnectionFailed, s.name, "connect", "internal error: %v", r)
+		}
+	}()
+	return s.connect()
+}
+
+// lostReason explains why a session ended.
+func (c *conn) lostReason(waitErr error) error {
+	if exit := c.exitError(); exit != nil {
+		return exit
+	}
+	if waitErr != nil {
+		return fmt.Errorf("connection lost: %w", waitErr)
+	}
+	return errors.New("connection closed by the server")
+}
+
+// sortTools orders tools by name for stable listings.
+func sortTools(tools []*mcp.Tool) {
+	slices.SortFunc(tools, func(a, b *mcp.Tool) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+}
