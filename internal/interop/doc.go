@@ -1,0 +1,64 @@
+// Package interop is a test fixture for running mcpvisor against the official
+// MCP reference server, @modelcontextprotocol/server-everything.
+//
+// The server is a Node package pinned in this directory's package.json and
+// package-lock.json and installed into internal/interop/node_modules with
+//
+//	npm ci --prefix internal/interop
+//
+// (.ci/run does this). Tests obtain it through [StdioCommand], [StartHTTP]
+// and [StartSSE]. When node or the installed package is missing, these helpers
+// skip the calling test, or fail it when the environment variable
+// MCPVISOR_INTEROP=1 is set (as it is in CI), so that a missing install can
+// never turn the interop tests into silent skips there.
+//
+// Facts about the pinned version (2026.8.31), measured or read from its source:
+//
+//   - Entry point: node dist/index.js stdio|sse|streamableHttp (stdio is the
+//     default). HTTP modes read the port from PORT (default 3001); there is no
+//     host/bind variable, the server listens on all interfaces. Tests talk to
+//     it on 127.0.0.1 only.
+//   - Server info: name "mcp-servers/everything", version "2.0.0". Its TS SDK
+//     (1.32.x) speaks protocol 2025-11-25 at most; go-sdk v1.8.0 first tries
+//     server/discover (2026-07-28), which the server rejects, then falls back
+//     to initialize and negotiates 2025-11-25.
+//   - Tools registered up front: echo, get-annotated-message, get-env,
+//     get-resource-links, get-resource-reference, get-structured-content,
+//     get-sum, get-tiny-image, gzip-file-as-resource, toggle-simulated-logging,
+//     toggle-subscriber-updates, trigger-long-running-operation. After
+//     notifications/initialized the server registers more tools, depending on
+//     the client's capabilities: simulate-research-query (always, a task
+//     tool), get-roots-list (roots), trigger-elicitation-request and
+//     trigger-url-elicitation (elicitation), trigger-sampling-request
+//     (sampling), and the *-async variants (sampling/elicitation plus tasks).
+//     Every such late registration sends notifications/tools/list_changed
+//     (one arrives right after connect, in every transport; the first
+//     tools/list already includes simulate-research-query). That tool has
+//     execution.taskSupport "required": a plain tools/call returns isError
+//     with "requires task augmentation".
+//   - Only get-structured-content has an outputSchema. Input schemas carry
+//     "$schema": draft-07 (jsonschema-go v0.4.3 resolves and validates them).
+//   - echo answers {"message": "x"} with the text "Echo: x".
+//   - trigger-long-running-operation {duration (s, default 10), steps (default
+//     5)} sends notifications/progress (progress i of total steps) when the
+//     call carries a progress token.
+//   - get-structured-content {location: "New York"|"Chicago"|"Los Angeles"}
+//     has an outputSchema and returns structuredContent plus the same JSON as
+//     text.
+//   - gzip-file-as-resource {name, data (URL or data: URI), outputType
+//     "resourceLink" (default) | "resource"} fetches data — by default a URL
+//     on the internet; [Env] restricts it to 127.0.0.1, and tests pass data:
+//     URIs — and registers a session resource, which sends
+//     notifications/resources/list_changed.
+//   - toggle-simulated-logging and toggle-subscriber-updates start 5-second
+//     timers sending notifications/message and notifications/resources/updated.
+//   - get-env returns the server's whole environment: do not hand the server
+//     secrets.
+//   - With the roots capability advertised the server sends roots/list ~350 ms
+//     after initialization; clients here advertise no capabilities.
+//   - Output: stdio mode writes one banner line to stderr and exits 0 on stdin
+//     EOF; streamableHttp logs every request to stdout; sse logs every message
+//     to stderr. Both HTTP modes print their "listening" line even when the
+//     port is taken: streamableHttp then exits 1, sse exits 0. Readiness is
+//     therefore judged by connecting, never by the log.
+package interop
