@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -78,13 +79,15 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 	}
 	res, err := snap.session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
-		return nil, newError(CodeInvocationFailed, s.name, op, callFailure(ctx, err))
+		return nil, newError(CodeInvocationFailed, s.name, op, callFailure(ctx, err, snap.conn))
 	}
 	return res, nil
 }
 
-// callFailure turns what CallTool returned into the cause users see.
-func callFailure(ctx context.Context, err error) error {
+// callFailure turns what CallTool returned into the cause users see. When
+// the session died under the call, it says so, with the process's exit
+// status if that is why.
+func callFailure(ctx context.Context, err error, c *conn) error {
 	if cause := context.Cause(ctx); cause != nil {
 		var te timeoutError
 		if errors.As(cause, &te) {
@@ -92,7 +95,12 @@ func callFailure(ctx context.Context, err error) error {
 		}
 		return fmt.Errorf("cancelled: %w", cause)
 	}
-	if errors.Is(err, mcp.ErrConnectionClosed) {
+	// A session that ends under a call fails it with ErrConnectionClosed or,
+	// when the peer hung up mid-read, a wrapped EOF (NOTES.md).
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if exit := c.awaitExit(); exit != nil {
+			return fmt.Errorf("the call was cut off: server %w; it may or may not have run", exit)
+		}
 		return fmt.Errorf("connection lost during the call; it may or may not have run: %w", err)
 	}
 	return err
@@ -157,7 +165,7 @@ func (m *Manager) resolve(name string) (*supervisor, string, error) {
 			msg = fmt.Sprintf("no server %q and no tool %q", server, name)
 		}
 		if close := closeMatches(name, all); len(close) > 0 {
-			msg += "; did you mean " + strings.Join(close, ", ") + "?"
+			msg += "; did you mean " + quoteList(close) + "?"
 		} else if len(all) == 0 {
 			msg += "; no tools are known yet (are the servers connected? see mcp_status())"
 		}
@@ -186,9 +194,21 @@ func toolNotFound(server, tool string, tools []*mcp.Tool) error {
 	}
 	msg := fmt.Sprintf("server has no tool %q", tool)
 	if close := closeMatches(tool, names); len(close) > 0 {
-		msg += "; did you mean " + strings.Join(close, ", ") + "?"
+		msg += "; did you mean " + quoteList(close) + "?"
 	} else if len(names) > 0 {
 		msg += "; its tools: " + strings.Join(names, ", ")
 	}
 	return errorf(CodeToolNotFound, server, fmt.Sprintf("tools/call %q", tool), "%s", msg)
+}
+
+// quoteList renders names as "a", "b" or "c".
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }

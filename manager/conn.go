@@ -17,9 +17,13 @@ type conn struct {
 	transport mcp.Transport
 	cancel    context.CancelFunc // ends the session's context
 	tools     []*mcp.Tool
+	attempt   int // the attempt that made it
 }
 
 func (c *conn) proc() *process {
+	if c == nil {
+		return nil
+	}
 	if t, ok := c.transport.(*stdioTransport); ok {
 		return t.proc
 	}
@@ -147,4 +151,3 @@ func (m *Manager) newClient(s *supervisor) *mcp.Client {
 		},
 	})
 }
-

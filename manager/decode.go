@@ -35,10 +35,14 @@ func DecodeSpec(name string, raw map[string]any, opts DecodeOptions) (Spec, erro
 		lookup = os.LookupEnv
 	}
 	d := decoder{lookup: lookup}
-	s := d.spec(raw)
-	if len(d.probs) == 0 {
-		s = s.withDefaults()
-		d.probs = append(d.probs, s.validate()...)
+	s := d.spec(raw).withDefaults()
+	// Range checks run even when decoding found problems, so one edit can
+	// fix everything; a field already reported is not reported twice.
+	for _, p := range s.validate() {
+		field, _, _ := strings.Cut(p, ":")
+		if !d.probs.mentions(field) {
+			d.probs = append(d.probs, p)
+		}
 	}
 	if len(d.probs) > 0 {
 		return Spec{}, configError(name, d.probs)
@@ -52,7 +56,7 @@ type decoder struct {
 }
 
 func (d *decoder) spec(raw map[string]any) Spec {
-	s := Spec{Enabled: true, MaxRetries: -1}
+	var s Spec
 	d.unknown("", raw)
 	if v, ok := raw["command"]; ok {
 		s.Command = d.strings("command", v)
@@ -80,6 +84,7 @@ func (d *decoder) spec(raw map[string]any) Spec {
 			s.Transport = TransportSSE
 		default:
 			d.probs.add("transport", "must be \"http\" (streamable HTTP, the default for url) or \"sse\", got %q", transport)
+			s.Transport = Transport(transport)
 		}
 	default:
 		d.probs.add("command", "missing transport: set command = {\"prog\", \"arg\"} for a process or url = \"http://…\" for a remote server")
@@ -98,7 +103,7 @@ func (d *decoder) spec(raw map[string]any) Spec {
 		if !isBool {
 			d.probs.add("enabled", "must be true or false, got %s", describe(v))
 		}
-		s.Enabled = b
+		s.Disabled = !b
 	}
 	if t, ok := d.table("timeouts", raw["timeouts"]); ok {
 		s.Timeouts.Connect = d.duration("timeouts.connect", t["connect"])
@@ -128,6 +133,9 @@ func (d *decoder) spec(raw map[string]any) Spec {
 			d.probs.add("max_retries", "must be a whole number within 0..1000000 (leave it out to retry forever), got %s", describe(v))
 		}
 		s.MaxRetries = int(n)
+		if s.MaxRetries == 0 {
+			s.MaxRetries = NoRetries
+		}
 	}
 	if v, ok := raw["max_frame_bytes"]; ok {
 		n := d.number("max_frame_bytes", v, 0)
@@ -249,7 +257,9 @@ func (d *decoder) duration(field string, v any) time.Duration {
 	case string:
 		dur, err := time.ParseDuration(x)
 		if err != nil {
-			if _, numErr := strconv.ParseFloat(x, 64); numErr == nil {
+			if durationSyntax.MatchString(x) {
+				d.probs.add(field, "%q is out of range", x)
+			} else if _, numErr := strconv.ParseFloat(x, 64); numErr == nil {
 				d.probs.add(field, "%q has no unit; write e.g. \"%ss\" or \"%sms\", or a number of seconds", x, x, x)
 			} else {
 				d.probs.add(field, "%q is not a duration like \"250ms\", \"30s\" or \"1m\"", x)
@@ -276,6 +286,10 @@ func (d *decoder) duration(field string, v any) time.Duration {
 	d.probs.add(field, "must be a duration string like \"30s\" or a number of seconds, got %s", describe(v))
 	return 0
 }
+
+// durationSyntax matches what time.ParseDuration accepts in form; such a
+// string that fails to parse overflowed.
+var durationSyntax = regexp.MustCompile(`^[-+]?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`)
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 

@@ -10,7 +10,7 @@
 // performs the MCP handshake through the official go-sdk, discovers the
 // tools, serves until the session is lost, and reconnects after a capped,
 // jittered backoff ([Backoff.Delay]). With MaxRetries set it gives up after
-// MaxRetries+1 attempts and the server is failed.
+// MaxRetries+1 consecutive failed attempts and the server is failed.
 //
 // The lifecycle is a typed [State]. Every change publishes a new immutable
 // [Status] snapshot (atomic swap) and one event on the [events.Bus]:

@@ -158,6 +158,15 @@ func (p *process) exitError() error {
 	default:
 		return nil
 	}
+	// The child is reaped, but the drain may not have read the last of its
+	// stderr yet, and those lines are the point of this message (R-REQ-5).
+	// A grandchild that keeps stderr open bounds the wait.
+	t := time.NewTimer(250 * time.Millisecond)
+	select {
+	case <-p.drained:
+	case <-t.C:
+	}
+	t.Stop()
 	status := "exit status 0"
 	var ee *exec.ExitError
 	if errors.As(p.waitErr, &ee) {
@@ -187,6 +196,16 @@ func (p *process) Close() error {
 		}
 		p.signalGroup(syscall.SIGKILL) // grandchildren left in the group
 		p.stdout.Close()
+		// Let the drain read stderr to EOF, so the last lines it printed
+		// before dying are kept (R-REQ-5); closing our end first would
+		// discard what is still in the pipe. A writer outside the group
+		// bounds the wait.
+		t := time.NewTimer(250 * time.Millisecond)
+		select {
+		case <-p.drained:
+		case <-t.C:
+		}
+		t.Stop()
 		p.stderr.Close()
 		<-p.drained
 	})

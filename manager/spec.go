@@ -29,14 +29,14 @@ type Spec struct {
 	Env       map[string]string // stdio: added to the host's environment
 	Cwd       string            // stdio: working directory
 	Headers   map[string]string // http, sse: sent with every request
-	// Enabled is false for servers declared with enabled = false: they are
-	// listed but never connected.
-	Enabled bool
+	// Disabled servers (enabled = false) are listed but never connected.
+	Disabled bool
 
 	Timeouts Timeouts
 	Backoff  Backoff
-	// MaxRetries bounds reconnection: at most MaxRetries+1 attempts, then the
-	// server is failed. Negative means retry forever (the default).
+	// MaxRetries bounds reconnection: at most MaxRetries+1 consecutive
+	// failed attempts, then the server is failed. If zero, it retries
+	// forever; NoRetries gives up after the first failure.
 	MaxRetries int
 	// MaxFrameBytes caps one inbound JSON-RPC message (stdio line or SSE
 	// event). If zero, 16 MiB.
@@ -63,6 +63,10 @@ type Backoff struct {
 // NoJitter, as Backoff.Jitter, disables jitter (a zero Jitter means the default).
 const NoJitter = -1.0
 
+// NoRetries, as Spec.MaxRetries, allows a single attempt (a zero MaxRetries
+// means retry forever).
+const NoRetries = -1
+
 // Defaults of SPEC §4 and §6.
 const (
 	DefaultConnectTimeout = 60 * time.Second
@@ -73,6 +77,18 @@ const (
 	DefaultJitter         = 0.25
 	DefaultMaxFrameBytes  = 16 << 20
 )
+
+// retryLimit is how many consecutive failures are tolerated, or -1 for
+// no limit.
+func (s Spec) retryLimit() int {
+	switch s.MaxRetries {
+	case 0:
+		return -1
+	case NoRetries:
+		return 0
+	}
+	return s.MaxRetries
+}
 
 // withDefaults returns s with every zero field set to its default.
 func (s Spec) withDefaults() Spec {
@@ -110,6 +126,8 @@ func (s Spec) validate() []string {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			p.add("url", "must be an http:// or https:// URL, got %q", redactURL(s.URL))
 		}
+	case "":
+		p.add("command", "missing transport: set command = {\"prog\", \"arg\"} for a process or url = \"http://…\" for a remote server")
 	default:
 		p.add("transport", "must be stdio, http or sse, got %q", s.Transport)
 	}
@@ -125,6 +143,9 @@ func (s Spec) validate() []string {
 	}
 	if j := s.Backoff.Jitter; (j < 0 && j != NoJitter) || j > 1 {
 		p.add("backoff.jitter", "must be within 0..1, got %g", s.Backoff.Jitter)
+	}
+	if s.MaxRetries < NoRetries || s.MaxRetries > 1e6 {
+		p.add("max_retries", "must be within 0..1000000, got %d", s.MaxRetries)
 	}
 	if s.MaxFrameBytes < 1024 || s.MaxFrameBytes > 1<<30 {
 		p.add("max_frame_bytes", "must be within 1024..1073741824, got %d", s.MaxFrameBytes)
@@ -181,6 +202,18 @@ type problems []string
 
 func (p *problems) add(field, format string, args ...any) {
 	*p = append(*p, field+": "+fmt.Sprintf(format, args...))
+}
+
+// mentions reports whether a problem about field (or a part of it) is
+// already listed.
+func (p problems) mentions(field string) bool {
+	for _, e := range p {
+		f, _, _ := strings.Cut(e, ":")
+		if f == field || strings.HasPrefix(f, field+".") || strings.HasPrefix(f, field+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *problems) duration(field string, d, max time.Duration) {

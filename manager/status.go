@@ -14,8 +14,8 @@ type Status struct {
 	Transport Transport
 	Endpoint  string // command line or URL without credentials
 	State     State
-	// Attempts counts consecutive failed connection attempts; it returns to
-	// zero once a connection has proven itself.
+	// Attempts counts the consecutive failed connection attempts that led
+	// to the current state; it is zero while connected.
 	Attempts int
 	// LastError is why the last attempt or session failed; cleared when a
 	// connection succeeds.
@@ -44,6 +44,7 @@ type Status struct {
 type snapshot struct {
 	status  Status
 	session *mcp.ClientSession // non-nil exactly when status.State is connected
+	conn    *conn              // the connection under session
 	tools   []*mcp.Tool        // last discovered, sorted by name
 }
 

@@ -45,7 +45,7 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 		changed: make(chan struct{}),
 	}
 	state := StateConnecting
-	if !spec.Enabled {
+	if spec.Disabled {
 		state = StateDisabled
 	}
 	s.snap.Store(&snapshot{status: Status{
@@ -83,7 +83,7 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 		edit(&next)
 	}
 	if to != StateConnected {
-		next.session = nil
+		next.session, next.conn = nil, nil
 	}
 	s.mu.Lock()
 	s.snap.Store(&next)
@@ -101,7 +101,7 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 func (s *supervisor) run() {
 	defer close(s.done)
 	defer s.transition(StateRemoved, nil, events.KindRemoved, nil)
-	if !s.spec.Enabled {
+	if s.spec.Disabled {
 		<-s.ctx.Done()
 		return
 	}
@@ -118,6 +118,7 @@ func (s *supervisor) run() {
 			}
 			continue
 		}
+		c.attempt = failures + 1
 		up := time.Now()
 		lost := s.serve(c)
 		if s.ctx.Err() != nil {
@@ -132,6 +133,7 @@ func (s *supervisor) run() {
 			failures = 0
 		}
 		failures++
+		lost = newError(CodeConnectionFailed, s.name, "session", lost)
 		s.m.bus.Publish(events.KindDisconnected, s.name, events.Fields{"error": lost.Error()})
 		if !s.backoff(failures, lost) {
 			return
@@ -142,7 +144,7 @@ func (s *supervisor) run() {
 // backoff waits out the delay after the n-th consecutive failure, or moves
 // to failed when retries are exhausted. It reports whether to try again.
 func (s *supervisor) backoff(n int, cause error) bool {
-	if s.spec.MaxRetries >= 0 && n > s.spec.MaxRetries {
+	if limit := s.spec.retryLimit(); limit >= 0 && n > limit {
 		msg := fmt.Sprintf("gave up after %d attempts: %v", n, cause)
 		s.transition(StateFailed, func(n *snapshot) { n.status.LastError = msg },
 			events.KindFailed, events.Fields{"attempts": n, "error": msg})
@@ -173,7 +175,7 @@ func (s *supervisor) serve(c *conn) error {
 	init := c.session.InitializeResult()
 	now := time.Now()
 	s.transition(StateConnected, func(n *snapshot) {
-		n.session = c.session
+		n.session, n.conn = c.session, c
 		n.tools = c.tools
 		n.status.Attempts = 0
 		n.status.LastError = ""
@@ -189,9 +191,7 @@ func (s *supervisor) serve(c *conn) error {
 				n.status.ServerVersion = init.ServerInfo.Version
 			}
 		}
-	}, events.KindConnected, events.Fields{
-		"tools": len(c.tools), "protocol": protocolOf(init), "pid": c.pid(),
-	})
+	}, events.KindConnected, connectedFields(c, init))
 	lost := make(chan error, 1)
 	go func() { lost <- c.session.Wait() }()
 	select {
@@ -202,11 +202,20 @@ func (s *supervisor) serve(c *conn) error {
 	}
 }
 
-func protocolOf(init *mcp.InitializeResult) string {
-	if init == nil {
-		return ""
+// connectedFields describe a new connection in its event.
+func connectedFields(c *conn, init *mcp.InitializeResult) events.Fields {
+	f := events.Fields{"attempt": c.attempt, "tools": len(c.tools)}
+	if pid := c.pid(); pid != 0 {
+		f["pid"] = pid
 	}
-	return init.ProtocolVersion
+	if init != nil {
+		f["protocol"] = init.ProtocolVersion
+		if init.ServerInfo != nil {
+			f["server_name"] = init.ServerInfo.Name
+			f["server_version"] = init.ServerInfo.Version
+		}
+	}
+	return f
 }
 
 // attempt makes connection attempt n: dial (spawn), handshake and first

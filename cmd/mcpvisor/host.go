@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/luaapi"
+	"github.com/mcpvisor/mcpvisor/manager"
+	"golang.org/x/term"
+)
+
+// defaultStartup is used when there is no ./startup.lua and no -c: it is
+// the repository's startup.lua (a test keeps the two identical).
+//
+//go:embed default_startup.lua
+var defaultStartup string
+
+// shutdownGrace bounds a graceful shutdown; a second signal forces exit.
+const shutdownGrace = 10 * time.Second
+
+// host is one running mcpvisor: the bus, the manager, the Lua runtime and
+// the log subscriber.
+type host struct {
+	chunk   chunkCancel // the REPL's running chunk
+	bus     *events.Bus
+	mgr     *manager.Manager
+	rt      *luaapi.Runtime
+	logOut  *swapWriter
+	logDone chan struct{}
+}
+
+func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
+	logOut := &swapWriter{w: stderr}
+	logger := newLogger(cfg, logOut)
+	path, src, err := startupSource(cfg.file)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpvisor: %v\n", err)
+		return 1
+	}
+	h := startHost(logger, logOut, stdout, filepath.Dir(path))
+	interactive := !cfg.hasCode && isTerminal(stdin)
+	// Signals are handled until the very end, so one during the graceful
+	// shutdown still forces exit rather than killing us half-way.
+	ctx, stopSignals := h.handleSignals(interactive, stderr)
+	defer stopSignals()
+	code := h.drive(ctx, cfg, interactive, path, src, stdin, stdout, stderr)
+	if err := h.shutdown(); err != nil {
+		fmt.Fprintf(stderr, "mcpvisor: %v\n", err)
+		return 1
+	}
+	return code
+}
+
+// handleSignals turns SIGINT/SIGTERM into cancellation of the returned
+// context (a graceful shutdown); a second signal forces exit. At the REPL,
+// Ctrl-C only interrupts the running chunk.
+func (h *host) handleSignals(interactive bool, stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				if interactive && sig == os.Interrupt && h.interruptChunk() {
+					continue
+				}
+				if n++; n >= 2 {
+					fmt.Fprintln(stderr, "mcpvisor: forced exit")
+					os.Exit(130)
+				}
+				fmt.Fprintln(stderr, "mcpvisor: shutting down (signal again to force)")
+				cancel()
+			}
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
+}
+
+func startHost(logger *slog.Logger, logOut *swapWriter, stdout io.Writer, dir string) *host {
+	h := &host{bus: events.NewBus(events.Options{}), logOut: logOut, logDone: make(chan struct{})}
+	sub := h.bus.Subscribe(events.SubscribeOptions{})
+	go func() {
+		defer close(h.logDone)
+		_ = events.Log(context.Background(), sub, logger)
+	}()
+	h.mgr = manager.New(manager.Options{Bus: h.bus, Logger: logger, Version: version()})
+	rt, err := luaapi.New(luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts")})
+	if err != nil {
+		panic(err) // only for a missing manager
+	}
+	h.rt = rt
+	return h
+}
+
+// drive runs the config and then -e, the REPL or the stdin script. It
+// returns the exit code.
+func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, src string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if _, err := h.rt.Exec(ctx, src, filepath.Base(path)); err != nil {
+		printError(stderr, err)
+		return 1
+	}
+	switch {
+	case cfg.hasCode:
+		res, err := h.rt.Exec(ctx, cfg.code, "(-e)")
+		if err != nil {
+			printError(stderr, err)
+			return 1
+		}
+		printResult(stdout, res)
+		return 0
+	case interactive:
+		return runREPL(ctx, h, stdin, stdout, stderr)
+	default:
+		return runScript(ctx, h.rt, stdin, stdout, stderr)
+	}
+}
+
+func (h *host) shutdown() error {
+	h.rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	err := h.mgr.Close(ctx)
+	h.bus.Close()
+	<-h.logDone
+	return err
+}
+
+// startupSource reads the config: -c FILE, else ./startup.lua, else the
+// built-in default.
+func startupSource(file string) (path, src string, err error) {
+	if file == "" {
+		if b, err := os.ReadFile("startup.lua"); err == nil {
+			return "startup.lua", string(b), nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", "", fmt.Errorf("read startup.lua: %w", err)
+		}
+		return "startup.lua", defaultStartup, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", "", fmt.Errorf("read config: %w", err)
+	}
+	return file, string(b), nil
+}
+
+func printResult(w io.Writer, res luaapi.Result) {
+	if len(res.Values) > 0 {
+		fmt.Fprintln(w, strings.Join(res.Values, "\t"))
+	}
+}
+
+func printError(w io.Writer, err error) {
+	var le *luaapi.Error
+	if errors.As(err, &le) && le.Traceback != "" && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(w, "error: %s\n%s\n", le.Message, le.Traceback)
+		return
+	}
+	fmt.Fprintf(w, "error: %v\n", err)
+}
+
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.logLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// swapWriter lets the REPL route log lines through readline so they never
+// garble the line being typed.
+type swapWriter struct {
+	mu sync.Mutex
+	// mu guards w.
+	w io.Writer
+}
+
+func (s *swapWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *swapWriter) set(w io.Writer) {
+	s.mu.Lock()
+	s.w = w
+	s.mu.Unlock()
+}
+
+// chunkCancel holds the cancel function of the chunk the REPL is running.
+type chunkCancel struct {
+	mu sync.Mutex
+	// mu guards cancel.
+	cancel context.CancelFunc
+}
+
+func (c *chunkCancel) set(f context.CancelFunc) {
+	c.mu.Lock()
+	c.cancel = f
+	c.mu.Unlock()
+}
+
+// interruptChunk cancels the running REPL chunk, reporting whether there was one.
+func (h *host) interruptChunk() bool {
+	h.chunk.mu.Lock()
+	defer h.chunk.mu.Unlock()
+	if h.chunk.cancel == nil {
+		return false
+	}
+	h.chunk.cancel()
+	return true
+}
+
+func version() string { return "0.1.0" }

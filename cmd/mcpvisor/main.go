@@ -1,0 +1,135 @@
+// Command mcpvisor keeps a person's MCP servers connected and at hand.
+// See `mcpvisor --help` and README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/demo"
+)
+
+const usage = `mcpvisor keeps your MCP servers connected and lets you use their tools from Lua.
+
+Usage:
+  mcpvisor [flags]          run startup.lua, then a REPL (or stdin as Lua)
+  mcpvisor demo-server      run the built-in demo MCP server on stdin/stdout
+  mcpvisor help             show this help
+
+Flags:
+  -c FILE               config to run at startup (default ./startup.lua; if it
+                        does not exist, the built-in default that declares the
+                        demo server)
+  -e CODE               run CODE after the config as one chunk, print what it
+                        returns, shut down and exit (0, or 1 on error)
+  --log-level LEVEL     debug, info, warn or error (default info; warn with -e)
+  --log-format FORMAT   text or json (default text)
+
+Modes:
+  With -e, CODE runs once and mcpvisor exits.
+  Otherwise, when stdin is a terminal, an interactive Lua REPL starts: type
+  Lua, or a bare expression to print its value; Ctrl-C cancels the running
+  chunk, Ctrl-D exits. When stdin is not a terminal, it is read as Lua and run
+  chunk by chunk; then mcpvisor shuts down and exits (1 if any chunk failed).
+
+Output: results and print() go to stdout; logs go to stderr.
+
+Examples:
+  mcpvisor -e 'assert(mcp_wait("demo", "connected")); return mcp_call("demo.echo", {text = "hi"}).text'
+  echo 'return mcp_tools()' | mcpvisor
+  mcpvisor -c ~/.config/mcpvisor/startup.lua
+
+In Lua: mcp_add, mcp_remove, mcp_status, mcp_servers, mcp_tools, mcp_call,
+mcp_wait, mcp_events, sleep, json.encode/json.decode; see README.md.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is main without os.Exit, returning the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "demo-server":
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := demo.Serve(ctx, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
+				fmt.Fprintln(stderr, "mcpvisor demo-server:", err)
+				return 1
+			}
+			return 0
+		case "help":
+			fmt.Fprint(stdout, usage)
+			return 0
+		}
+	}
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpvisor: %v\nRun 'mcpvisor --help' for usage.\n", err)
+		return 2
+	}
+	return runHost(cfg, stdin, stdout, stderr)
+}
+
+// config is the parsed command line.
+type config struct {
+	file      string // "" means ./startup.lua or the built-in default
+	code      string
+	hasCode   bool
+	logLevel  string
+	logFormat string
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("mcpvisor", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.file, "c", "", "")
+	fs.StringVar(&c.code, "e", "", "")
+	fs.StringVar(&c.logLevel, "log-level", "info", "")
+	fs.StringVar(&c.logFormat, "log-format", "text", "")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	levelSet := false
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "e":
+			c.hasCode = true
+		case "log-level":
+			levelSet = true
+		}
+	})
+	if c.hasCode && !levelSet {
+		c.logLevel = "warn" // a one-shot command prints its result, not the lifecycle
+	}
+	if fs.NArg() > 0 {
+		if strings.HasSuffix(fs.Arg(0), ".lua") {
+			return c, fmt.Errorf("unexpected argument %q; to run a config, use -c %s", fs.Arg(0), fs.Arg(0))
+		}
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch c.logLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return c, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
+	}
+	switch c.logFormat {
+	case "text", "json":
+	default:
+		return c, fmt.Errorf("--log-format must be text or json, got %q", c.logFormat)
+	}
+	return c, nil
+}

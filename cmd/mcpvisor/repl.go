@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/chzyer/readline"
+	"github.com/mcpvisor/mcpvisor/luaapi"
+)
+
+// chunker gathers lines until they form a complete Lua chunk, continuing
+// while the parse error is at end of input (like the standalone lua REPL).
+// A chunk is padded with the newlines before it, so errors report the
+// line number of the whole input, not of the chunk.
+type chunker struct {
+	pad   bool // keep line numbers of the whole input (script mode)
+	lines []string
+	seen  int // lines consumed by earlier chunks
+}
+
+// add appends a line and returns the chunk when it is complete.
+func (c *chunker) add(line string) (chunk string, complete bool) {
+	c.lines = append(c.lines, line)
+	if luaapi.Incomplete(strings.Join(c.lines, "\n")) {
+		return "", false
+	}
+	return c.flush(), true
+}
+
+// flush returns the pending lines as a chunk and starts a new one.
+func (c *chunker) flush() string {
+	src := strings.Join(c.lines, "\n")
+	if c.pad {
+		src = strings.Repeat("\n", c.seen) + src
+	}
+	c.seen += len(c.lines)
+	c.lines = nil
+	return src
+}
+
+// reset drops the pending lines (Ctrl-C at a continuation prompt).
+func (c *chunker) reset() {
+	c.seen += len(c.lines)
+	c.lines = nil
+}
+
+func (c *chunker) pending() bool { return len(c.lines) > 0 }
+
+// runChunk runs one REPL chunk: a bare expression prints its value.
+func runChunk(ctx context.Context, rt *luaapi.Runtime, src string, stdout, stderr io.Writer) bool {
+	if strings.TrimSpace(src) == "" {
+		return true
+	}
+	res, err := rt.Exec(ctx, luaapi.ExprOrChunk(src), "stdin")
+	if err != nil {
+		printError(stderr, err)
+		return false
+	}
+	printResult(stdout, res)
+	return true
+}
+
+// runScript reads stdin as Lua, chunk by chunk, in order. It returns 1 if
+// any chunk failed. Cancelling ctx (a signal) stops it even while stdin
+// stays open.
+func runScript(ctx context.Context, rt *luaapi.Runtime, stdin io.Reader, stdout, stderr io.Writer) int {
+	lines, readErr := readLines(stdin)
+	c := chunker{pad: true}
+	code := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return 1
+		case line, ok := <-lines:
+			if !ok {
+				if err := <-readErr; err != nil {
+					fmt.Fprintf(stderr, "error: reading stdin: %v\n", err)
+					return 1
+				}
+				if c.pending() {
+					// Run the incomplete tail to report its syntax error.
+					code = 1
+					runChunk(ctx, rt, c.flush(), stdout, stderr)
+				}
+				return code
+			}
+			if src, ok := c.add(line); ok && !runChunk(ctx, rt, src, stdout, stderr) {
+				code = 1
+			}
+		}
+	}
+}
+
+// readLines delivers r's lines on a channel from its own goroutine, so the
+// reader can select on them. The goroutine ends at EOF (it may outlive a
+// cancelled reader until then; the process is exiting anyway).
+func readLines(r io.Reader) (<-chan string, <-chan error) {
+	lines := make(chan string)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		errc <- sc.Err()
+	}()
+	return lines, errc
+}
+
+// runREPL is the interactive loop on a terminal.
+func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Writer) int {
+	rl, err := readline.NewEx(&readline.Config{
+		Prompt:            "mcp> ",
+		HistoryFile:       historyFile(),
+		InterruptPrompt:   "^C",
+		EOFPrompt:         "",
+		HistorySearchFold: true,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpvisor: cannot start the REPL: %v\n", err)
+		return 1
+	}
+	defer rl.Close()
+	h.logOut.set(rl.Stderr())
+	defer h.logOut.set(stderr)
+	fmt.Fprintln(rl.Stdout(), "mcpvisor REPL — Lua with mcp_* functions. Ctrl-D exits; try mcp_status() or mcp_tools().")
+
+	var c chunker
+	for ctx.Err() == nil {
+		if c.pending() {
+			rl.SetPrompt(">> ")
+		} else {
+			rl.SetPrompt("mcp> ")
+		}
+		line, err := rl.Readline()
+		switch {
+		case errors.Is(err, readline.ErrInterrupt):
+			c.reset() // Ctrl-C at the prompt drops the pending input
+			continue
+		case errors.Is(err, io.EOF):
+			return 0
+		case err != nil:
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return 1
+		}
+		src, ok := c.add(line)
+		if !ok {
+			continue
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		h.chunk.set(cancel)
+		runChunk(cctx, h.rt, src, rl.Stdout(), rl.Stderr())
+		h.chunk.set(nil)
+		cancel()
+	}
+	return 0
+}
+
+// historyFile is $XDG_STATE_HOME/mcpvisor/history (or ~/.local/state/…).
+func historyFile() string {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	dir = filepath.Join(dir, "mcpvisor")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "history")
+}

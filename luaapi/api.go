@@ -1,0 +1,358 @@
+package luaapi
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/manager"
+	lua "github.com/yuin/gopher-lua"
+)
+
+// install defines the globals of SPEC §14 and the same functions as the
+// module table `mcp` (mcp.call == mcp_call).
+func (r *Runtime) install() {
+	L := r.L
+	OpenJSON(L)
+	L.SetGlobal("print", L.NewFunction(luaPrint(r.out)))
+	L.SetGlobal("MCPVISOR", lua.LString(r.opts.Binary))
+	mod := L.NewTable()
+	for name, fn := range map[string]lua.LGFunction{
+		"add":     r.luaAdd,
+		"status":  r.luaStatus,
+		"servers": r.luaServers,
+		"tools":   r.luaTools,
+		"events":  r.luaEvents,
+	} {
+		f := L.NewFunction(fn)
+		mod.RawSetString(name, f)
+		L.SetGlobal("mcp_"+name, f)
+	}
+	L.SetGlobal("mcp", mod)
+
+	// Builtins that may suspend the task are wrapped in Lua shims with a
+	// fixed number of results: the task is always resumed with exactly that
+	// many values, whatever the caller's own call site expects (NOTES.md).
+	raw := L.NewTable()
+	raw.RawSetString("call", L.NewFunction(r.luaCall))
+	raw.RawSetString("wait", L.NewFunction(r.luaWait))
+	raw.RawSetString("remove", L.NewFunction(r.luaRemove))
+	raw.RawSetString("sleep", L.NewFunction(r.luaSleep))
+	shims, err := L.Load(stringReader(shimSource), shimChunk)
+	if err != nil {
+		panic(err) // shimSource is a constant
+	}
+	L.Push(shims)
+	L.Push(raw)
+	L.Push(mod)
+	L.Call(2, 0)
+}
+
+// shimSource defines the suspending builtins over their raw Go versions.
+const shimSource = `local raw, mod = ...
+-- assert as in Lua 5.3: any error value passes through, so
+-- assert(mcp_call(...)) raises the call's error ("TOOL_NOT_FOUND: ...").
+local error, select = error, select
+function assert(...)
+  local v, msg = ...
+  if v then return ... end
+  if select("#", ...) < 2 then error("assertion failed!", 3) end
+  error(msg, 0)
+end
+local call, wait, remove, sleep_ = raw.call, raw.wait, raw.remove, raw.sleep
+local function ret(a, b) if b == nil then return a end return a, b end
+function mcp_call(...) local a, b = call(...) return ret(a, b) end
+function mcp_wait(...) local a, b = wait(...) return ret(a, b) end
+function mcp_remove(...) local a, b = remove(...) return ret(a, b) end
+function sleep(...) sleep_(...) end
+mod.call, mod.wait, mod.remove, mod.sleep = mcp_call, mcp_wait, mcp_remove, sleep
+`
+
+// shimChunk names the shims' chunk; tracebacks leave its frames out.
+const shimChunk = "(mcp)"
+
+// shimLevel is the error level, inside a shimmed builtin, of the Lua code
+// that called the shim: errors point at the user's line, not the shim's.
+const shimLevel = 3
+
+// raiseAt raises a Lua error positioned at the caller of a shimmed builtin.
+func raiseAt(L *lua.LState, format string, args ...any) {
+	L.Error(lua.LString(callerPosition(L)+fmt.Sprintf(format, args...)), 0)
+}
+
+// callerPosition is "chunk:line: " of the Lua code that called a shimmed
+// builtin, or "" when a tail call (`return mcp_call(…)`, the REPL's form)
+// has erased that frame: gopher-lua's GetStack then lands on the task's
+// bootstrap, whose position means nothing to the user.
+func callerPosition(L *lua.LState) string {
+	for level := shimLevel - 1; ; level++ {
+		dbg, ok := L.GetStack(level)
+		if !ok {
+			return ""
+		}
+		if _, err := L.GetInfo("Sl", dbg, lua.LNil); err != nil {
+			return ""
+		}
+		switch {
+		case dbg.What == "G":
+			continue // like lua_error's level: skip Go frames
+		case dbg.Source == taskChunk:
+			return ""
+		}
+		return fmt.Sprintf("%s:%d: ", dbg.Source, dbg.CurrentLine)
+	}
+}
+
+// argErr is ArgError for shimmed builtins.
+func argErr(L *lua.LState, fname string, n int, msg string) {
+	raiseAt(L, "bad argument #%d to %s (%s)", n, fname, msg)
+}
+
+// checkString is CheckString for shimmed builtins.
+func checkString(L *lua.LState, fname string, n int) string {
+	s, ok := L.Get(n).(lua.LString)
+	if !ok {
+		argErr(L, fname, n, "string expected, got "+L.Get(n).Type().String())
+	}
+	return string(s)
+}
+
+// checkNumber is CheckNumber for shimmed builtins.
+func checkNumber(L *lua.LState, fname string, n int) lua.LNumber {
+	v, ok := L.Get(n).(lua.LNumber)
+	if !ok {
+		argErr(L, fname, n, "number expected, got "+L.Get(n).Type().String())
+	}
+	return v
+}
+
+// mcp_add(name, spec) → name. Records intent and returns at once; an
+// invalid spec or a name conflict raises a Lua error naming the server and
+// field.
+func (r *Runtime) luaAdd(L *lua.LState) int {
+	name := L.CheckString(1)
+	specTable := L.CheckTable(2)
+	raw, err := FromLua(specTable)
+	if err != nil {
+		L.RaiseError("mcp_add(%q): spec: %v", name, err)
+	}
+	fields, ok := raw.(map[string]any)
+	if !ok {
+		L.RaiseError("mcp_add(%q): spec must be a table of named fields like {command = {\"prog\"}}", name)
+	}
+	spec, err := manager.DecodeSpec(name, fields, manager.DecodeOptions{LookupEnv: r.opts.LookupEnv})
+	if err != nil {
+		raiseCoded(L, err)
+	}
+	if err := r.mgr.Add(name, spec); err != nil {
+		raiseCoded(L, err)
+	}
+	n, _ := manager.NormalizeName(name)
+	L.Push(lua.LString(n))
+	return 1
+}
+
+// mcp_remove(name [, {wait = true}]) → true | nil, err. Non-blocking unless
+// wait is set, in which case it returns once the server is fully disposed.
+func (r *Runtime) luaRemove(L *lua.LState) int {
+	name := checkString(L, "mcp_remove", 1)
+	wait := optBool(L, 2, "wait")
+	if wait {
+		// Refuse before removing: raising after would hide that it happened.
+		r.checkSuspend(L, "mcp_remove")
+	}
+	done, err := r.mgr.Remove(name)
+	if err != nil {
+		return pushErr(L, err)
+	}
+	if !wait {
+		L.Push(lua.LTrue)
+		return 1
+	}
+	return r.await(L, "mcp_remove", 2, func(ctx context.Context) func(*lua.LState) []lua.LValue {
+		select {
+		case <-done:
+			return func(*lua.LState) []lua.LValue { return []lua.LValue{lua.LTrue} }
+		case <-ctx.Done():
+			return func(L *lua.LState) []lua.LValue {
+				return []lua.LValue{lua.LNil, lua.LString("interrupted while waiting for removal")}
+			}
+		}
+	})
+}
+
+// mcp_status([name]) → status | nil, err; without a name, a table of all
+// statuses by server name.
+func (r *Runtime) luaStatus(L *lua.LState) int {
+	if L.GetTop() == 0 || L.Get(1) == lua.LNil {
+		all := L.NewTable()
+		for _, st := range r.mgr.Statuses() {
+			all.RawSetString(st.Name, statusTable(L, st))
+		}
+		L.Push(all)
+		return 1
+	}
+	st, err := r.mgr.Status(L.CheckString(1))
+	if err != nil {
+		return pushErr(L, err)
+	}
+	L.Push(statusTable(L, st))
+	return 1
+}
+
+// mcp_servers() → sorted list of names.
+func (r *Runtime) luaServers(L *lua.LState) int {
+	var names []lua.LValue
+	for _, n := range r.mgr.Names() {
+		names = append(names, lua.LString(n))
+	}
+	L.Push(listTable(L, names))
+	return 1
+}
+
+// mcp_tools([server]) → list of tools | nil, err.
+func (r *Runtime) luaTools(L *lua.LState) int {
+	tools, err := r.mgr.Tools(L.OptString(1, ""))
+	if err != nil {
+		return pushErr(L, err)
+	}
+	items := make([]lua.LValue, len(tools))
+	for i, t := range tools {
+		items[i] = toolTable(L, t)
+	}
+	L.Push(listTable(L, items))
+	return 1
+}
+
+// mcp_call(name, args [, {timeout = seconds}]) → result | nil, err. Looks
+// blocking to its caller; the loop keeps running meanwhile.
+func (r *Runtime) luaCall(L *lua.LState) int {
+	const fname = "mcp_call"
+	name := checkString(L, fname, 1)
+	var args any = map[string]any{}
+	if v := L.Get(2); v != lua.LNil {
+		tbl, ok := v.(*lua.LTable)
+		if !ok {
+			argErr(L, fname, 2, "arguments must be a table like {text = \"hi\"}, got "+v.Type().String())
+		}
+		a, err := FromLua(tbl)
+		if err != nil {
+			argErr(L, fname, 2, err.Error())
+		}
+		if _, isList := a.([]any); isList {
+			argErr(L, fname, 2, "arguments must be a table of named fields, not a list")
+		}
+		args = a
+	}
+	opts := manager.CallOptions{Timeout: optSeconds(L, fname, 3, "timeout")}
+	return r.await(L, "mcp_call", 2, func(ctx context.Context) func(*lua.LState) []lua.LValue {
+		res, err := r.mgr.Call(ctx, name, args, opts)
+		return func(L *lua.LState) []lua.LValue {
+			if err != nil {
+				return []lua.LValue{lua.LNil, errorTable(L, err)}
+			}
+			return []lua.LValue{resultTable(L, res), lua.LNil}
+		}
+	})
+}
+
+// mcp_wait(name, state [, timeout_seconds = 10]) → true | false, why.
+func (r *Runtime) luaWait(L *lua.LState) int {
+	const fname = "mcp_wait"
+	name := checkString(L, fname, 1)
+	state, err := manager.ParseState(checkString(L, fname, 2))
+	if err != nil {
+		argErr(L, fname, 2, err.Error())
+	}
+	timeout := 10 * time.Second
+	if L.GetTop() >= 3 && L.Get(3) != lua.LNil {
+		timeout = seconds(L, fname, 3, checkNumber(L, fname, 3))
+	}
+	if _, err := r.mgr.Status(name); err != nil {
+		L.Push(lua.LFalse)
+		L.Push(lua.LString(err.Error()))
+		return 2
+	}
+	return r.await(L, "mcp_wait", 2, func(ctx context.Context) func(*lua.LState) []lua.LValue {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		_, err := r.mgr.Wait(ctx, name, state)
+		return func(*lua.LState) []lua.LValue {
+			if err != nil {
+				return []lua.LValue{lua.LFalse, lua.LString(err.Error())}
+			}
+			return []lua.LValue{lua.LTrue, lua.LNil}
+		}
+	})
+}
+
+// mcp_events([n = 50]) → the last n events, oldest first.
+func (r *Runtime) luaEvents(L *lua.LState) int {
+	n := L.OptInt(1, 50)
+	hist := r.mgr.Bus().History(n)
+	items := make([]lua.LValue, len(hist))
+	for i, e := range hist {
+		items[i] = eventTable(L, e)
+	}
+	L.Push(listTable(L, items))
+	return 1
+}
+
+// sleep(seconds) suspends the task; the loop keeps running.
+func (r *Runtime) luaSleep(L *lua.LState) int {
+	d := seconds(L, "sleep", 1, checkNumber(L, "sleep", 1))
+	return r.await(L, "sleep", 0, func(ctx context.Context) func(*lua.LState) []lua.LValue {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		return func(*lua.LState) []lua.LValue { return nil }
+	})
+}
+
+// pushErr returns nil, err to Lua.
+func pushErr(L *lua.LState, err error) int {
+	L.Push(lua.LNil)
+	L.Push(errorTable(L, err))
+	return 2
+}
+
+// raiseCoded raises err as a Lua error "CODE: message".
+func raiseCoded(L *lua.LState, err error) {
+	L.RaiseError("%s", errTableString(errorTable(L, err)))
+}
+
+func optBool(L *lua.LState, n int, key string) bool {
+	t, ok := L.Get(n).(*lua.LTable)
+	return ok && lua.LVAsBool(t.RawGetString(key))
+}
+
+// optSeconds reads opts[key] as seconds; absent is zero.
+func optSeconds(L *lua.LState, fname string, n int, key string) time.Duration {
+	v := L.Get(n)
+	if v == lua.LNil {
+		return 0
+	}
+	t, ok := v.(*lua.LTable)
+	if !ok {
+		argErr(L, fname, n, "options must be a table like {"+key+" = 5}")
+	}
+	switch x := t.RawGetString(key).(type) {
+	case lua.LNumber:
+		return seconds(L, fname, n, x)
+	case *lua.LNilType:
+		return 0
+	default:
+		argErr(L, fname, n, fmt.Sprintf("%s must be a number of seconds, got %s", key, x.Type()))
+	}
+	return 0
+}
+
+func seconds(L *lua.LState, fname string, n int, v lua.LNumber) time.Duration {
+	if v < 0 || v > 1e6 || v != v {
+		argErr(L, fname, n, fmt.Sprintf("seconds must be within 0..1000000, got %v", v))
+	}
+	return time.Duration(float64(v) * float64(time.Second))
+}

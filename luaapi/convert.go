@@ -1,0 +1,148 @@
+package luaapi
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Plain data crosses into Lua as tables, never as gopher-luar userdata:
+// scripts can iterate, print and json.encode it.
+
+func statusTable(L *lua.LState, st manager.Status) *lua.LTable {
+	t := L.NewTable()
+	t.RawSetString("name", lua.LString(st.Name))
+	t.RawSetString("state", lua.LString(st.State.String()))
+	t.RawSetString("transport", lua.LString(st.Transport))
+	t.RawSetString("endpoint", lua.LString(st.Endpoint))
+	t.RawSetString("attempts", lua.LNumber(st.Attempts))
+	t.RawSetString("tools", lua.LNumber(st.Tools))
+	setString(t, "last_error", st.LastError)
+	setString(t, "protocol", st.Protocol)
+	setTime(t, "since", st.Since)
+	setTime(t, "connected_at", st.ConnectedAt)
+	if st.PID != 0 {
+		t.RawSetString("pid", lua.LNumber(st.PID))
+	}
+	if !st.NextAttempt.IsZero() {
+		t.RawSetString("next_attempt_in", lua.LNumber(math.Round(max(0, time.Until(st.NextAttempt).Seconds())*1000)/1000))
+	}
+	if st.ServerName != "" || st.ServerVersion != "" {
+		srv := L.NewTable()
+		setString(srv, "name", st.ServerName)
+		setString(srv, "version", st.ServerVersion)
+		t.RawSetString("server", srv)
+	}
+	return t
+}
+
+func toolTable(L *lua.LState, ti manager.ToolInfo) *lua.LTable {
+	t := L.NewTable()
+	t.RawSetString("name", lua.LString(ti.FullName))
+	t.RawSetString("server", lua.LString(ti.Server))
+	t.RawSetString("tool", lua.LString(ti.Name))
+	setString(t, "title", ti.Title)
+	setString(t, "description", ti.Description)
+	t.RawSetString("available", lua.LBool(ti.Available))
+	if ti.InputSchema != nil {
+		t.RawSetString("input_schema", ToLua(L, ti.InputSchema))
+	}
+	return t
+}
+
+func eventTable(L *lua.LState, e events.Event) *lua.LTable {
+	t := L.NewTable()
+	for k, v := range e.Fields {
+		t.RawSetString(k, ToLua(L, v))
+	}
+	t.RawSetString("seq", lua.LNumber(e.Seq))
+	t.RawSetString("time", lua.LString(e.Time.Format(time.RFC3339Nano)))
+	t.RawSetString("kind", lua.LString(e.Kind))
+	setString(t, "server", e.Server)
+	return t
+}
+
+// resultTable converts a tool result (R-INV-2): content kept as the server
+// sent it, structured content decoded, is_error a plain flag, text the
+// joined text parts.
+func resultTable(L *lua.LState, res *mcp.CallToolResult) *lua.LTable {
+	t := L.NewTable()
+	content := L.NewTable()
+	var text []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text = append(text, tc.Text)
+		}
+		raw, err := json.Marshal(c)
+		if err != nil {
+			raw, _ = json.Marshal(map[string]string{"type": "unknown", "error": err.Error()})
+		}
+		content.Append(ToLua(L, json.RawMessage(raw))) // big integers stay exact
+	}
+	content.Metatable = arrayMetatable(L)
+	t.RawSetString("content", content)
+	t.RawSetString("text", lua.LString(strings.Join(text, "\n")))
+	t.RawSetString("is_error", lua.LBool(res.IsError))
+	if res.StructuredContent != nil {
+		t.RawSetString("structured", ToLua(L, res.StructuredContent))
+	}
+	return t
+}
+
+// errorTable is the `err` of `nil, err` returns: code, server, operation and
+// message, and tostring(err) == "CODE: message".
+func errorTable(L *lua.LState, err error) *lua.LTable {
+	t := L.NewTable()
+	code, server, op := string(manager.CodeInvocationFailed), "", ""
+	var me *manager.Error
+	if errors.As(err, &me) {
+		code, server, op = string(me.Code), me.Server, me.Op
+	}
+	t.RawSetString("code", lua.LString(code))
+	setString(t, "server", server)
+	setString(t, "operation", op)
+	t.RawSetString("message", lua.LString(err.Error()))
+	mt := L.NewTable()
+	mt.RawSetString("__tostring", L.NewFunction(func(L *lua.LState) int {
+		L.Push(lua.LString(errTableString(L.CheckTable(1))))
+		return 1
+	}))
+	t.Metatable = mt
+	return t
+}
+
+func errTableString(t *lua.LTable) string {
+	return t.RawGetString("code").String() + ": " + t.RawGetString("message").String()
+}
+
+func setString(t *lua.LTable, key, v string) {
+	if v != "" {
+		t.RawSetString(key, lua.LString(v))
+	}
+}
+
+func setTime(t *lua.LTable, key string, v time.Time) {
+	if !v.IsZero() {
+		t.RawSetString(key, lua.LString(v.UTC().Format(time.RFC3339Nano)))
+	}
+}
+
+// arrayMetatable is json.array_mt (from the registry, whatever a script did
+// to the global json), so lists we build encode as arrays even when empty.
+func arrayMetatable(L *lua.LState) lua.LValue { return JSONArrayMetatable(L) }
+
+func listTable(L *lua.LState, items []lua.LValue) *lua.LTable {
+	t := L.CreateTable(len(items), 0)
+	for _, v := range items {
+		t.Append(v)
+	}
+	t.Metatable = arrayMetatable(L)
+	return t
+}

@@ -1,0 +1,30 @@
+// Package luaapi is mcpvisor's Lua control plane: the globals that
+// startup.lua, the REPL and hooks use (mcp_add, mcp_call, …), the json
+// module, and the loop that runs all Lua code.
+//
+// # Concurrency
+//
+// One goroutine, the loop, owns the gopher-lua state: no other goroutine
+// ever touches it, nor any Lua value (gopher-luar conversions included).
+// Everything else posts closures to the loop ([Runtime.Exec] does).
+//
+// Every chunk runs as a coroutine task. A builtin that has to wait —
+// mcp_call, mcp_wait, sleep, mcp_remove with {wait = true} — starts the work
+// on its own goroutine and yields the task; when the work is done its result
+// is posted back to the loop, converted to Lua there and the task resumed
+// with a fixed number of values. The loop therefore keeps serving other
+// chunks while one waits, and the manager never calls into Lua.
+//
+// Yielding cannot work across a Go frame (pcall, table.sort comparators,
+// string.gsub callbacks) or inside a coroutine the script made itself; the
+// waiting builtins detect both and raise a clear error instead of losing a
+// result.
+//
+// # Errors
+//
+// Lua failures are [*Error] values carrying the message with chunk:line and
+// the traceback captured inside the task. Functions that can fail at run
+// time return `nil, err` where err is a table {code, server, operation,
+// message} whose tostring is "CODE: message"; invalid use (a bad spec, wrong
+// argument types) raises a Lua error.
+package luaapi

@@ -1,0 +1,227 @@
+package luaapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Manager is what the Lua API needs of the manager; *manager.Manager
+// implements it.
+type Manager interface {
+	Add(name string, spec manager.Spec) error
+	Remove(name string) (<-chan struct{}, error)
+	Status(name string) (manager.Status, error)
+	Statuses() []manager.Status
+	Names() []string
+	Tools(server string) ([]manager.ToolInfo, error)
+	Call(ctx context.Context, name string, args any, opts manager.CallOptions) (*mcp.CallToolResult, error)
+	Wait(ctx context.Context, name string, state manager.State) (manager.Status, error)
+	Bus() *events.Bus
+}
+
+// Options configures a [Runtime].
+type Options struct {
+	// Manager is required.
+	Manager Manager
+	// Stdout receives print output and nothing else. If nil, os.Stdout.
+	Stdout io.Writer
+	// Binary is the path of the running mcpvisor, exposed as MCPVISOR.
+	// If empty, os.Executable.
+	Binary string
+	// ScriptDir is where require finds modules (scripts/ beside
+	// startup.lua). If empty, "scripts".
+	ScriptDir string
+	// LookupEnv resolves ${VAR} in specs. If nil, os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// Runtime is the Lua control plane: one goroutine (the loop) owns the Lua
+// state and runs every chunk as a coroutine task. Create it with [New] and
+// stop it with [Runtime.Close].
+type Runtime struct {
+	opts Options
+	mgr  Manager
+	out  io.Writer
+
+	// Owned by the loop goroutine.
+	L       *lua.LState
+	tasks   map[*lua.LState]*task
+	closing bool // set by Close: no task may start background work
+
+	work    chan func()   // closures to run on the loop
+	stop    chan struct{} // closed by Close
+	done    chan struct{} // closed when the loop has exited
+	base    context.Context
+	cancel  context.CancelFunc // cancels every task
+	pending sync.WaitGroup     // goroutines doing a task's async work
+	once    sync.Once
+}
+
+// New builds the Lua state and starts the loop.
+func New(opts Options) (*Runtime, error) {
+	if opts.Manager == nil {
+		return nil, errors.New("luaapi: Options.Manager is required")
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	if opts.Binary == "" {
+		exe, err := os.Executable()
+		if err == nil {
+			opts.Binary = exe
+		}
+	}
+	if opts.ScriptDir == "" {
+		opts.ScriptDir = "scripts"
+	}
+	base, cancel := context.WithCancel(context.Background())
+	r := &Runtime{
+		opts:   opts,
+		mgr:    opts.Manager,
+		out:    opts.Stdout,
+		tasks:  make(map[*lua.LState]*task),
+		work:   make(chan func(), 256),
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+		base:   base,
+		cancel: cancel,
+	}
+	r.L = newState(opts.ScriptDir)
+	r.install()
+	go r.loop()
+	return r, nil
+}
+
+// loop runs posted work one closure at a time until Close.
+func (r *Runtime) loop() {
+	defer close(r.done)
+	for {
+		select {
+		case f := <-r.work:
+			f()
+		case <-r.stop:
+			return
+		}
+	}
+}
+
+// post hands f to the loop. It reports false if the runtime is closed.
+func (r *Runtime) post(f func()) bool {
+	select {
+	case r.work <- f:
+		return true
+	case <-r.stop:
+		return false
+	}
+}
+
+// Close cancels every task, waits for their background work and stops
+// the loop. It is idempotent.
+func (r *Runtime) Close() {
+	r.once.Do(func() {
+		r.cancel()
+		// Seal the loop against new background work before waiting for
+		// it: pending.Add runs on the loop, and an Add racing this Wait
+		// could start work the Wait does not cover.
+		sealed := make(chan struct{})
+		if r.post(func() { r.closing = true; close(sealed) }) {
+			<-sealed
+		}
+		r.pending.Wait()
+		close(r.stop)
+		<-r.done
+		r.L.Close()
+	})
+}
+
+// Result is what a chunk returned, rendered for display.
+type Result struct {
+	// Values holds each returned value as text: strings as they are,
+	// everything else pretty-printed.
+	Values []string
+}
+
+// Exec compiles src and runs it as a task, waiting until the task ends
+// (across any mcp_call or mcp_wait it makes). Cancelling ctx cancels the
+// task. Errors are [*Error] values carrying the Lua message.
+func (r *Runtime) Exec(ctx context.Context, src, chunk string) (Result, error) {
+	type outcome struct {
+		res Result
+		err error
+	}
+	ch := make(chan outcome, 1)
+	ok := r.post(func() {
+		fn, err := r.L.Load(stringReader(src), chunk)
+		if err != nil {
+			ch <- outcome{err: syntaxError(err)}
+			return
+		}
+		r.spawn(ctx, fn, nil, func(vals []lua.LValue, err error) {
+			ch <- outcome{res: render(vals), err: err}
+		})
+	})
+	if !ok {
+		return Result{}, errClosed
+	}
+	select {
+	case o := <-ch:
+		return o.res, o.err
+	case <-r.done:
+		return Result{}, errClosed
+	}
+}
+
+// ExecFile runs a file as one task, like Exec.
+func (r *Runtime) ExecFile(ctx context.Context, path string) (Result, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return Result{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	return r.Exec(ctx, string(src), filepath.Base(path))
+}
+
+// Incomplete reports whether src, as a chunk or as a bare expression, is a
+// prefix that more lines could complete: it does not parse and a parse
+// error is at end of input. This is how the lua REPL decides to show its
+// continuation prompt.
+func Incomplete(src string) bool {
+	_, errChunk := parseChunk(src)
+	_, errExpr := parseChunk("return " + src)
+	if errChunk == nil || errExpr == nil {
+		return false
+	}
+	return errAtEOF(errChunk) || errAtEOF(errExpr)
+}
+
+var errClosed = errors.New("the Lua runtime is closed")
+
+func render(vals []lua.LValue) Result {
+	var res Result
+	for _, v := range vals {
+		if s, ok := v.(lua.LString); ok {
+			res.Values = append(res.Values, string(s))
+		} else {
+			res.Values = append(res.Values, Pretty(v))
+		}
+	}
+	return res
+}
+
+// ExprOrChunk returns "return "+src when src is a bare expression, so a
+// REPL can print its value, and src unchanged otherwise.
+func ExprOrChunk(src string) string {
+	if _, err := parseChunk("return " + src); err == nil {
+		return "return " + src
+	}
+	return src
+}

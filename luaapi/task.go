@@ -1,0 +1,233 @@
+package luaapi
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// task is one coroutine run by the loop: a chunk, a hook call or a timer.
+// All of its fields are owned by the loop goroutine.
+type task struct {
+	co      *lua.LState
+	ctx     context.Context // cancelled to stop the task (Ctrl-C, Close)
+	cancel  context.CancelFunc
+	waiting string // the builtin the task is suspended in, or ""
+	trace   string // traceback of the last error raised in the task
+	done    func(vals []lua.LValue, err error)
+}
+
+// bootstrap is the root function of every task. It arms traceback capture
+// on the task's own thread (Resume resets the thread's panic handler when it
+// starts it, so this must happen inside), then tail-calls the task's body.
+// It returns the body's result count first: Resume reports a body that
+// returned nothing as one nil, which a REPL would print.
+const bootstrap, taskChunk = `local arm, fn = ...; arm()
+local function pack(...) return select("#", ...), ... end
+return pack(fn(select(3, ...)))`, "(task)"
+
+// spawn starts fn(args...) as a new task; done is called on the loop when
+// the task finishes or fails.
+func (r *Runtime) spawn(ctx context.Context, fn *lua.LFunction, args []lua.LValue, done func([]lua.LValue, error)) {
+	co, _ := r.L.NewThread()
+	tctx, cancel := context.WithCancel(ctx)
+	stopOnClose := context.AfterFunc(r.base, cancel)
+	t := &task{co: co, ctx: tctx, done: done}
+	t.cancel = func() { stopOnClose(); cancel() }
+	r.tasks[co] = t
+	arm := r.L.NewFunction(func(L *lua.LState) int {
+		L.Panic = func(L *lua.LState) {
+			t.trace = traceback(L)
+			panic(&lua.ApiError{Type: lua.ApiErrorRun, Object: L.Get(-1)})
+		}
+		return 0
+	})
+	root, err := r.L.Load(strings.NewReader(bootstrap), taskChunk)
+	if err != nil {
+		panic(err) // the bootstrap is a constant
+	}
+	r.resume(t, root, append([]lua.LValue{arm, fn}, args...))
+}
+
+// resume runs the task's next slice and settles what happened: suspended in
+// one of our builtins (wait for its completion to be posted), finished, or
+// failed.
+func (r *Runtime) resume(t *task, fn *lua.LFunction, args []lua.LValue) {
+	t.co.SetContext(t.ctx)
+	st, err, vals := r.resumeSafely(t, fn, args)
+	switch {
+	case err != nil:
+		r.finish(t, nil, r.taskError(t, err))
+	case st == lua.ResumeYield && t.waiting == "":
+		r.finish(t, nil, &Error{Message: "coroutine.yield was called outside a coroutine created with coroutine.create/wrap"})
+	case st == lua.ResumeOK && t.waiting != "":
+		// The yield happened where gopher-lua cannot suspend (a metamethod,
+		// an iterator): the task ran on without the result. Say so rather
+		// than continue with a lost value.
+		r.finish(t, nil, &Error{Message: fmt.Sprintf("%s cannot run inside pcall, a metamethod, an iterator or a Go callback (table.sort, string.gsub); its result was lost and the chunk stopped", t.waiting)})
+	case st == lua.ResumeOK:
+		r.finish(t, unpackResults(vals), nil)
+	}
+}
+
+// unpackResults undoes the bootstrap's pack: a count, then the values.
+func unpackResults(vals []lua.LValue) []lua.LValue {
+	if len(vals) == 0 {
+		return nil
+	}
+	n, ok := vals[0].(lua.LNumber)
+	if !ok || int(n) > len(vals)-1 {
+		return vals
+	}
+	return vals[1 : 1+int(n)]
+}
+
+func (r *Runtime) resumeSafely(t *task, fn *lua.LFunction, args []lua.LValue) (st lua.ResumeState, err error, vals []lua.LValue) {
+	defer func() {
+		if p := recover(); p != nil {
+			st, err = lua.ResumeError, fmt.Errorf("internal error while running Lua: %v", p)
+		}
+	}()
+	return r.L.Resume(t.co, fn, args...)
+}
+
+func (r *Runtime) finish(t *task, vals []lua.LValue, err error) {
+	delete(r.tasks, t.co)
+	t.cancel()
+	t.waiting = ""
+	if t.done != nil {
+		t.done(vals, err)
+	}
+}
+
+// await suspends the calling task in builtin name until work completes. work
+// runs on its own goroutine with the task's context and returns a function
+// that the loop calls to build exactly nret values to resume with (a fixed
+// arity, so the yield site never sees missing registers). It returns the
+// value a Go builtin must return.
+func (r *Runtime) await(L *lua.LState, name string, nret int, work func(ctx context.Context) func(L *lua.LState) []lua.LValue) int {
+	t := r.checkSuspend(L, name)
+	t.waiting = name
+	r.pending.Add(1)
+	go func() {
+		defer r.pending.Done()
+		build := work(t.ctx)
+		r.post(func() {
+			if r.tasks[t.co] != t || t.waiting != name {
+				return // the task already ended
+			}
+			t.waiting = ""
+			vals := build(r.L)
+			for len(vals) < nret {
+				vals = append(vals, lua.LNil)
+			}
+			r.resume(t, nil, vals[:nret])
+		})
+	}()
+	return L.Yield()
+}
+
+// checkSuspend returns the task running L, or raises the error saying why
+// builtin name cannot suspend it here. Builtins with side effects call it
+// before acting.
+func (r *Runtime) checkSuspend(L *lua.LState, name string) *task {
+	t, ok := r.tasks[L]
+	if !ok {
+		raiseAt(L, "%s cannot run inside a coroutine created by coroutine.create/wrap; call it from the chunk or hook itself", name)
+	}
+	if r.closing {
+		// Close's cancellation reaches tasks through an AfterFunc, i.e.
+		// asynchronously: cancel now so the task's error says it was
+		// interrupted (with its Cause) rather than failed.
+		t.cancel()
+		raiseAt(L, "%s: the Lua runtime is closing", name)
+	}
+	if inGoFrame(L) || nestedLoop() {
+		raiseAt(L, "%s cannot run inside pcall, a metamethod, an iterator or a Go callback (table.sort, string.gsub)", name)
+	}
+	return t
+}
+
+// inGoFrame reports whether a Go function other than the running builtin is
+// on the task's stack: pcall, xpcall or a callback, across which a yield
+// would be lost.
+func inGoFrame(L *lua.LState) bool {
+	for level := 1; ; level++ {
+		dbg, ok := L.GetStack(level)
+		if !ok {
+			return false
+		}
+		if _, err := L.GetInfo("S", dbg, lua.LNil); err == nil && dbg.What == "G" {
+			return true
+		}
+	}
+}
+
+// nestedLoop reports whether the running builtin was reached through a
+// nested run of gopher-lua's VM: a metamethod (__index, __add, …) or a
+// generic-for iterator is called by the VM from Go, not by a Lua call
+// instruction, so no "G" frame shows on the Lua stack, yet a yield there
+// corrupts the thread (a nil dereference inside gopher-lua). A task's
+// slice runs exactly one VM loop (from Resume); more on the Go stack means
+// Go-level nesting. If gopher-lua renames its loops none are found and the
+// check stays silent (TestSuspendingBuiltinsInForbiddenPlaces catches it).
+func nestedLoop() bool {
+	var pcs [128]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs[:])])
+	loops := 0
+	for {
+		f, more := frames.Next()
+		if name, ok := strings.CutPrefix(f.Function, "github.com/yuin/gopher-lua."); ok &&
+			(name == "mainLoop" || name == "mainLoopWithContext") {
+			if loops++; loops > 1 {
+				return true
+			}
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// traceback renders the task's stack at the moment of an error.
+func traceback(L *lua.LState) string {
+	var b strings.Builder
+	b.WriteString("stack traceback:")
+	last := ""
+	for level := 0; level < 32; level++ {
+		dbg, ok := L.GetStack(level)
+		if !ok {
+			break
+		}
+		if _, err := L.GetInfo("Sln", dbg, lua.LNil); err != nil || dbg.Source == taskChunk || dbg.Source == shimChunk {
+			continue // our own frames: the bootstrap and the shims
+		}
+		var line string
+		switch {
+		case dbg.What == "G":
+			line = "[G]: in function " + orQ(dbg.Name)
+		case dbg.What == "main" || dbg.LineDefined == 0:
+			// A chunk is called by the bootstrap, so gopher-lua sees a plain
+			// function (named after the bootstrap's local); like PUC Lua,
+			// tell chunks by their LineDefined of 0.
+			line = fmt.Sprintf("%s:%d: in main chunk", dbg.Source, dbg.CurrentLine)
+		default:
+			line = fmt.Sprintf("%s:%d: in function %s", dbg.Source, dbg.CurrentLine, orQ(dbg.Name))
+		}
+		if line != last { // a tail call shows its frame twice
+			b.WriteString("\n\t" + line)
+			last = line
+		}
+	}
+	return b.String()
+}
+
+func orQ(name string) string {
+	if name == "" {
+		return "<anonymous>"
+	}
+	return "'" + name + "'"
+}

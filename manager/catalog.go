@@ -1,0 +1,186 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Kind of discovered item, as list_changed notifications name them.
+type listKind int
+
+const (
+	listTools listKind = 1 << iota
+	listResources
+	listPrompts
+	listAll = listTools | listResources | listPrompts
+)
+
+// catalog is what discovery found on one server (R-DISC-1). It is
+// immutable once built; a refresh builds a new one.
+type catalog struct {
+	tools     []*mcp.Tool // sorted by name
+	schemas   map[string]*argSchema
+	resources []*mcp.Resource // sorted by URI
+	templates []*mcp.ResourceTemplate
+	prompts   []*mcp.Prompt // sorted by name
+	at        time.Time
+}
+
+// discoverError names the list operation that failed.
+type discoverError struct {
+	op  string
+	err error
+}
+
+func (e *discoverError) Error() string { return e.op + ": " + e.err.Error() }
+func (e *discoverError) Unwrap() error { return e.err }
+
+// discover lists the kinds asked for, as the server's capabilities
+// advertise them, all pages each, and returns a catalog that keeps the
+// other kinds from prev (which may be nil).
+func discover(ctx context.Context, sess *mcp.ClientSession, prev *catalog, kinds listKind) (*catalog, error) {
+	next := &catalog{at: time.Now()}
+	if prev != nil {
+		*next = *prev
+		next.at = time.Now()
+	}
+	caps := sess.InitializeResult().Capabilities
+	if caps == nil {
+		caps = &mcp.ServerCapabilities{}
+	}
+	if kinds&listTools != 0 {
+		next.tools, next.schemas = nil, nil
+		if caps.Tools != nil {
+			tools, err := collect(sess.Tools(ctx, nil))
+			if err != nil {
+				return nil, &discoverError{"tools/list", err}
+			}
+			slices.SortFunc(tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
+			next.tools = tools
+			next.schemas = make(map[string]*argSchema, len(tools))
+			for _, t := range tools {
+				if s, err := compileSchema(t.InputSchema); err == nil && s != nil {
+					next.schemas[t.Name] = s
+				}
+			}
+		}
+	}
+	if kinds&listResources != 0 {
+		next.resources, next.templates = nil, nil
+		if caps.Resources != nil {
+			res, err := collect(sess.Resources(ctx, nil))
+			if err != nil {
+				return nil, &discoverError{"resources/list", err}
+			}
+			slices.SortFunc(res, func(a, b *mcp.Resource) int { return strings.Compare(a.URI, b.URI) })
+			next.resources = res
+			tmpl, err := collect(sess.ResourceTemplates(ctx, nil))
+			if err != nil && !isMethodNotFound(err) {
+				return nil, &discoverError{"resources/templates/list", err}
+			}
+			next.templates = tmpl
+		}
+	}
+	if kinds&listPrompts != 0 {
+		next.prompts = nil
+		if caps.Prompts != nil {
+			prompts, err := collect(sess.Prompts(ctx, nil))
+			if err != nil {
+				return nil, &discoverError{"prompts/list", err}
+			}
+			slices.SortFunc(prompts, func(a, b *mcp.Prompt) int { return strings.Compare(a.Name, b.Name) })
+			next.prompts = prompts
+		}
+	}
+	return next, nil
+}
+
+func collect[T any](seq func(func(T, error) bool)) ([]T, error) {
+	var out []T
+	for item, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, item)
+	}
+	return out, nil
+}
+
+// isMethodNotFound reports a JSON-RPC -32601 answer: the server does not
+// implement the method (optional lists, ping in protocol 2026-07-28).
+func isMethodNotFound(err error) bool {
+	var werr *jsonrpc.Error
+	return errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound
+}
+
+func (c *catalog) toolNames() []string {
+	if c == nil {
+		return nil
+	}
+	names := make([]string, len(c.tools))
+	for i, t := range c.tools {
+		names[i] = t.Name
+	}
+	return names
+}
+
+func (c *catalog) resourceNames() []string {
+	if c == nil {
+		return nil
+	}
+	names := make([]string, 0, len(c.resources)+len(c.templates))
+	for _, r := range c.resources {
+		names = append(names, r.URI)
+	}
+	for _, t := range c.templates {
+		names = append(names, t.URITemplate)
+	}
+	return names
+}
+
+func (c *catalog) promptNames() []string {
+	if c == nil {
+		return nil
+	}
+	names := make([]string, len(c.prompts))
+	for i, p := range c.prompts {
+		names[i] = p.Name
+	}
+	return names
+}
+
+func (c *catalog) tool(name string) *mcp.Tool {
+	if c == nil {
+		return nil
+	}
+	i, ok := slices.BinarySearchFunc(c.tools, name, func(t *mcp.Tool, n string) int { return strings.Compare(t.Name, n) })
+	if !ok {
+		return nil
+	}
+	return c.tools[i]
+}
+
+// diffNames returns the names only in next (added) and only in prev
+// (removed), each sorted.
+func diffNames(prev, next []string) (added, removed []string) {
+	in := func(list []string, s string) bool { return slices.Contains(list, s) }
+	for _, n := range next {
+		if !in(prev, n) {
+			added = append(added, n)
+		}
+	}
+	for _, p := range prev {
+		if !in(next, p) {
+			removed = append(removed, p)
+		}
+	}
+	slices.Sort(added)
+	slices.Sort(removed)
+	return added, removed
+}

@@ -1,0 +1,302 @@
+package manager_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// env is the host environment the decoding tests see.
+func env(name string) (string, bool) {
+	v, ok := map[string]string{"TOKEN": "s3cret", "HOME": "/home/me", "PORT": "8080"}[name]
+	return v, ok
+}
+
+func decodeWithEnv(raw map[string]any) (manager.Spec, error) {
+	return manager.DecodeSpec("git", raw, manager.DecodeOptions{LookupEnv: env})
+}
+
+// R-DECL-2: what a valid declaration turns into, defaults included.
+func TestDecodeSpecValid(t *testing.T) {
+	defaults := func(s manager.Spec) manager.Spec {
+		s.Timeouts = manager.Timeouts{Connect: 60 * time.Second, Request: 30 * time.Second}
+		s.Backoff = manager.Backoff{Initial: 100 * ms, Max: 3 * time.Second, Multiplier: 2, Jitter: 0.25}
+		s.MaxFrameBytes = 16 << 20
+		return s
+	}
+	tests := []struct {
+		name string
+		raw  map[string]any
+		want manager.Spec
+	}{
+		{
+			name: "command is stdio",
+			raw:  map[string]any{"command": []any{"npx", "-y", "pkg"}},
+			want: defaults(manager.Spec{Transport: manager.TransportStdio, Command: []string{"npx", "-y", "pkg"}}),
+		},
+		{
+			name: "url is streamable HTTP",
+			raw:  map[string]any{"url": "http://127.0.0.1:3001/mcp"},
+			want: defaults(manager.Spec{Transport: manager.TransportHTTP, URL: "http://127.0.0.1:3001/mcp"}),
+		},
+		{
+			name: "url with transport sse",
+			raw:  map[string]any{"url": "https://example.com/sse", "transport": "SSE"},
+			want: defaults(manager.Spec{Transport: manager.TransportSSE, URL: "https://example.com/sse"}),
+		},
+		{
+			name: "${VAR} expands in command, env, cwd, url and headers",
+			raw: map[string]any{
+				"command": []any{"server", "--token=${TOKEN}"},
+				"env":     map[string]any{"API_TOKEN": "${TOKEN}", "PORT": 9000.0, "DEBUG": true},
+				"cwd":     "${HOME}/src",
+			},
+			want: defaults(manager.Spec{
+				Transport: manager.TransportStdio,
+				Command:   []string{"server", "--token=s3cret"},
+				Env:       map[string]string{"API_TOKEN": "s3cret", "PORT": "9000", "DEBUG": "true"},
+				Cwd:       "/home/me/src",
+			}),
+		},
+		{
+			name: "headers",
+			raw:  map[string]any{"url": "http://localhost:${PORT}/mcp", "headers": map[string]any{"Authorization": "Bearer ${TOKEN}"}},
+			want: defaults(manager.Spec{
+				Transport: manager.TransportHTTP,
+				URL:       "http://localhost:8080/mcp",
+				Headers:   map[string]string{"Authorization": "Bearer s3cret"},
+			}),
+		},
+		{
+			name: "durations as strings or seconds, and the rest of the knobs",
+			raw: map[string]any{
+				"command":         []any{"x"},
+				"enabled":         false,
+				"timeouts":        map[string]any{"connect": "250ms", "request": 1.5},
+				"backoff":         map[string]any{"initial": "1s", "max": 60, "multiplier": 3, "jitter": 0.5},
+				"max_retries":     0,
+				"max_frame_bytes": 1 << 20,
+			},
+			want: manager.Spec{
+				Transport:     manager.TransportStdio,
+				Command:       []string{"x"},
+				Disabled:      true,
+				MaxRetries:    manager.NoRetries,
+				Timeouts:      manager.Timeouts{Connect: 250 * ms, Request: 1500 * ms},
+				Backoff:       manager.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 3, Jitter: 0.5},
+				MaxFrameBytes: 1 << 20,
+			},
+		},
+		{
+			name: "jitter 0 means none (not the default)",
+			raw:  map[string]any{"command": []any{"x"}, "backoff": map[string]any{"jitter": 0}},
+			want: func() manager.Spec {
+				s := defaults(manager.Spec{Transport: manager.TransportStdio, Command: []string{"x"}})
+				s.Backoff.Jitter = manager.NoJitter
+				return s
+			}(),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := decodeWithEnv(tt.raw)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// R-DECL-3 / FAULTS #29: every problem is reported at once, each naming the
+// server and the field, as INVALID_CONFIG.
+func TestDecodeSpecInvalid(t *testing.T) {
+	cmd := []any{"x"}
+	tests := []struct {
+		name string
+		raw  map[string]any
+		want []string // the problems, in order
+	}{
+		{
+			name: "missing transport",
+			raw:  map[string]any{},
+			want: []string{`command: missing transport: set command = {"prog", "arg"} for a process or url = "http://…" for a remote server`},
+		},
+		{
+			name: "both command and url",
+			raw:  map[string]any{"command": cmd, "url": "http://x"},
+			want: []string{`command: both command and url are set; a server is either a process (command) or a URL`},
+		},
+		{
+			name: "unknown field with did-you-mean",
+			raw:  map[string]any{"comand": cmd},
+			want: []string{
+				`comand: unknown field; did you mean "command"?`,
+				`command: missing transport: set command = {"prog", "arg"} for a process or url = "http://…" for a remote server`,
+			},
+		},
+		{
+			name: "unknown field, nothing close",
+			raw:  map[string]any{"command": cmd, "zzzzzz": 1},
+			want: []string{`zzzzzz: unknown field; known fields: command, url, transport, env, cwd, headers, enabled, timeouts, backoff, max_retries, max_frame_bytes`},
+		},
+		{
+			name: "nested unknown field",
+			raw:  map[string]any{"command": cmd, "timeouts": map[string]any{"conect": "1s"}},
+			want: []string{`timeouts.conect: unknown field; did you mean "connect"?`},
+		},
+		{
+			name: "negative and zero durations",
+			raw: map[string]any{"command": cmd,
+				"timeouts": map[string]any{"connect": "-1s", "request": 0},
+				"backoff":  map[string]any{"initial": "0s", "max": -5}},
+			want: []string{
+				`timeouts.connect: must be > 0, got "-1s"`,
+				`timeouts.request: must be > 0, got 0`,
+				`backoff.initial: must be > 0, got "0s"`,
+				`backoff.max: must be > 0, got -5`,
+			},
+		},
+		{
+			name: "a number string without unit",
+			raw:  map[string]any{"command": cmd, "timeouts": map[string]any{"request": "10"}},
+			want: []string{`timeouts.request: "10" has no unit; write e.g. "10s" or "10ms", or a number of seconds`},
+		},
+		{
+			name: "not a duration",
+			raw:  map[string]any{"command": cmd, "timeouts": map[string]any{"request": "soon", "connect": true}},
+			want: []string{
+				`timeouts.connect: must be a duration string like "30s" or a number of seconds, got boolean true`,
+				`timeouts.request: "soon" is not a duration like "250ms", "30s" or "1m"`,
+			},
+		},
+		{
+			name: "absurd duration",
+			raw:  map[string]any{"command": cmd, "timeouts": map[string]any{"connect": "100h"}},
+			want: []string{`timeouts.connect: must be at most 1h0m0s, got 100h0m0s`},
+		},
+		{
+			name: "jitter outside 0..1",
+			raw:  map[string]any{"command": cmd, "backoff": map[string]any{"jitter": 1.5}},
+			want: []string{`backoff.jitter: must be within 0..1, got number 1.5`},
+		},
+		{
+			name: "multiplier below 1",
+			raw:  map[string]any{"command": cmd, "backoff": map[string]any{"multiplier": 0.5}},
+			want: []string{`backoff.multiplier: must be within 1..100, got number 0.5`},
+		},
+		{
+			name: "max below initial",
+			raw:  map[string]any{"command": cmd, "backoff": map[string]any{"initial": "10s", "max": "1s"}},
+			want: []string{`backoff.max: must be at least backoff.initial (10s), got 1s`},
+		},
+		{
+			name: "max below the default initial",
+			raw:  map[string]any{"command": cmd, "backoff": map[string]any{"max": "50ms"}},
+			want: []string{`backoff.max: must be at least backoff.initial (100ms), got 50ms`},
+		},
+		{
+			name: "negative max_retries",
+			raw:  map[string]any{"command": cmd, "max_retries": -2},
+			want: []string{`max_retries: must be a whole number within 0..1000000 (leave it out to retry forever), got number -2`},
+		},
+		{
+			name: "fractional max_retries",
+			raw:  map[string]any{"command": cmd, "max_retries": 1.5},
+			want: []string{`max_retries: must be a whole number within 0..1000000 (leave it out to retry forever), got number 1.5`},
+		},
+		{
+			name: "missing environment variable",
+			raw:  map[string]any{"command": cmd, "env": map[string]any{"KEY": "${NOPE}"}},
+			want: []string{`env.KEY: environment variable NOPE is not set (referenced as ${NOPE})`},
+		},
+		{
+			name: "transport sse needs a url",
+			raw:  map[string]any{"command": cmd, "transport": "sse"},
+			want: []string{`transport: "sse" needs url, not command`},
+		},
+		{
+			name: "unknown transport",
+			raw:  map[string]any{"url": "http://x", "transport": "websocket"},
+			want: []string{`transport: must be "http" (streamable HTTP, the default for url) or "sse", got "websocket"`},
+		},
+		{
+			name: "url that is not http, secrets redacted",
+			raw:  map[string]any{"url": "ftp://user:hunter2@host/path?token=abc"},
+			want: []string{`url: must be an http:// or https:// URL, got "ftp://host/path"`},
+		},
+		{
+			name: "wrong types",
+			raw: map[string]any{"command": []any{"x", 3}, "enabled": "yes", "backoff": "fast",
+				"headers": "Authorization: x", "max_frame_bytes": 100},
+			want: []string{
+				`command[2]: must be a string, got number 3`,
+				`headers: must be a table of string values like {KEY = "value"}, got string "Authorization: x"`,
+				`enabled: must be true or false, got string "yes"`,
+				`backoff: must be a table of settings, got string "fast"`,
+				`max_frame_bytes: must be within 1024..1073741824, got number 100`,
+			},
+		},
+		{
+			name: "empty command",
+			raw:  map[string]any{"command": []any{}},
+			want: []string{`command: must be a non-empty list of strings like {"prog", "arg"}, got a list`},
+		},
+		{
+			name: "all problems at once",
+			raw: map[string]any{"comand": cmd, "url": "http://x", "max_retries": -2,
+				"timeouts": map[string]any{"conect": "1s", "request": "10"},
+				"backoff":  map[string]any{"jitter": 1.5, "multiplier": 0.5}},
+			want: []string{
+				`comand: unknown field; did you mean "command"?`,
+				`timeouts.conect: unknown field; did you mean "connect"?`,
+				`timeouts.request: "10" has no unit; write e.g. "10s" or "10ms", or a number of seconds`,
+				`backoff.multiplier: must be within 1..100, got number 0.5`,
+				`backoff.jitter: must be within 0..1, got number 1.5`,
+				`max_retries: must be a whole number within 0..1000000 (leave it out to retry forever), got number -2`,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := decodeWithEnv(tt.raw)
+			requireCode(t, err, manager.ErrInvalidConfig, "git", "config")
+			want := `server "git": config: ` + tt.want[0]
+			if len(tt.want) > 1 {
+				want = `server "git": config: ` + strconv.Itoa(len(tt.want)) + ` problems: ` + strings.Join(tt.want, "; ")
+			}
+			require.EqualError(t, err, want)
+		})
+	}
+}
+
+// R-DECL-4: server names.
+func TestNormalizeName(t *testing.T) {
+	tests := []struct {
+		in, want, wantErr string
+	}{
+		{in: "git", want: "git"},
+		{in: "  Git\t", want: "Git"},
+		{in: "my-server_2", want: "my-server_2"},
+		{in: "sérveur", want: "sérveur"},
+		{in: strings.Repeat("a", 64), want: strings.Repeat("a", 64)},
+		{in: "", wantErr: "server name is empty"},
+		{in: " \t ", wantErr: "server name is empty"},
+		{in: strings.Repeat("a", 65), wantErr: `server name "` + strings.Repeat("a", 65) + `" is longer than 64 characters`},
+		{in: "git.hub", wantErr: `server name "git.hub" contains '.', which separates server and tool names (e.g. "git_hub")`},
+		{in: "my server", wantErr: `server name "my server" contains whitespace`},
+		{in: "my\u00a0server", wantErr: `server name "my\u00a0server" contains whitespace`}, // %q escapes it
+	}
+	for _, tt := range tests {
+		got, err := manager.NormalizeName(tt.in)
+		if tt.wantErr != "" {
+			require.EqualError(t, err, tt.wantErr, "NormalizeName(%q)", tt.in)
+			continue
+		}
+		require.NoError(t, err, "NormalizeName(%q)", tt.in)
+		require.Equal(t, tt.want, got, "NormalizeName(%q)", tt.in)
+	}
+}

@@ -1,0 +1,291 @@
+package manager_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/demo"
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// R-LIFE-1 / FAULTS #25: callers never connect. Two calls arrive while a
+// 2s connect is in progress; the one with a 100ms budget gets its own
+// CONNECTION_TIMEOUT at exactly 100ms (the attempt goes on), the other is
+// served at exactly 2s, and there was exactly one dial.
+func TestCallsWaitForTheSingleConnectAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &peers{delay: 2 * time.Second}
+		m := newManager(t, manager.Options{Dial: p.dial, Rand: constRand(0)})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("x", fakeSpec(t, nil)))
+		start := time.Now()
+
+		var wg sync.WaitGroup
+		var errA, errB error
+		var atA, atB time.Duration
+		var resB *mcp.CallToolResult
+		wg.Go(func() {
+			_, errA = m.Call(context.Background(), "x.echo", map[string]any{"text": "a"}, manager.CallOptions{Timeout: 100 * ms})
+			atA = time.Since(start)
+		})
+		wg.Go(func() {
+			resB, errB = m.Call(context.Background(), "x.echo", map[string]any{"text": "b"}, manager.CallOptions{Timeout: 10 * time.Second})
+			atB = time.Since(start)
+		})
+		wg.Wait()
+
+		require.Equal(t, 100*ms, atA, "A returns at its own deadline")
+		requireCode(t, errA, manager.ErrConnectionTimeout, "x", `tools/call "echo"`)
+		require.ErrorIs(t, errA, manager.ErrTimeout)
+		require.EqualError(t, errA, `server "x": tools/call "echo": still connecting: timeout after 100ms`)
+
+		require.NoError(t, errB)
+		require.Equal(t, 2*time.Second, atB, "B is served as soon as the single attempt connects")
+		require.Equal(t, "b", resB.Content[0].(*mcp.TextContent).Text)
+
+		require.Equal(t, 1, p.dialCount(), "A's timeout must neither cancel nor restart the attempt")
+		evs := tl.until("x", events.KindConnected, time.Second)
+		require.Equal(t, []events.Kind{events.KindAdded, events.KindConnecting, events.KindConnected}, kinds(evs))
+		require.Equal(t, 2*time.Second, evs[2].At)
+	})
+}
+
+// R-LIFE: a lost session is reported and repaired: disconnected, backoff,
+// connecting, connected, in that order, with the tools marked unavailable
+// meanwhile and the status telling why.
+func TestSessionLossReconnects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &peers{}
+		m := newManager(t, manager.Options{Dial: p.dial, Rand: constRand(0)})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("demo", fakeSpec(t, nil)))
+		tl.until("demo", events.KindConnected, time.Second)
+
+		tools, err := m.Tools("demo")
+		require.NoError(t, err)
+		require.Len(t, tools, 4)
+		for _, tool := range tools {
+			require.True(t, tool.Available, "%s while connected", tool.FullName)
+		}
+
+		time.Sleep(10 * time.Second) // fake time: a session that has proven itself
+		p.drop(t)
+		evs := tl.until("demo", events.KindBackoff, time.Second)
+		require.Equal(t, []events.Kind{events.KindDisconnected, events.KindBackoff}, kinds(evs))
+		require.NotEmpty(t, evs[0].Fields["error"], "disconnected says why")
+		require.EqualValues(t, 1, evs[1].Fields["attempt"])
+		require.EqualValues(t, 100, evs[1].Fields["delay_ms"], "a session that stayed up resets the schedule")
+
+		st := mustStatus(t, m, "demo")
+		require.Equal(t, manager.StateBackoff, st.State)
+		require.Equal(t, 1, st.Attempts)
+		require.Equal(t, evs[0].Fields["error"], st.LastError)
+		require.Equal(t, 4, st.Tools, "the last known tools stay counted")
+		require.Equal(t, time.Now().Add(100*ms), st.NextAttempt)
+
+		tools, err = m.Tools("")
+		require.NoError(t, err)
+		require.Len(t, tools, 4, "R-NS-2: tools stay listed while the server backs off")
+		for _, tool := range tools {
+			require.False(t, tool.Available, "%s while in backoff", tool.FullName)
+		}
+
+		evs = tl.until("demo", events.KindConnected, time.Second)
+		require.Equal(t, []events.Kind{events.KindConnecting, events.KindConnected}, kinds(evs))
+		require.EqualValues(t, 2, evs[0].Fields["attempt"])
+		require.Equal(t, 2, p.dialCount())
+
+		st = mustStatus(t, m, "demo")
+		require.Equal(t, manager.StateConnected, st.State)
+		require.Empty(t, st.LastError, "cleared by the successful connect")
+		res, err := m.Call(context.Background(), "demo.echo", map[string]any{"text": "again"}, manager.CallOptions{})
+		require.NoError(t, err, "the new session serves calls")
+		require.Equal(t, "again", res.Content[0].(*mcp.TextContent).Text)
+	})
+}
+
+// FAULTS #2: a server that dies soon after each connect keeps growing its
+// delays (the failure count is not reset by a bare handshake); one that
+// stayed up at least backoff.max has proven itself and starts over.
+func TestCrashLoopKeepsBackingOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &peers{}
+		m := newManager(t, manager.Options{Dial: p.dial, Rand: constRand(0)})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("x", fakeSpec(t, nil))) // backoff.max is 3s
+
+		delayAfterUptime := func(up time.Duration) int64 {
+			t.Helper()
+			tl.until("x", events.KindConnected, time.Hour)
+			time.Sleep(up)
+			p.drop(t)
+			evs := tl.until("x", events.KindBackoff, time.Second)
+			return evs[len(evs)-1].Fields["delay_ms"].(int64)
+		}
+		require.EqualValues(t, 100, delayAfterUptime(time.Second))
+		require.EqualValues(t, 200, delayAfterUptime(time.Second), "crash loop: no reset after 1s up")
+		require.EqualValues(t, 400, delayAfterUptime(2999*ms), "still short of backoff.max")
+		require.EqualValues(t, 100, delayAfterUptime(3*time.Second), "up for backoff.max: reset")
+	})
+}
+
+// R-BACKOFF / R-DISP: removing a server that is waiting out a long backoff
+// returns at once and its removed event does not wait for the timer.
+func TestRemoveDuringBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newManager(t, manager.Options{Dial: failingDial(errors.New("refused")), Rand: constRand(0)})
+		tl := watch(t, m)
+		spec := fakeSpec(t, map[string]any{"backoff": map[string]any{"initial": "1h", "max": "1h"}})
+		require.NoError(t, m.Add("x", spec))
+		evs := tl.until("x", events.KindBackoff, time.Second)
+		backoffAt := evs[len(evs)-1].At
+
+		// A caller waiting for the server to come back is released too.
+		callErr := make(chan error, 1)
+		go func() {
+			_, err := m.Call(context.Background(), "x.echo", nil, manager.CallOptions{Timeout: 24 * time.Hour})
+			callErr <- err
+		}()
+		synctest.Wait()
+
+		done, err := m.Remove("x")
+		require.NoError(t, err)
+		<-done
+		require.Equal(t, backoffAt, time.Since(tl.start), "disposal must not wait for the backoff timer")
+		requireCode(t, <-callErr, manager.ErrClosed, "x", `tools/call "echo"`)
+		require.Equal(t, backoffAt, time.Since(tl.start), "the waiting call is refused at once")
+		evs = tl.until("x", events.KindRemoved, time.Second)
+		require.Equal(t, []events.Kind{events.KindRemoved}, kinds(evs))
+		require.Equal(t, backoffAt, evs[0].At)
+
+		_, err = m.Status("x")
+		requireCode(t, err, manager.ErrServerNotFound, "x", "status")
+		require.Empty(t, m.Names())
+	})
+}
+
+// R-DISP: removing a connected server closes its session (the peer sees it
+// end), and Wait on a removed server reports CLOSED rather than hanging.
+func TestRemoveConnectedServer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &peers{}
+		m := newManager(t, manager.Options{Dial: p.dial, Rand: constRand(0)})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("x", fakeSpec(t, nil)))
+		_, err := m.Wait(context.Background(), "x", manager.StateConnected)
+		require.NoError(t, err)
+
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		waitErr := make(chan error, 1)
+		go func() {
+			_, err := m.Wait(ctx, "x", manager.StateFailed)
+			waitErr <- err
+		}()
+		synctest.Wait()
+
+		done, err := m.Remove("x")
+		require.NoError(t, err)
+		<-done
+		p.mu.Lock()
+		ss := p.sessions[0]
+		p.mu.Unlock()
+		_ = ss.Wait() // returns (EOF or closed pipe) because the host hung up; a hang is a bubble deadlock
+		requireCode(t, <-waitErr, manager.ErrClosed, "x", "wait")
+
+		evs := tl.until("x", events.KindRemoved, time.Second)
+		require.Equal(t, []events.Kind{events.KindAdded, events.KindConnecting, events.KindConnected}, kinds(evs[:3]))
+		require.NotContains(t, kinds(evs), events.KindDisconnected, "a removal is not a lost connection")
+		require.NotContains(t, kinds(evs), events.KindBackoff, "nor a reason to reconnect")
+	})
+}
+
+// R-LIFE-3: the status snapshot of a server that failed once, then
+// connected.
+func TestStatusSnapshot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &peers{}
+		var calls int
+		dial := func(ctx context.Context, name string, spec manager.Spec) (mcp.Transport, error) {
+			if calls++; calls == 1 {
+				return nil, errors.New("not yet")
+			}
+			return p.dial(ctx, name, spec)
+		}
+		m := newManager(t, manager.Options{Dial: dial, Rand: constRand(0)})
+		tl := watch(t, m)
+		start := time.Now()
+		require.NoError(t, m.Add("demo", fakeSpec(t, nil)))
+		st := mustStatus(t, m, "demo")
+		require.Equal(t, manager.TransportStdio, st.Transport)
+		require.Equal(t, "fake-server", st.Endpoint)
+
+		tl.until("demo", events.KindBackoff, time.Second)
+		st = mustStatus(t, m, "demo")
+		require.Equal(t, manager.StateBackoff, st.State)
+		require.Equal(t, 1, st.Attempts)
+		require.Equal(t, `server "demo": spawn: not yet`, st.LastError)
+		require.Equal(t, start.Add(100*ms), st.NextAttempt)
+
+		evs := tl.until("demo", events.KindConnected, time.Second)
+		connected := evs[len(evs)-1]
+		st = mustStatus(t, m, "demo")
+		want := manager.Status{
+			Name:          "demo",
+			Transport:     manager.TransportStdio,
+			Endpoint:      "fake-server",
+			State:         manager.StateConnected,
+			Since:         start.Add(100 * ms),
+			ConnectedAt:   start.Add(100 * ms),
+			DiscoveredAt:  start.Add(100 * ms),
+			Tools:         4,
+			ServerName:    demo.Name,
+			ServerVersion: demo.Version,
+			// go-sdk v1.8.0 on both ends negotiates the newest version
+			// through server/discover.
+			Protocol: "2026-07-28",
+		}
+		require.Equal(t, want, st)
+		require.Equal(t, st.Protocol, connected.Fields["protocol"])
+		require.EqualValues(t, 4, connected.Fields["tools"])
+
+		all := m.Statuses()
+		require.Equal(t, []manager.Status{st}, all)
+	})
+}
+
+// R-NS-1: tools are listed by full name, sorted, with their shape.
+func TestToolsListing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &peers{}
+		m := newManager(t, manager.Options{Dial: p.dial})
+		require.NoError(t, m.Add("demo", fakeSpec(t, nil)))
+		_, err := m.Wait(context.Background(), "demo", manager.StateConnected)
+		require.NoError(t, err)
+
+		tools, err := m.Tools("")
+		require.NoError(t, err)
+		var names []string
+		for _, tool := range tools {
+			names = append(names, tool.FullName)
+			require.Equal(t, "demo", tool.Server)
+			require.Equal(t, "demo."+tool.Name, tool.FullName)
+			require.True(t, tool.Available)
+			require.NotEmpty(t, tool.Description)
+			require.NotNil(t, tool.InputSchema)
+		}
+		require.Equal(t, []string{"demo.add", "demo.echo", "demo.fail", "demo.sleep"}, names)
+
+		_, err = m.Tools("demoo")
+		me := requireCode(t, err, manager.ErrServerNotFound, "demoo", "tools")
+		require.Contains(t, me.Error(), `did you mean "demo"?`)
+	})
+}

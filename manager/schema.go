@@ -1,0 +1,158 @@
+package manager
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// argSchema is a tool's input schema, compiled once per discovery so a call
+// only validates (R-INV-1).
+type argSchema struct {
+	schema *jsonschema.Schema
+	root   *jsonschema.Resolved
+	// props holds each property's schema resolved on its own, to report
+	// violations per JSON path. A property whose schema cannot stand alone
+	// (a $ref into the root) is absent; the root check still covers it.
+	props map[string]*jsonschema.Resolved
+}
+
+// compileSchema compiles a tool's inputSchema as the SDK delivered it.
+func compileSchema(raw any) (*argSchema, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	root, err := s.Resolve(nil)
+	if err != nil {
+		return nil, err
+	}
+	a := &argSchema{schema: &s, root: root, props: make(map[string]*jsonschema.Resolved)}
+	for name, ps := range s.Properties {
+		if ps == nil {
+			continue
+		}
+		if r, err := ps.Resolve(nil); err == nil {
+			a.props[name] = r
+		}
+	}
+	return a, nil
+}
+
+// check coerces args toward the schema (an empty Lua table where an array is
+// expected, an integral float where an integer is) and validates them. It
+// returns every violation found, each prefixed by its JSON path.
+func (a *argSchema) check(args map[string]any) (map[string]any, []string) {
+	coerced, _ := coerce(args, a.schema).(map[string]any)
+	if err := a.root.Validate(coerced); err == nil {
+		return coerced, nil
+	} else {
+		var out []string
+		for _, name := range a.schema.Required {
+			if _, ok := coerced[name]; !ok {
+				out = append(out, fmt.Sprintf("$.%s: required property is missing", name))
+			}
+		}
+		if closed(a.schema.AdditionalProperties) && len(a.schema.PatternProperties) == 0 {
+			known := slices.Sorted(maps.Keys(a.schema.Properties))
+			for _, name := range slices.Sorted(maps.Keys(coerced)) {
+				if _, ok := a.schema.Properties[name]; ok {
+					continue
+				}
+				msg := fmt.Sprintf("$.%s: unexpected property (the tool accepts: %s)", name, strings.Join(known, ", "))
+				if c := closest(name, known); c != "" {
+					msg = fmt.Sprintf("$.%s: unexpected property; did you mean %q?", name, c)
+				}
+				out = append(out, msg)
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(coerced)) {
+			if r, ok := a.props[name]; ok {
+				if perr := r.Validate(coerced[name]); perr != nil {
+					out = append(out, fmt.Sprintf("$.%s: %s", name, lastClause(perr.Error())))
+				}
+			}
+		}
+		if len(out) == 0 {
+			out = append(out, "$: "+lastClause(err.Error()))
+		}
+		return coerced, out
+	}
+}
+
+// closed reports whether an additionalProperties schema forbids extras
+// (`false` decodes as a schema with Not set to the empty schema).
+func closed(s *jsonschema.Schema) bool {
+	return s != nil && s.Not != nil && isEmptySchema(s.Not)
+}
+
+func isEmptySchema(s *jsonschema.Schema) bool {
+	b, err := json.Marshal(s)
+	return err == nil && (string(b) == "true" || string(b) == "{}")
+}
+
+// lastClause drops jsonschema-go's "validating /properties/x: " prefixes,
+// which our JSON path replaces.
+func lastClause(msg string) string {
+	for {
+		i := strings.Index(msg, "validating ")
+		if i != 0 {
+			return msg
+		}
+		j := strings.Index(msg, ": ")
+		if j < 0 {
+			return msg
+		}
+		msg = msg[j+2:]
+	}
+}
+
+// coerce adjusts Lua-shaped values to the schema: Lua cannot tell an empty
+// array from an empty object, nor an integer from an integral float.
+func coerce(v any, s *jsonschema.Schema) any {
+	if s == nil {
+		return v
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 0 && wants(s, "array") && !wants(s, "object") {
+			return []any{}
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = coerce(e, s.Properties[k])
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			item := s.Items
+			if i < len(s.PrefixItems) {
+				item = s.PrefixItems[i]
+			}
+			out[i] = coerce(e, item)
+		}
+		return out
+	case float64:
+		if wants(s, "integer") && x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x)
+		}
+	}
+	return v
+}
+
+func wants(s *jsonschema.Schema, typ string) bool {
+	return s.Type == typ || slices.Contains(s.Types, typ)
+}
