@@ -18,11 +18,13 @@ func (r *Runtime) install() {
 	L.SetGlobal("MCPVISOR", lua.LString(r.opts.Binary))
 	mod := L.NewTable()
 	for name, fn := range map[string]lua.LGFunction{
-		"add":     r.luaAdd,
-		"status":  r.luaStatus,
-		"servers": r.luaServers,
-		"tools":   r.luaTools,
-		"events":  r.luaEvents,
+		"add":       r.luaAdd,
+		"status":    r.luaStatus,
+		"servers":   r.luaServers,
+		"tools":     r.luaTools,
+		"events":    r.luaEvents,
+		"resources": r.luaResources,
+		"prompts":   r.luaPrompts,
 	} {
 		f := L.NewFunction(fn)
 		mod.RawSetString(name, f)
@@ -38,6 +40,9 @@ func (r *Runtime) install() {
 	raw.RawSetString("wait", L.NewFunction(r.luaWait))
 	raw.RawSetString("remove", L.NewFunction(r.luaRemove))
 	raw.RawSetString("sleep", L.NewFunction(r.luaSleep))
+	raw.RawSetString("read", L.NewFunction(r.luaRead))
+	raw.RawSetString("prompt", L.NewFunction(r.luaPrompt))
+	raw.RawSetString("discover", L.NewFunction(r.luaDiscover))
 	shims, err := L.Load(stringReader(shimSource), shimChunk)
 	if err != nil {
 		panic(err) // shimSource is a constant
@@ -65,7 +70,12 @@ function mcp_call(...) local a, b = call(...) return ret(a, b) end
 function mcp_wait(...) local a, b = wait(...) return ret(a, b) end
 function mcp_remove(...) local a, b = remove(...) return ret(a, b) end
 function sleep(...) sleep_(...) end
+local read, prompt, discover = raw.read, raw.prompt, raw.discover
+function mcp_read(...) local a, b = read(...) return ret(a, b) end
+function mcp_prompt(...) local a, b = prompt(...) return ret(a, b) end
+function mcp_discover(...) local a, b = discover(...) return a, b end
 mod.call, mod.wait, mod.remove, mod.sleep = mcp_call, mcp_wait, mcp_remove, sleep
+mod.read, mod.prompt, mod.discover = mcp_read, mcp_prompt, mcp_discover
 `
 
 // shimChunk names the shims' chunk; tracebacks leave its frames out.
@@ -244,7 +254,7 @@ func (r *Runtime) luaCall(L *lua.LState) int {
 		}
 		args = a
 	}
-	opts := manager.CallOptions{Timeout: optSeconds(L, fname, 3, "timeout")}
+	opts := manager.CallOptions{Timeout: optSeconds(L, fname, 3, "timeout"), Progress: r.progressFunc(L, fname, 3)}
 	return r.await(L, "mcp_call", 2, func(ctx context.Context) func(*lua.LState) []lua.LValue {
 		res, err := r.mgr.Call(ctx, name, args, opts)
 		return func(L *lua.LState) []lua.LValue {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager"
@@ -26,6 +28,11 @@ type Manager interface {
 	Tools(server string) ([]manager.ToolInfo, error)
 	Call(ctx context.Context, name string, args any, opts manager.CallOptions) (*mcp.CallToolResult, error)
 	Wait(ctx context.Context, name string, state manager.State) (manager.Status, error)
+	Discover(ctx context.Context, server string, force bool) ([]manager.ToolInfo, map[string]error, error)
+	Resources(server string) ([]manager.ResourceInfo, error)
+	ReadResource(ctx context.Context, uri, server string, timeout time.Duration) (*mcp.ReadResourceResult, error)
+	Prompts(server string) ([]manager.PromptInfo, error)
+	GetPrompt(ctx context.Context, name string, args map[string]string, timeout time.Duration) (*mcp.GetPromptResult, error)
 	Bus() *events.Bus
 }
 
@@ -43,6 +50,9 @@ type Options struct {
 	ScriptDir string
 	// LookupEnv resolves ${VAR} in specs. If nil, os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// Logger receives failures of callbacks (progress functions). If nil,
+	// they are discarded (they are still published as hook_error events).
+	Logger *slog.Logger
 }
 
 // Runtime is the Lua control plane: one goroutine (the loop) owns the Lua
@@ -58,13 +68,19 @@ type Runtime struct {
 	tasks   map[*lua.LState]*task
 	closing bool // set by Close: no task may start background work
 
-	work    chan func()   // closures to run on the loop
-	stop    chan struct{} // closed by Close
-	done    chan struct{} // closed when the loop has exited
-	base    context.Context
-	cancel  context.CancelFunc // cancels every task
-	pending sync.WaitGroup     // goroutines doing a task's async work
-	once    sync.Once
+	work chan func() // closures to run on the loop
+
+	asyncMu sync.Mutex
+	// asyncMu guards async: closures posted by goroutines that must never
+	// block (SDK notification handlers), run in order.
+	async     []func()
+	asyncPoke chan struct{} // capacity 1
+	stop      chan struct{} // closed by Close
+	done      chan struct{} // closed when the loop has exited
+	base      context.Context
+	cancel    context.CancelFunc // cancels every task
+	pending   sync.WaitGroup     // goroutines doing a task's async work
+	once      sync.Once
 }
 
 // New builds the Lua state and starts the loop.
@@ -84,17 +100,21 @@ func New(opts Options) (*Runtime, error) {
 	if opts.ScriptDir == "" {
 		opts.ScriptDir = "scripts"
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	base, cancel := context.WithCancel(context.Background())
 	r := &Runtime{
-		opts:   opts,
-		mgr:    opts.Manager,
-		out:    opts.Stdout,
-		tasks:  make(map[*lua.LState]*task),
-		work:   make(chan func(), 256),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
-		base:   base,
-		cancel: cancel,
+		opts:      opts,
+		mgr:       opts.Manager,
+		out:       opts.Stdout,
+		tasks:     make(map[*lua.LState]*task),
+		work:      make(chan func(), 256),
+		asyncPoke: make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+		base:      base,
+		cancel:    cancel,
 	}
 	r.L = newState(opts.ScriptDir)
 	r.install()
@@ -109,6 +129,14 @@ func (r *Runtime) loop() {
 		select {
 		case f := <-r.work:
 			f()
+		case <-r.asyncPoke:
+			r.asyncMu.Lock()
+			batch := r.async
+			r.async = nil
+			r.asyncMu.Unlock()
+			for _, f := range batch {
+				f()
+			}
 		case <-r.stop:
 			return
 		}
@@ -122,6 +150,34 @@ func (r *Runtime) post(f func()) bool {
 		return true
 	case <-r.stop:
 		return false
+	}
+}
+
+// postAsync queues f for the loop without ever blocking the caller.
+func (r *Runtime) postAsync(f func()) {
+	r.asyncMu.Lock()
+	r.async = append(r.async, f)
+	r.asyncMu.Unlock()
+	select {
+	case r.asyncPoke <- struct{}{}:
+	default:
+	}
+}
+
+// reportCallbackError returns a task's done function that reports a failed
+// callback as a hook_error event and a log line, with its traceback.
+func (r *Runtime) reportCallbackError(name string) func([]lua.LValue, error) {
+	return func(_ []lua.LValue, err error) {
+		if err == nil {
+			return
+		}
+		trace := ""
+		var le *Error
+		if errors.As(err, &le) {
+			trace = le.Traceback
+		}
+		r.opts.Logger.Warn("Lua callback failed", "hook", name, "error", err.Error(), "traceback", trace)
+		r.mgr.Bus().Publish(events.KindHookError, "", events.Fields{"hook": name, "error": err.Error(), "traceback": trace})
 	}
 }
 

@@ -27,7 +27,7 @@ func (m *Manager) Tools(server string) ([]ToolInfo, error) {
 	for _, s := range sups {
 		snap := s.snap.Load()
 		avail := snap.status.State == StateConnected
-		for _, t := range snap.tools {
+		for _, t := range snap.cat.toolList() {
 			out = append(out, ToolInfo{
 				FullName:    s.name + "." + t.Name,
 				Server:      s.name,
@@ -47,6 +47,16 @@ type CallOptions struct {
 	// Timeout bounds the call, including waiting for the server to
 	// connect. If zero, the server's request timeout.
 	Timeout time.Duration
+	// Progress, if set, receives the server's progress notifications for
+	// this call. It runs on the connection's goroutine: it must not block.
+	Progress func(Progress)
+}
+
+// Progress is one progress notification of a call.
+type Progress struct {
+	Progress float64
+	Total    float64 // zero if unknown
+	Message  string
 }
 
 // Call invokes a tool by its full name ("server.tool") or by a bare tool
@@ -60,24 +70,27 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		return nil, err
 	}
 	op := fmt.Sprintf("tools/call %q", tool)
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = s.spec.Timeouts.Request
-	}
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, timeoutError{timeout})
+	ctx, cancel := s.requestContext(ctx, opts.Timeout)
 	defer cancel()
 
 	snap, err := s.session(ctx, op)
 	if err != nil {
 		return nil, err
 	}
-	if !hasTool(snap.tools, tool) {
-		return nil, toolNotFound(s.name, tool, snap.tools)
+	if snap.cat.tool(tool) == nil {
+		return nil, toolNotFound(s.name, tool, snap.cat.toolNames())
 	}
-	if args == nil {
-		args = map[string]any{}
+	args, err = checkArgs(snap.cat.schemas[tool], args)
+	if err != nil {
+		return nil, newError(CodeInvalidArguments, s.name, op, err)
 	}
-	res, err := snap.session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if opts.Progress != nil {
+		token, done := s.progress.add(opts.Progress)
+		defer done()
+		params.SetProgressToken(token)
+	}
+	res, err := snap.session.CallTool(ctx, params)
 	if err != nil {
 		return nil, newError(CodeInvocationFailed, s.name, op, callFailure(ctx, err, snap.conn))
 	}
@@ -149,7 +162,7 @@ func (m *Manager) resolve(name string) (*supervisor, string, error) {
 	var matches []*supervisor
 	var all []string
 	for _, s := range m.supervisors() {
-		for _, t := range s.snap.Load().tools {
+		for _, t := range s.snap.Load().cat.toolList() {
 			all = append(all, s.name+"."+t.Name)
 			if t.Name == name {
 				matches = append(matches, s)
@@ -178,20 +191,7 @@ func (m *Manager) resolve(name string) (*supervisor, string, error) {
 	return nil, "", errorf(CodeAmbiguousTool, "", "call", "tool %q is offered by %d servers; call one of: %s", name, len(full), strings.Join(full, ", "))
 }
 
-func hasTool(tools []*mcp.Tool, name string) bool {
-	for _, t := range tools {
-		if t.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-func toolNotFound(server, tool string, tools []*mcp.Tool) error {
-	names := make([]string, len(tools))
-	for i, t := range tools {
-		names[i] = t.Name
-	}
+func toolNotFound(server, tool string, names []string) error {
 	msg := fmt.Sprintf("server has no tool %q", tool)
 	if close := closeMatches(tool, names); len(close) > 0 {
 		msg += "; did you mean " + quoteList(close) + "?"

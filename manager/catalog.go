@@ -119,6 +119,14 @@ func isMethodNotFound(err error) bool {
 	return errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound
 }
 
+// toolList is nil-safe: a server not yet discovered has no tools.
+func (c *catalog) toolList() []*mcp.Tool {
+	if c == nil {
+		return nil
+	}
+	return c.tools
+}
+
 func (c *catalog) toolNames() []string {
 	if c == nil {
 		return nil
@@ -169,18 +177,39 @@ func (c *catalog) tool(name string) *mcp.Tool {
 // diffNames returns the names only in next (added) and only in prev
 // (removed), each sorted.
 func diffNames(prev, next []string) (added, removed []string) {
-	in := func(list []string, s string) bool { return slices.Contains(list, s) }
+	inPrev := make(map[string]bool, len(prev))
+	for _, p := range prev {
+		inPrev[p] = true
+	}
+	inNext := make(map[string]bool, len(next))
 	for _, n := range next {
-		if !in(prev, n) {
+		inNext[n] = true
+		if !inPrev[n] {
 			added = append(added, n)
 		}
 	}
 	for _, p := range prev {
-		if !in(next, p) {
+		if !inNext[p] {
 			removed = append(removed, p)
 		}
 	}
 	slices.Sort(added)
 	slices.Sort(removed)
 	return added, removed
+}
+
+func (c *catalog) hasResource(uri string) bool {
+	if c == nil {
+		return false
+	}
+	for _, r := range c.resources {
+		if r.URI == uri {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *catalog) hasPrompt(name string) bool {
+	return c != nil && slices.Contains(c.promptNames(), name)
 }

@@ -16,8 +16,8 @@ type conn struct {
 	session   *mcp.ClientSession
 	transport mcp.Transport
 	cancel    context.CancelFunc // ends the session's context
-	tools     []*mcp.Tool
-	attempt   int // the attempt that made it
+	cat       *catalog           // what the first discovery found
+	attempt   int                // the attempt that made it
 }
 
 func (c *conn) proc() *process {
@@ -97,15 +97,15 @@ func (s *supervisor) connect() (*conn, error) {
 	if err != nil {
 		return fail("initialize", err)
 	}
-	if caps := c.session.InitializeResult().Capabilities; caps == nil || caps.Tools != nil {
-		for tool, err := range c.session.Tools(ctx, nil) {
-			if err != nil {
-				return fail("tools/list", err)
-			}
-			c.tools = append(c.tools, tool)
+	cat, err := discover(ctx, c.session, nil, listAll)
+	if err != nil {
+		var de *discoverError
+		if errors.As(err, &de) {
+			return fail(de.op, de.err)
 		}
+		return fail("discover", err)
 	}
-	sortTools(c.tools)
+	c.cat = cat
 	if !timer.Stop() {
 		return fail("connect", context.Cause(ctx))
 	}
@@ -141,10 +141,21 @@ func (m *Manager) newClient(s *supervisor) *mcp.Client {
 			notify("notifications/message", map[string]any{"level": string(r.Params.Level), "logger": r.Params.Logger, "data": r.Params.Data})
 		},
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-			notify("notifications/progress", map[string]any{"progress": r.Params.Progress, "total": r.Params.Total, "message": r.Params.Message})
+			p := Progress{Progress: r.Params.Progress, Total: r.Params.Total, Message: r.Params.Message}
+			notify("notifications/progress", map[string]any{"progress": p.Progress, "total": p.Total, "message": p.Message})
+			s.progress.deliver(r.Params.ProgressToken, p)
 		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			notify("notifications/tools/list_changed", nil)
+			s.markDirty(listTools)
+		},
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			notify("notifications/resources/list_changed", nil)
+			s.markDirty(listResources)
+		},
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+			notify("notifications/prompts/list_changed", nil)
+			s.markDirty(listPrompts)
 		},
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
 			notify("notifications/resources/updated", map[string]any{"uri": r.Params.URI})

@@ -247,6 +247,8 @@ func TestStatusSnapshot(t *testing.T) {
 			ConnectedAt:   start.Add(100 * ms),
 			DiscoveredAt:  start.Add(100 * ms),
 			Tools:         4,
+			Resources:     1, // demo://readme
+			Prompts:       1, // greet
 			ServerName:    demo.Name,
 			ServerVersion: demo.Version,
 			// go-sdk v1.8.0 on both ends negotiates the newest version

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -49,6 +50,27 @@ func compileSchema(raw any) (*argSchema, error) {
 		}
 	}
 	return a, nil
+}
+
+// checkArgs validates a call's arguments against the tool's schema (if it
+// has one) before any RPC, returning them coerced toward the schema, or an
+// error listing every violation with its JSON path.
+func checkArgs(s *argSchema, args any) (any, error) {
+	if args == nil {
+		args = map[string]any{}
+	}
+	m, ok := args.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("arguments must be an object, got %T", args)
+	}
+	if s == nil {
+		return m, nil
+	}
+	coerced, violations := s.check(m)
+	if len(violations) > 0 {
+		return nil, fmt.Errorf("invalid arguments: %s", strings.Join(violations, "; "))
+	}
+	return coerced, nil
 }
 
 // check coerces args toward the schema (an empty Lua table where an array is
@@ -104,20 +126,23 @@ func isEmptySchema(s *jsonschema.Schema) bool {
 }
 
 // lastClause drops jsonschema-go's "validating /properties/x: " prefixes,
-// which our JSON path replaces.
+// which our JSON path replaces, and rephrases its type errors.
 func lastClause(msg string) string {
-	for {
-		i := strings.Index(msg, "validating ")
-		if i != 0 {
-			return msg
-		}
+	for strings.HasPrefix(msg, "validating ") {
 		j := strings.Index(msg, ": ")
 		if j < 0 {
-			return msg
+			break
 		}
 		msg = msg[j+2:]
 	}
+	if m := typeMismatch.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("must be %s, got %s %s", m[3], m[2], m[1])
+	}
+	return msg
 }
+
+// typeMismatch is jsonschema-go's `type: 1.5 has type "number", want "integer"`.
+var typeMismatch = regexp.MustCompile(`^type: (.*) has type "(\w+)", want "(\w+)"$`)
 
 // coerce adjusts Lua-shaped values to the schema: Lua cannot tell an empty
 // array from an empty object, nor an integer from an integral float.

@@ -29,6 +29,8 @@ type Status struct {
 	// Tools is how many tools the server offers (the last known set while
 	// it is not connected).
 	Tools        int
+	Resources    int // resources and resource templates
+	Prompts      int
 	DiscoveredAt time.Time
 	// ServerName and ServerVersion are what the server reported.
 	ServerName    string
@@ -45,7 +47,7 @@ type snapshot struct {
 	status  Status
 	session *mcp.ClientSession // non-nil exactly when status.State is connected
 	conn    *conn              // the connection under session
-	tools   []*mcp.Tool        // last discovered, sorted by name
+	cat     *catalog           // last discovered tools, resources, prompts; nil before the first
 }
 
 // ToolInfo describes one tool in the namespaced registry.
@@ -61,4 +63,12 @@ type ToolInfo struct {
 	// Available is false while its server is not connected (backoff,
 	// failed, disabled); the tool stays listed with its last known shape.
 	Available bool
+}
+
+// setCatalog records what a discovery found.
+func (st *Status) setCatalog(c *catalog) {
+	st.Tools = len(c.tools)
+	st.Resources = len(c.resources) + len(c.templates)
+	st.Prompts = len(c.prompts)
+	st.DiscoveredAt = c.at
 }

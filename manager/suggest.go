@@ -13,7 +13,7 @@ func closest(s string, candidates []string) string {
 		}
 	}
 	limit := max(1, len(s)/3)
-	if best == "" || bestDist > limit {
+	if best == "" || bestDist > limit || bestDist >= len(s) {
 		return ""
 	}
 	return best

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +27,11 @@ type supervisor struct {
 
 	snap atomic.Pointer[snapshot]
 
+	dirty    atomic.Int32    // listKinds a list_changed asked to re-list
+	poke     chan struct{}   // capacity 1: dirty has bits
+	requests chan refreshReq // forced discovery from callers
+	progress progressRoutes  // progress tokens of calls in flight
+
 	mu sync.Mutex
 	// mu guards changed, which is closed and replaced on every publish.
 	changed chan struct{}
@@ -36,13 +40,15 @@ type supervisor struct {
 func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &supervisor{
-		name:    name,
-		spec:    spec,
-		m:       m,
-		ctx:     ctx,
-		cancel:  cancel,
-		done:    make(chan struct{}),
-		changed: make(chan struct{}),
+		name:     name,
+		spec:     spec,
+		m:        m,
+		ctx:      ctx,
+		cancel:   cancel,
+		done:     make(chan struct{}),
+		changed:  make(chan struct{}),
+		poke:     make(chan struct{}, 1),
+		requests: make(chan refreshReq),
 	}
 	state := StateConnecting
 	if spec.Disabled {
@@ -170,20 +176,21 @@ func (s *supervisor) backoff(n int, cause error) bool {
 }
 
 // serve publishes the connection and blocks until it is lost (returning
-// why) or the server is removed (returning nil).
+// why) or the server is removed (returning nil). Meanwhile it re-lists what
+// list_changed notifications and forced discoveries ask for.
 func (s *supervisor) serve(c *conn) error {
 	init := c.session.InitializeResult()
+	prev := s.snap.Load().cat
 	now := time.Now()
 	s.transition(StateConnected, func(n *snapshot) {
 		n.session, n.conn = c.session, c
-		n.tools = c.tools
+		n.cat = c.cat
 		n.status.Attempts = 0
 		n.status.LastError = ""
 		n.status.NextAttempt = time.Time{}
 		n.status.ConnectedAt = now
-		n.status.DiscoveredAt = now
-		n.status.Tools = len(c.tools)
 		n.status.PID = c.pid()
+		n.status.setCatalog(c.cat)
 		if init != nil {
 			n.status.Protocol = init.ProtocolVersion
 			if init.ServerInfo != nil {
@@ -192,19 +199,28 @@ func (s *supervisor) serve(c *conn) error {
 			}
 		}
 	}, events.KindConnected, connectedFields(c, init))
+	if prev != nil { // a reconnect: the server may have changed (R-DISC-3)
+		s.publishChanges(prev, c.cat, listAll)
+	}
 	lost := make(chan error, 1)
 	go func() { lost <- c.session.Wait() }()
-	select {
-	case err := <-lost:
-		return c.lostReason(err)
-	case <-s.ctx.Done():
-		return nil
+	for {
+		select {
+		case err := <-lost:
+			return c.lostReason(err)
+		case <-s.ctx.Done():
+			return nil
+		case <-s.poke:
+			_ = s.rediscover(c, listKind(s.dirty.Swap(0)))
+		case req := <-s.requests:
+			req.reply <- s.rediscover(c, req.kinds)
+		}
 	}
 }
 
 // connectedFields describe a new connection in its event.
 func connectedFields(c *conn, init *mcp.InitializeResult) events.Fields {
-	f := events.Fields{"attempt": c.attempt, "tools": len(c.tools)}
+	f := events.Fields{"attempt": c.attempt, "tools": len(c.cat.tools)}
 	if pid := c.pid(); pid != 0 {
 		f["pid"] = pid
 	}
@@ -246,17 +262,4 @@ func (c *conn) lostReason(waitErr error) error {
 		return fmt.Errorf("connection lost: %w", waitErr)
 	}
 	return errors.New("connection closed by the server")
-}
-
-// sortTools orders tools by name for stable listings.
-func sortTools(tools []*mcp.Tool) {
-	slices.SortFunc(tools, func(a, b *mcp.Tool) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
 }

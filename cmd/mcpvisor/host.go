@@ -105,7 +105,7 @@ func startHost(logger *slog.Logger, logOut *swapWriter, stdout io.Writer, dir st
 		_ = events.Log(context.Background(), sub, logger)
 	}()
 	h.mgr = manager.New(manager.Options{Bus: h.bus, Logger: logger, Version: version()})
-	rt, err := luaapi.New(luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts")})
+	rt, err := luaapi.New(luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts"), Logger: logger})
 	if err != nil {
 		panic(err) // only for a missing manager
 	}
