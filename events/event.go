@@ -33,6 +33,15 @@ const (
 	KindLagged               Kind = "lagged"                // missed
 )
 
+// Kinds lists every event kind, in the order of SPEC §11.
+var Kinds = []Kind{
+	KindAdded, KindRemoved, KindConnecting, KindConnected, KindDisconnected,
+	KindBackoff, KindFailed, KindCircuit, KindHealthFailed, KindIdle,
+	KindSessionReinitialized, KindToolsChanged, KindResourcesChanged,
+	KindPromptsChanged, KindNotification, KindConfigApplied, KindConfigError,
+	KindHookError, KindLagged,
+}
+
 // Fields holds the kind-specific details of an event. Values are plain,
 // JSON-like data: string, bool, int, int64, uint64, float64, []string and
 // map[string]any. Publishers must not modify a Fields map after publishing it.

@@ -25,14 +25,19 @@ func LevelOf(k Kind) slog.Level {
 }
 
 var logMessages = map[Kind]string{
-	KindAdded:        "server added",
-	KindRemoved:      "server removed",
-	KindConnecting:   "connect attempt",
-	KindConnected:    "server connected",
-	KindDisconnected: "server disconnected",
-	KindBackoff:      "connect failed, will retry",
-	KindFailed:       "server failed, giving up",
-	KindLagged:       "log subscriber fell behind, events missed",
+	KindAdded:         "server added",
+	KindRemoved:       "server removed",
+	KindConnecting:    "connect attempt",
+	KindConnected:     "server connected",
+	KindDisconnected:  "server disconnected",
+	KindBackoff:       "connect failed, will retry",
+	KindFailed:        "server failed, giving up",
+	KindLagged:        "log subscriber fell behind, events missed",
+	KindConfigApplied: "config applied",
+	KindConfigError:   "config not applied",
+	KindHookError:     "Lua hook failed",
+	KindToolsChanged:  "tools changed",
+	KindNotification:  "server notification",
 }
 
 // Log writes every event received on sub to logger until the bus closes or

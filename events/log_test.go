@@ -86,7 +86,7 @@ func TestLogWritesEventsAtTheirLevels(t *testing.T) {
 		// seq 2, the notification, is DEBUG and filtered out at INFO.
 		{"level": "WARN", "msg": "connect failed, will retry", "seq": 3.0, "server": "git", "kind": "backoff",
 			"attempt": 3.0, "delay_ms": 400.0, "error": "exit status 3"},
-		{"level": "INFO", "msg": "config_applied", "seq": 4.0, "kind": "config_applied",
+		{"level": "INFO", "msg": "config applied", "seq": 4.0, "kind": "config_applied",
 			"added": []any{"fs"}, "file": "mcp.lua"},
 		{"level": "ERROR", "msg": "server failed, giving up", "seq": 5.0, "server": "web", "kind": "failed",
 			"attempts": 5.0, "error": "circuit open"},
@@ -104,7 +104,7 @@ func TestLogDebugLevelIncludesNotifications(t *testing.T) {
 	bus.Close()
 	require.NoError(t, events.Log(context.Background(), sub, logger))
 	require.Equal(t, []map[string]any{
-		{"level": "DEBUG", "msg": "notification", "seq": 1.0, "server": "git", "kind": "notification",
+		{"level": "DEBUG", "msg": "server notification", "seq": 1.0, "server": "git", "kind": "notification",
 			"method": "notifications/progress"},
 	}, decodeJSONLines(t, buf.Bytes()))
 }

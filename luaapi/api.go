@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -25,6 +26,10 @@ func (r *Runtime) install() {
 		"events":    r.luaEvents,
 		"resources": r.luaResources,
 		"prompts":   r.luaPrompts,
+		"on":        r.luaOn,
+		"off":       r.luaOff,
+		"after":     r.luaAfter,
+		"every":     r.luaEvery,
 	} {
 		f := L.NewFunction(fn)
 		mod.RawSetString(name, f)
@@ -43,6 +48,7 @@ func (r *Runtime) install() {
 	raw.RawSetString("read", L.NewFunction(r.luaRead))
 	raw.RawSetString("prompt", L.NewFunction(r.luaPrompt))
 	raw.RawSetString("discover", L.NewFunction(r.luaDiscover))
+	raw.RawSetString("call_cb", L.NewFunction(r.luaCallCB))
 	shims, err := L.Load(stringReader(shimSource), shimChunk)
 	if err != nil {
 		panic(err) // shimSource is a constant
@@ -75,7 +81,9 @@ function mcp_read(...) local a, b = read(...) return ret(a, b) end
 function mcp_prompt(...) local a, b = prompt(...) return ret(a, b) end
 function mcp_discover(...) local a, b = discover(...) return a, b end
 mod.call, mod.wait, mod.remove, mod.sleep = mcp_call, mcp_wait, mcp_remove, sleep
-mod.read, mod.prompt, mod.discover = mcp_read, mcp_prompt, mcp_discover
+local call_cb = raw.call_cb
+function mcp_call_cb(...) local a = call_cb(...) return a end
+mod.read, mod.prompt, mod.discover, mod.call_cb = mcp_read, mcp_prompt, mcp_discover, mcp_call_cb
 `
 
 // shimChunk names the shims' chunk; tracebacks leave its frames out.
@@ -154,11 +162,20 @@ func (r *Runtime) luaAdd(L *lua.LState) int {
 	if err != nil {
 		raiseCoded(L, err)
 	}
+	if t, ok := r.tasks[L]; ok && t.config != nil {
+		// Evaluating the config file: record; LoadConfig applies the set.
+		L.Push(lua.LString(r.declare(L, t.config, name, spec)))
+		return 1
+	}
 	if err := r.mgr.Add(name, spec); err != nil {
 		raiseCoded(L, err)
 	}
-	n, _ := manager.NormalizeName(name)
-	L.Push(lua.LString(n))
+	// The server's own name: "GIT" re-declaring an identical "git" is a
+	// no-op that returns "git".
+	if st, err := r.mgr.Status(name); err == nil {
+		name = st.Name
+	}
+	L.Push(lua.LString(name))
 	return 1
 }
 
@@ -238,6 +255,46 @@ func (r *Runtime) luaTools(L *lua.LState) int {
 // blocking to its caller; the loop keeps running meanwhile.
 func (r *Runtime) luaCall(L *lua.LState) int {
 	const fname = "mcp_call"
+	name, args := callArgs(L, fname)
+	opts := manager.CallOptions{Timeout: optSeconds(L, fname, 3, "timeout"), Progress: r.progressFunc(L, fname, 3)}
+	return r.await(L, fname, 2, func(ctx context.Context) func(*lua.LState) []lua.LValue {
+		res, err := r.mgr.Call(ctx, name, args, opts)
+		return func(L *lua.LState) []lua.LValue { return callResult(L, res, err) }
+	})
+}
+
+// mcp_call_cb(name, args, fn [, opts]) → true. For places that cannot
+// suspend (pcall, callbacks): the call runs in the background and fn(result,
+// err) runs later as its own task, with the slice budget of a hook.
+func (r *Runtime) luaCallCB(L *lua.LState) int {
+	const fname = "mcp_call_cb"
+	name, args := callArgs(L, fname)
+	fn, ok := L.Get(3).(*lua.LFunction)
+	if !ok {
+		argErr(L, fname, 3, "function(result, err) expected, got "+L.Get(3).Type().String())
+	}
+	opts := manager.CallOptions{Timeout: optSeconds(L, fname, 4, "timeout")}
+	if r.closing {
+		raiseAt(L, "%s: the Lua runtime is closing", fname)
+	}
+	cb := &callback{what: fmt.Sprintf("mcp_call_cb(%q)", name), fn: fn}
+	r.pending.Add(1)
+	go func() {
+		defer r.pending.Done()
+		res, err := r.mgr.Call(r.base, name, args, opts)
+		r.postAsync(func() {
+			if r.closing {
+				return
+			}
+			r.run(cb, callResult(r.L, res, err))
+		})
+	}()
+	L.Push(lua.LTrue)
+	return 1
+}
+
+// callArgs reads mcp_call's name and argument table.
+func callArgs(L *lua.LState, fname string) (string, any) {
 	name := checkString(L, fname, 1)
 	var args any = map[string]any{}
 	if v := L.Get(2); v != lua.LNil {
@@ -254,16 +311,15 @@ func (r *Runtime) luaCall(L *lua.LState) int {
 		}
 		args = a
 	}
-	opts := manager.CallOptions{Timeout: optSeconds(L, fname, 3, "timeout"), Progress: r.progressFunc(L, fname, 3)}
-	return r.await(L, "mcp_call", 2, func(ctx context.Context) func(*lua.LState) []lua.LValue {
-		res, err := r.mgr.Call(ctx, name, args, opts)
-		return func(L *lua.LState) []lua.LValue {
-			if err != nil {
-				return []lua.LValue{lua.LNil, errorTable(L, err)}
-			}
-			return []lua.LValue{resultTable(L, res), lua.LNil}
-		}
-	})
+	return name, args
+}
+
+// callResult is what mcp_call returns: result, nil or nil, err.
+func callResult(L *lua.LState, res *mcp.CallToolResult, err error) []lua.LValue {
+	if err != nil {
+		return []lua.LValue{lua.LNil, errorTable(L, err)}
+	}
+	return []lua.LValue{resultTable(L, res), lua.LNil}
 }
 
 // mcp_wait(name, state [, timeout_seconds = 10]) → true | false, why.

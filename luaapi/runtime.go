@@ -23,6 +23,7 @@ type Manager interface {
 	Add(name string, spec manager.Spec) error
 	Remove(name string) (<-chan struct{}, error)
 	Status(name string) (manager.Status, error)
+	Spec(name string) (manager.Spec, error)
 	Statuses() []manager.Status
 	Names() []string
 	Tools(server string) ([]manager.ToolInfo, error)
@@ -50,9 +51,12 @@ type Options struct {
 	ScriptDir string
 	// LookupEnv resolves ${VAR} in specs. If nil, os.LookupEnv.
 	LookupEnv func(string) (string, bool)
-	// Logger receives failures of callbacks (progress functions). If nil,
+	// Logger receives failures of hooks, timers and callbacks. If nil,
 	// they are discarded (they are still published as hook_error events).
 	Logger *slog.Logger
+	// SliceBudget bounds how long a hook, timer or callback may run between
+	// two suspensions before it is stopped. If zero, 100ms.
+	SliceBudget time.Duration
 }
 
 // Runtime is the Lua control plane: one goroutine (the loop) owns the Lua
@@ -66,21 +70,26 @@ type Runtime struct {
 	// Owned by the loop goroutine.
 	L       *lua.LState
 	tasks   map[*lua.LState]*task
-	closing bool // set by Close: no task may start background work
+	closing bool              // set by Close: no task may start background work
+	hooks   []*callback       // mcp_on, in registration order
+	timers  map[int]*callback // mcp_after, mcp_every by id
+	nextID  int               // last hook or timer id
+	config  configState       // what the config file declared
 
 	work chan func() // closures to run on the loop
 
 	asyncMu sync.Mutex
 	// asyncMu guards async: closures posted by goroutines that must never
 	// block (SDK notification handlers), run in order.
-	async     []func()
-	asyncPoke chan struct{} // capacity 1
-	stop      chan struct{} // closed by Close
-	done      chan struct{} // closed when the loop has exited
-	base      context.Context
-	cancel    context.CancelFunc // cancels every task
-	pending   sync.WaitGroup     // goroutines doing a task's async work
-	once      sync.Once
+	async      []func()
+	asyncPoke  chan struct{} // capacity 1
+	stop       chan struct{} // closed by Close
+	done       chan struct{} // closed when the loop has exited
+	base       context.Context
+	cancel     context.CancelFunc // cancels every task
+	pending    sync.WaitGroup     // goroutines doing a task's async work
+	once       sync.Once
+	eventsDone chan struct{} // closed when the event feed has stopped
 }
 
 // New builds the Lua state and starts the loop.
@@ -103,22 +112,29 @@ func New(opts Options) (*Runtime, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.SliceBudget <= 0 {
+		opts.SliceBudget = 100 * time.Millisecond
+	}
 	base, cancel := context.WithCancel(context.Background())
 	r := &Runtime{
-		opts:      opts,
-		mgr:       opts.Manager,
-		out:       opts.Stdout,
-		tasks:     make(map[*lua.LState]*task),
-		work:      make(chan func(), 256),
-		asyncPoke: make(chan struct{}, 1),
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
-		base:      base,
-		cancel:    cancel,
+		opts:       opts,
+		mgr:        opts.Manager,
+		out:        opts.Stdout,
+		tasks:      make(map[*lua.LState]*task),
+		timers:     make(map[int]*callback),
+		eventsDone: make(chan struct{}),
+		work:       make(chan func(), 256),
+		asyncPoke:  make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+		base:       base,
+		cancel:     cancel,
 	}
 	r.L = newState(opts.ScriptDir)
 	r.install()
+	sub := opts.Manager.Bus().Subscribe(events.SubscribeOptions{QueueSize: 4096})
 	go r.loop()
+	go r.watchEvents(sub)
 	return r, nil
 }
 
@@ -190,9 +206,10 @@ func (r *Runtime) Close() {
 		// it: pending.Add runs on the loop, and an Add racing this Wait
 		// could start work the Wait does not cover.
 		sealed := make(chan struct{})
-		if r.post(func() { r.closing = true; close(sealed) }) {
+		if r.post(func() { r.closing = true; r.stopTimers(); close(sealed) }) {
 			<-sealed
 		}
+		<-r.eventsDone
 		r.pending.Wait()
 		close(r.stop)
 		<-r.done

@@ -38,6 +38,7 @@ func newState(scriptDir string) *lua.LState {
 			os.RawSetString(name, lua.LNil)
 		}
 	}
+	capBuiltins(L)
 	if pkg, ok := L.GetGlobal("package").(*lua.LTable); ok {
 		pkg.RawSetString("path", lua.LString(filepath.Join(scriptDir, "?.lua")))
 		pkg.RawSetString("cpath", lua.LString(""))

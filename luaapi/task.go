@@ -2,9 +2,11 @@ package luaapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -18,7 +20,25 @@ type task struct {
 	waiting string // the builtin the task is suspended in, or ""
 	trace   string // traceback of the last error raised in the task
 	done    func(vals []lua.LValue, err error)
+	// budget bounds each slice (the run between two suspensions) of hooks,
+	// timers and callbacks; zero for chunks, which Ctrl-C cancels instead.
+	budget time.Duration
+	// origin tags what the task registers (hooks, timers, servers): the
+	// config generation that is running it, or 0 for everything else.
+	origin int
+	// config collects the declarations of a config evaluation; nil outside.
+	config *desired
 }
+
+// taskOptions are the optional properties of a new task.
+type taskOptions struct {
+	budget time.Duration
+	origin int
+	config *desired
+}
+
+// errBudget is the cause of a slice stopped by its budget.
+var errBudget = errors.New("slice budget exceeded")
 
 // bootstrap is the root function of every task. It arms traceback capture
 // on the task's own thread (Resume resets the thread's panic handler when it
@@ -32,10 +52,15 @@ return pack(fn(select(3, ...)))`, "(task)"
 // spawn starts fn(args...) as a new task; done is called on the loop when
 // the task finishes or fails.
 func (r *Runtime) spawn(ctx context.Context, fn *lua.LFunction, args []lua.LValue, done func([]lua.LValue, error)) {
+	r.spawnWith(ctx, fn, args, taskOptions{}, done)
+}
+
+// spawnWith is spawn with a budget, an origin or a config collector.
+func (r *Runtime) spawnWith(ctx context.Context, fn *lua.LFunction, args []lua.LValue, o taskOptions, done func([]lua.LValue, error)) {
 	co, _ := r.L.NewThread()
 	tctx, cancel := context.WithCancel(ctx)
 	stopOnClose := context.AfterFunc(r.base, cancel)
-	t := &task{co: co, ctx: tctx, done: done}
+	t := &task{co: co, ctx: tctx, done: done, budget: o.budget, origin: o.origin, config: o.config}
 	t.cancel = func() { stopOnClose(); cancel() }
 	r.tasks[co] = t
 	arm := r.L.NewFunction(func(L *lua.LState) int {
@@ -56,9 +81,21 @@ func (r *Runtime) spawn(ctx context.Context, fn *lua.LFunction, args []lua.LValu
 // one of our builtins (wait for its completion to be posted), finished, or
 // failed.
 func (r *Runtime) resume(t *task, fn *lua.LFunction, args []lua.LValue) {
-	t.co.SetContext(t.ctx)
+	ctx := t.ctx
+	if t.budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(t.ctx, t.budget, errBudget)
+		defer cancel()
+	}
+	t.co.SetContext(ctx)
 	st, err, vals := r.resumeSafely(t, fn, args)
 	switch {
+	case err != nil && context.Cause(ctx) == errBudget && t.ctx.Err() == nil:
+		r.finish(t, nil, &Error{
+			Message:   fmt.Sprintf("stopped after %s without yielding (the time budget of a hook, timer or callback slice); move long work out of hooks", t.budget),
+			Traceback: t.trace,
+			Cause:     errBudget,
+		})
 	case err != nil:
 		r.finish(t, nil, r.taskError(t, err))
 	case st == lua.ResumeYield && t.waiting == "":

@@ -291,9 +291,14 @@ func TestLogFormatJSON(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimRight(o.stderr, "\n"), "\n") {
 		var rec map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &rec), "stderr line %q", l)
-		for _, key := range []string{"time", "level", "msg", "server", "kind", "seq"} {
+		for _, key := range []string{"time", "level", "msg", "kind", "seq"} {
 			require.Contains(t, rec, key, "stderr line %q", l)
 		}
+		if rec["kind"] == "config_applied" { // host-wide: no server
+			require.Equal(t, []any{"demo"}, rec["added"], "stderr line %q", l)
+			continue
+		}
+		require.Contains(t, rec, "server", "stderr line %q", l)
 		if rec["server"] == "demo" {
 			kinds = append(kinds, rec["kind"].(string))
 		}

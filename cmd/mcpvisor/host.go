@@ -37,7 +37,9 @@ type host struct {
 	bus     *events.Bus
 	mgr     *manager.Manager
 	rt      *luaapi.Runtime
-	logOut  *swapWriter
+	logOut  *swapWriter // where logs go: stderr, or through readline at the REPL
+	out     *swapWriter // where print goes: stdout, or through readline
+	log     *slog.Logger
 	logDone chan struct{}
 }
 
@@ -49,7 +51,8 @@ func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpvisor: %v\n", err)
 		return 1
 	}
-	h := startHost(logger, logOut, stdout, filepath.Dir(path))
+	outSwap := &swapWriter{w: stdout}
+	h := startHost(logger, logOut, outSwap, filepath.Dir(path))
 	interactive := !cfg.hasCode && isTerminal(stdin)
 	// Signals are handled until the very end, so one during the graceful
 	// shutdown still forces exit rather than killing us half-way.
@@ -97,8 +100,8 @@ func (h *host) handleSignals(interactive bool, stderr io.Writer) (context.Contex
 	}
 }
 
-func startHost(logger *slog.Logger, logOut *swapWriter, stdout io.Writer, dir string) *host {
-	h := &host{bus: events.NewBus(events.Options{}), logOut: logOut, logDone: make(chan struct{})}
+func startHost(logger *slog.Logger, logOut, stdout *swapWriter, dir string) *host {
+	h := &host{bus: events.NewBus(events.Options{}), logOut: logOut, out: stdout, log: logger, logDone: make(chan struct{})}
 	sub := h.bus.Subscribe(events.SubscribeOptions{})
 	go func() {
 		defer close(h.logDone)
@@ -116,9 +119,12 @@ func startHost(logger *slog.Logger, logOut *swapWriter, stdout io.Writer, dir st
 // drive runs the config and then -e, the REPL or the stdin script. It
 // returns the exit code.
 func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, src string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if _, err := h.rt.Exec(ctx, src, filepath.Base(path)); err != nil {
+	if _, err := h.rt.LoadConfigSource(ctx, path, src); err != nil {
 		printError(stderr, err)
 		return 1
+	}
+	if !cfg.hasCode && !cfg.noWatch && fileExists(path) {
+		h.watch(ctx, path, src)
 	}
 	switch {
 	case cfg.hasCode:
@@ -134,6 +140,29 @@ func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, sr
 	default:
 		return runScript(ctx, h.rt, stdin, stdout, stderr)
 	}
+}
+
+// watch reloads the config on every saved change until ctx ends. A broken
+// edit changes nothing: LoadConfigSource reports it (config_error event,
+// logged with file:line) and the running servers stay.
+func (h *host) watch(ctx context.Context, path, src string) {
+	w, err := newConfigWatcher(path, src, h.log, func(src string) {
+		if _, err := h.rt.LoadConfigSource(ctx, path, src); err == nil {
+			h.log.Info("config reloaded", "file", path)
+		}
+	})
+	if err == nil {
+		go func() {
+			if err := w.run(ctx, nil); err != nil {
+				h.log.Warn("not watching the config", "file", path, "error", err)
+			}
+		}()
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func (h *host) shutdown() error {

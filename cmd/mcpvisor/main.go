@@ -20,6 +20,8 @@ const usage = `mcpvisor keeps your MCP servers connected and lets you use their 
 
 Usage:
   mcpvisor [flags]          run startup.lua, then a REPL (or stdin as Lua)
+  mcpvisor check [-c FILE]  evaluate and validate the config without starting
+                           anything; print the servers it declares
   mcpvisor demo-server      run the built-in demo MCP server on stdin/stdout
   mcpvisor help             show this help
 
@@ -31,6 +33,7 @@ Flags:
                         returns, shut down and exit (0, or 1 on error)
   --log-level LEVEL     debug, info, warn or error (default info; warn with -e)
   --log-format FORMAT   text or json (default text)
+  --no-watch            do not reload the config when it changes on disk
 
 Modes:
   With -e, CODE runs once and mcpvisor exits.
@@ -38,6 +41,9 @@ Modes:
   Lua, or a bare expression to print its value; Ctrl-C cancels the running
   chunk, Ctrl-D exits. When stdin is not a terminal, it is read as Lua and run
   chunk by chunk; then mcpvisor shuts down and exits (1 if any chunk failed).
+  Unless -e or --no-watch is given, the config is reloaded whenever it is
+  saved: only servers whose declaration changed are touched, and a broken
+  edit changes nothing (the error is logged with file:line).
 
 Output: results and print() go to stdout; logs go to stderr.
 
@@ -66,6 +72,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				return 1
 			}
 			return 0
+		case "check":
+			return runCheck(args[1:], stdout, stderr)
 		case "help":
 			fmt.Fprint(stdout, usage)
 			return 0
@@ -90,6 +98,7 @@ type config struct {
 	hasCode   bool
 	logLevel  string
 	logFormat string
+	noWatch   bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -100,6 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.code, "e", "", "")
 	fs.StringVar(&c.logLevel, "log-level", "info", "")
 	fs.StringVar(&c.logFormat, "log-format", "text", "")
+	fs.BoolVar(&c.noWatch, "no-watch", false, "")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -129,8 +129,12 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 		return 1
 	}
 	defer rl.Close()
+	// Everything printed while the user types (logs, hooks' print) goes
+	// through readline, which redraws the prompt and the line being typed.
 	h.logOut.set(rl.Stderr())
 	defer h.logOut.set(stderr)
+	h.out.set(rl.Stdout())
+	defer h.out.set(stdout)
 	fmt.Fprintln(rl.Stdout(), "mcpvisor REPL — Lua with mcp_* functions. Ctrl-D exits; try mcp_status() or mcp_tools().")
 
 	var c chunker

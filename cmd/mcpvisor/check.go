@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/luaapi"
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// runCheck is `mcpvisor check [-c FILE]`: evaluate the config into its
+// declarations without connecting anything, print them, and exit 0, or
+// print the error with file:line and exit 1.
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcpvisor check", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	file := fs.String("c", "", "")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "usage: mcpvisor check [-c FILE]")
+		return 2
+	}
+	path, src, err := startupSource(*file)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpvisor: %v\n", err)
+		return 1
+	}
+	bus := events.NewBus(events.Options{})
+	defer bus.Close()
+	mgr := manager.New(manager.Options{Bus: bus})
+	rt, err := luaapi.New(luaapi.Options{Manager: mgr, Stdout: stdout, ScriptDir: filepath.Join(filepath.Dir(path), "scripts")})
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpvisor: %v\n", err)
+		return 1
+	}
+	defer func() {
+		rt.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = mgr.Close(ctx)
+	}()
+	decls, err := rt.CheckConfig(context.Background(), path, src)
+	if err != nil {
+		printError(stderr, err)
+		return 1
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tENDPOINT\tDECLARED AT")
+	for _, d := range decls {
+		endpoint := d.Spec.Endpoint()
+		if d.Spec.Disabled {
+			endpoint += " (disabled)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, d.Spec.Transport, endpoint, d.Where)
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "%s: OK, %d server(s)\n", path, len(decls))
+	return 0
+}

@@ -1,0 +1,236 @@
+package luaapi
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager"
+	lua "github.com/yuin/gopher-lua"
+)
+
+// desired is what one evaluation of the config file declares (R-DECL-6):
+// mcp_add records here instead of acting, and the result is applied as a
+// difference only if the whole file succeeds.
+type desired struct {
+	file    string
+	order   []string               // name keys in declaration order
+	servers map[string]declaration // by lower-cased name
+}
+
+type declaration struct {
+	name  string
+	spec  manager.Spec
+	where string // "startup.lua:12"
+}
+
+// configState is what the last applied config declared; owned by the loop.
+type configState struct {
+	generation int                     // evaluations so far
+	servers    map[string]manager.Spec // by lower-cased name
+}
+
+// ConfigResult says what applying a config changed.
+type ConfigResult struct {
+	Added, Removed, Replaced []string
+	Unchanged                int
+
+	pending []replacement // replaced servers to add once the old ones are gone
+}
+
+type replacement struct {
+	name string
+	spec manager.Spec
+	gone <-chan struct{}
+}
+
+// finishReplacements adds each replaced server once its predecessor is
+// disposed. It runs off the loop: disposal may take the stop grace.
+func (r *Runtime) finishReplacements(ctx context.Context, res ConfigResult) {
+	for _, p := range res.pending {
+		select {
+		case <-p.gone:
+		case <-ctx.Done():
+			return
+		}
+		if err := r.mgr.Add(p.name, p.spec); err != nil {
+			r.opts.Logger.Error("config: cannot replace server", "server", p.name, "error", err)
+		}
+	}
+}
+
+// LoadConfig evaluates a config file afresh into a desired set of servers
+// and, if the whole file succeeds, applies only the difference to the
+// manager (R-DECL-6): unchanged servers are not touched, changed ones are
+// replaced, ones gone from the file removed, new ones added; servers added
+// at the REPL are kept. Hooks and timers the previous evaluation registered
+// are replaced by the new ones. If anything fails (syntax, runtime,
+// validation, a name declared twice), nothing changes, the error says
+// file:line, and a config_error event is published.
+func (r *Runtime) LoadConfig(ctx context.Context, path string) (ConfigResult, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		err = fmt.Errorf("read %s: %w", path, err)
+		r.mgr.Bus().Publish(events.KindConfigError, "", events.Fields{"file": path, "error": err.Error()})
+		return ConfigResult{}, err
+	}
+	return r.LoadConfigSource(ctx, path, string(src))
+}
+
+// LoadConfigSource is LoadConfig with the file's content given.
+func (r *Runtime) LoadConfigSource(ctx context.Context, path, src string) (ConfigResult, error) {
+	res, _, err := r.evalConfig(ctx, path, src, true)
+	if err == nil {
+		r.finishReplacements(ctx, res)
+	}
+	return res, err
+}
+
+// Declared is one server a config declares.
+type Declared struct {
+	Name  string
+	Spec  manager.Spec
+	Where string // file:line of its mcp_add
+}
+
+// CheckConfig evaluates a config without applying it: it returns what the
+// file declares, or the error LoadConfig would report. Hooks and timers the
+// file registers are dropped again.
+func (r *Runtime) CheckConfig(ctx context.Context, path, src string) ([]Declared, error) {
+	_, decls, err := r.evalConfig(ctx, path, src, false)
+	return decls, err
+}
+
+func (r *Runtime) evalConfig(ctx context.Context, path, src string, apply bool) (ConfigResult, []Declared, error) {
+	type outcome struct {
+		res   ConfigResult
+		decls []Declared
+		err   error
+	}
+	ch := make(chan outcome, 1)
+	chunk := filepath.Base(path)
+	ok := r.post(func() {
+		r.config.generation++
+		gen := r.config.generation
+		want := &desired{file: chunk, servers: make(map[string]declaration)}
+		fail := func(err error) {
+			r.dropOrigins(func(o int) bool { return o == gen })
+			if apply {
+				r.mgr.Bus().Publish(events.KindConfigError, "", events.Fields{"file": path, "error": err.Error()})
+			}
+			ch <- outcome{err: err}
+		}
+		fn, err := r.L.Load(strings.NewReader(src), chunk)
+		if err != nil {
+			fail(syntaxError(err))
+			return
+		}
+		r.spawnWith(ctx, fn, nil, taskOptions{origin: gen, config: want}, func(_ []lua.LValue, err error) {
+			if err != nil {
+				fail(err)
+				return
+			}
+			if !apply {
+				r.dropOrigins(func(o int) bool { return o == gen })
+				ch <- outcome{decls: want.list()}
+				return
+			}
+			res := r.apply(want)
+			r.dropOrigins(func(o int) bool { return o < gen })
+			r.mgr.Bus().Publish(events.KindConfigApplied, "", events.Fields{
+				"file": path, "added": res.Added, "removed": res.Removed, "replaced": res.Replaced, "unchanged": res.Unchanged,
+			})
+			ch <- outcome{res: res}
+		})
+	})
+	if !ok {
+		return ConfigResult{}, nil, errClosed
+	}
+	select {
+	case o := <-ch:
+		return o.res, o.decls, o.err
+	case <-r.done:
+		return ConfigResult{}, nil, errClosed
+	}
+}
+
+// list returns the declarations in file order.
+func (d *desired) list() []Declared {
+	out := make([]Declared, 0, len(d.order))
+	for _, key := range d.order {
+		decl := d.servers[key]
+		out = append(out, Declared{Name: decl.name, Spec: decl.spec, Where: decl.where})
+	}
+	return out
+}
+
+// apply makes the manager match want for the servers the config owns. It
+// runs on the loop; manager calls return at once.
+func (r *Runtime) apply(want *desired) ConfigResult {
+	var res ConfigResult
+	prev := r.config.servers
+	next := make(map[string]manager.Spec, len(want.servers))
+	for _, key := range want.order {
+		d := want.servers[key]
+		next[key] = d.spec
+		cur, err := r.mgr.Spec(d.name)
+		switch {
+		case err != nil: // not running: new
+			if err := r.mgr.Add(d.name, d.spec); err != nil {
+				r.opts.Logger.Error("config: cannot add server", "server", d.name, "error", err)
+				continue
+			}
+			res.Added = append(res.Added, d.name)
+		case cur.Equal(d.spec):
+			res.Unchanged++
+		default:
+			// Replace: the old server is disposed first, so its removed
+			// event comes before the new one's added (see finishReplacements).
+			done, err := r.mgr.Remove(d.name)
+			if err != nil {
+				continue
+			}
+			res.Replaced = append(res.Replaced, d.name)
+			res.pending = append(res.pending, replacement{d.name, d.spec, done})
+		}
+	}
+	for key := range prev {
+		if _, ok := next[key]; ok {
+			continue
+		}
+		if st, err := r.mgr.Status(key); err == nil {
+			if _, err := r.mgr.Remove(key); err == nil {
+				res.Removed = append(res.Removed, st.Name)
+			}
+		}
+	}
+	slices.Sort(res.Removed)
+	r.config.servers = next
+	return res
+}
+
+// declare is mcp_add inside a config evaluation: it records the server,
+// rejecting a second declaration of one name with both places.
+func (r *Runtime) declare(L *lua.LState, want *desired, name string, spec manager.Spec) string {
+	n, err := manager.NormalizeName(name)
+	if err != nil {
+		raiseCoded(L, &manager.Error{Code: manager.CodeInvalidConfig, Server: name, Op: "add", Err: err})
+	}
+	key := strings.ToLower(n)
+	where := want.file
+	if dbg, ok := L.GetStack(1); ok {
+		if _, err := L.GetInfo("l", dbg, lua.LNil); err == nil {
+			where = fmt.Sprintf("%s:%d", want.file, dbg.CurrentLine)
+		}
+	}
+	if prev, dup := want.servers[key]; dup {
+		L.RaiseError("INVALID_CONFIG: server %q is declared twice in %s (first at %s); each name may be declared once", n, want.file, prev.where)
+	}
+	want.servers[key] = declaration{name: n, spec: spec, where: where}
+	want.order = append(want.order, key)
+	return n
+}
