@@ -30,6 +30,7 @@ func (r *Runtime) install() {
 		"off":       r.luaOff,
 		"after":     r.luaAfter,
 		"every":     r.luaEvery,
+		"import":    r.luaImport,
 	} {
 		f := L.NewFunction(fn)
 		mod.RawSetString(name, f)
@@ -162,10 +163,16 @@ func (r *Runtime) luaAdd(L *lua.LState) int {
 	if err != nil {
 		raiseCoded(L, err)
 	}
+	L.Push(lua.LString(r.addSpec(L, name, spec)))
+	return 1
+}
+
+// addSpec declares a decoded server: into the desired set while the config
+// file is evaluated (LoadConfig applies the set), else to the manager at
+// once. It returns the server's name.
+func (r *Runtime) addSpec(L *lua.LState, name string, spec manager.Spec) string {
 	if t, ok := r.tasks[L]; ok && t.config != nil {
-		// Evaluating the config file: record; LoadConfig applies the set.
-		L.Push(lua.LString(r.declare(L, t.config, name, spec)))
-		return 1
+		return r.declare(L, t.config, name, spec)
 	}
 	if err := r.mgr.Add(name, spec); err != nil {
 		raiseCoded(L, err)
@@ -175,8 +182,7 @@ func (r *Runtime) luaAdd(L *lua.LState) int {
 	if st, err := r.mgr.Status(name); err == nil {
 		name = st.Name
 	}
-	L.Push(lua.LString(name))
-	return 1
+	return name
 }
 
 // mcp_remove(name [, {wait = true}]) → true | nil, err. Non-blocking unless

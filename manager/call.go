@@ -48,7 +48,9 @@ type CallOptions struct {
 	// connect. If zero, the server's request timeout.
 	Timeout time.Duration
 	// Progress, if set, receives the server's progress notifications for
-	// this call. It runs on the connection's goroutine: it must not block.
+	// this call, in order. It runs on the connection's goroutine: it must
+	// not block. Notifications the server sent just before its answer may
+	// arrive just after Call returns (up to a second after).
 	Progress func(Progress)
 }
 
@@ -160,12 +162,22 @@ func (m *Manager) resolve(name string) (*supervisor, string, error) {
 		}
 	}
 	var matches []*supervisor
-	var all []string
+	var all, close []string
+	qualified := strings.Contains(name, ".")
 	for _, s := range m.supervisors() {
 		for _, t := range s.snap.Load().cat.toolList() {
-			all = append(all, s.name+"."+t.Name)
+			full := s.name + "." + t.Name
+			all = append(all, full)
 			if t.Name == name {
 				matches = append(matches, s)
+			}
+			// A typo of the full name, or of the tool's own name for a bare name.
+			candidates := []string{full}
+			if !qualified {
+				candidates = append(candidates, t.Name)
+			}
+			if len(closeMatches(name, candidates)) > 0 {
+				close = append(close, full)
 			}
 		}
 	}
@@ -177,7 +189,7 @@ func (m *Manager) resolve(name string) (*supervisor, string, error) {
 		if server, _, ok := strings.Cut(name, "."); ok {
 			msg = fmt.Sprintf("no server %q and no tool %q", server, name)
 		}
-		if close := closeMatches(name, all); len(close) > 0 {
+		if len(close) > 0 {
 			msg += "; did you mean " + quoteList(close) + "?"
 		} else if len(all) == 0 {
 			msg += "; no tools are known yet (are the servers connected? see mcp_status())"

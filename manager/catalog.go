@@ -175,8 +175,10 @@ func (c *catalog) tool(name string) *mcp.Tool {
 }
 
 // diffNames returns the names only in next (added) and only in prev
-// (removed), each sorted.
+// (removed), each sorted and never nil: an event says "removed: []", not
+// "removed: null".
 func diffNames(prev, next []string) (added, removed []string) {
+	added, removed = []string{}, []string{}
 	inPrev := make(map[string]bool, len(prev))
 	for _, p := range prev {
 		inPrev[p] = true

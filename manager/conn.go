@@ -106,6 +106,12 @@ func (s *supervisor) connect() (*conn, error) {
 		return fail("discover", err)
 	}
 	c.cat = cat
+	if caps := c.session.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {
+		// Servers send log messages only once asked (protocols before
+		// 2026-07-28); they become notification events. A refusal is
+		// not worth failing the connection for.
+		_ = c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"})
+	}
 	if !timer.Stop() {
 		return fail("connect", context.Cause(ctx))
 	}

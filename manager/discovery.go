@@ -141,6 +141,16 @@ func (m *Manager) Discover(ctx context.Context, server string, force bool) (tool
 			})
 		}
 		wg.Wait()
+	} else {
+		// Cached: servers that never connected have nothing to show; say why.
+		for _, s := range sups {
+			if snap := s.snap.Load(); snap.cat == nil && snap.status.LastError != "" {
+				if errs == nil {
+					errs = make(map[string]error)
+				}
+				errs[s.name] = errorf(CodeConnectionFailed, s.name, "discover", "not connected (%s): %s", snap.status.State, snap.status.LastError)
+			}
+		}
 	}
 	tools, err = m.Tools(server)
 	return tools, errs, err

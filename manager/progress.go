@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // progressRoutes maps the progress tokens of calls in flight to their
@@ -16,7 +17,14 @@ type progressRoutes struct {
 	routes map[string]func(Progress)
 }
 
-// add registers fn under a new token; done removes it.
+// progressGrace is how long a finished call's route still takes
+// notifications. The SDK hands a response to its caller on the reader
+// goroutine but notifications to a handler goroutine, so progress the
+// server sent just before its answer is often handled just after the call
+// returned; removing the route at once dropped it.
+const progressGrace = time.Second
+
+// add registers fn under a new token; done removes it after progressGrace.
 func (p *progressRoutes) add(fn func(Progress)) (token string, done func()) {
 	token = "mcpvisor-" + strconv.FormatUint(p.next.Add(1), 10)
 	p.mu.Lock()
@@ -26,14 +34,17 @@ func (p *progressRoutes) add(fn func(Progress)) (token string, done func()) {
 	p.routes[token] = fn
 	p.mu.Unlock()
 	return token, func() {
-		p.mu.Lock()
-		delete(p.routes, token)
-		p.mu.Unlock()
+		time.AfterFunc(progressGrace, func() {
+			p.mu.Lock()
+			delete(p.routes, token)
+			p.mu.Unlock()
+		})
 	}
 }
 
 // deliver hands a notification to the call that asked for it. Unknown
-// tokens (a late notification after the call ended) are dropped.
+// tokens (a notification more than progressGrace after the call ended) are
+// dropped.
 func (p *progressRoutes) deliver(token any, pr Progress) {
 	t, ok := token.(string)
 	if !ok {

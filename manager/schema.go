@@ -7,6 +7,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -17,11 +18,15 @@ import (
 type argSchema struct {
 	schema *jsonschema.Schema
 	root   *jsonschema.Resolved
-	// props holds each property's schema resolved on its own, to report
-	// violations per JSON path. A property whose schema cannot stand alone
-	// (a $ref into the root) is absent; the root check still covers it.
-	props map[string]*jsonschema.Resolved
+	// parts holds the schemas of properties and items, at any depth, each
+	// resolved on its own, to report violations per JSON path. A part that
+	// cannot stand alone (a $ref into the root) is absent; the root check
+	// still covers it.
+	parts map[*jsonschema.Schema]*jsonschema.Resolved
 }
+
+// maxSchemaDepth bounds how deep parts are resolved for per-path reports.
+const maxSchemaDepth = 32
 
 // compileSchema compiles a tool's inputSchema as the SDK delivered it.
 func compileSchema(raw any) (*argSchema, error) {
@@ -40,16 +45,29 @@ func compileSchema(raw any) (*argSchema, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &argSchema{schema: &s, root: root, props: make(map[string]*jsonschema.Resolved)}
-	for name, ps := range s.Properties {
+	a := &argSchema{schema: &s, root: root, parts: make(map[*jsonschema.Schema]*jsonschema.Resolved)}
+	a.resolveParts(&s, 0)
+	return a, nil
+}
+
+// resolveParts resolves the property and item schemas under s.
+func (a *argSchema) resolveParts(s *jsonschema.Schema, depth int) {
+	if depth >= maxSchemaDepth {
+		return
+	}
+	parts := append(slices.Collect(maps.Values(s.Properties)), s.Items)
+	for _, ps := range append(parts, s.PrefixItems...) {
 		if ps == nil {
 			continue
 		}
-		if r, err := ps.Resolve(nil); err == nil {
-			a.props[name] = r
+		if _, seen := a.parts[ps]; seen {
+			continue
 		}
+		if r, err := ps.Resolve(nil); err == nil {
+			a.parts[ps] = r
+		}
+		a.resolveParts(ps, depth+1)
 	}
-	return a, nil
 }
 
 // checkArgs validates a call's arguments against the tool's schema (if it
@@ -78,40 +96,67 @@ func checkArgs(s *argSchema, args any) (any, error) {
 // returns every violation found, each prefixed by its JSON path.
 func (a *argSchema) check(args map[string]any) (map[string]any, []string) {
 	coerced, _ := coerce(args, a.schema).(map[string]any)
-	if err := a.root.Validate(coerced); err == nil {
+	err := a.root.Validate(coerced)
+	if err == nil {
 		return coerced, nil
-	} else {
-		var out []string
-		for _, name := range a.schema.Required {
-			if _, ok := coerced[name]; !ok {
-				out = append(out, fmt.Sprintf("$.%s: required property is missing", name))
+	}
+	out := a.violations("$", a.schema, coerced, nil)
+	if len(out) == 0 {
+		out = append(out, "$: "+lastClause(err.Error()))
+	}
+	return coerced, out
+}
+
+// violations appends what is wrong with v, found at path, against s. It
+// descends into an object's properties and an array's items first, so that
+// each violation is reported at its deepest path; only when those are fine
+// is v validated as a whole against s (resolved on its own).
+func (a *argSchema) violations(path string, s *jsonschema.Schema, v any, out []string) []string {
+	found := len(out)
+	switch x := v.(type) {
+	case map[string]any:
+		for _, name := range s.Required {
+			if _, ok := x[name]; !ok {
+				out = append(out, fmt.Sprintf("%s.%s: required property is missing", path, name))
 			}
 		}
-		if closed(a.schema.AdditionalProperties) && len(a.schema.PatternProperties) == 0 {
-			known := slices.Sorted(maps.Keys(a.schema.Properties))
-			for _, name := range slices.Sorted(maps.Keys(coerced)) {
-				if _, ok := a.schema.Properties[name]; ok {
+		if closed(s.AdditionalProperties) && len(s.PatternProperties) == 0 {
+			known := slices.Sorted(maps.Keys(s.Properties))
+			for _, name := range slices.Sorted(maps.Keys(x)) {
+				if _, ok := s.Properties[name]; ok {
 					continue
 				}
-				msg := fmt.Sprintf("$.%s: unexpected property (the tool accepts: %s)", name, strings.Join(known, ", "))
+				msg := fmt.Sprintf("%s.%s: unexpected property (the tool accepts: %s)", path, name, strings.Join(known, ", "))
 				if c := closest(name, known); c != "" {
-					msg = fmt.Sprintf("$.%s: unexpected property; did you mean %q?", name, c)
+					msg = fmt.Sprintf("%s.%s: unexpected property; did you mean %q?", path, name, c)
 				}
 				out = append(out, msg)
 			}
 		}
-		for _, name := range slices.Sorted(maps.Keys(coerced)) {
-			if r, ok := a.props[name]; ok {
-				if perr := r.Validate(coerced[name]); perr != nil {
-					out = append(out, fmt.Sprintf("$.%s: %s", name, lastClause(perr.Error())))
-				}
+		for _, name := range slices.Sorted(maps.Keys(x)) {
+			if ps := s.Properties[name]; ps != nil {
+				out = a.violations(path+"."+name, ps, x[name], out)
 			}
 		}
-		if len(out) == 0 {
-			out = append(out, "$: "+lastClause(err.Error()))
+	case []any:
+		for i, e := range x {
+			item := s.Items
+			if i < len(s.PrefixItems) {
+				item = s.PrefixItems[i]
+			}
+			if item != nil {
+				out = a.violations(fmt.Sprintf("%s[%d]", path, i), item, e, out)
+			}
 		}
-		return coerced, out
 	}
+	if len(out) == found {
+		if r := a.parts[s]; r != nil {
+			if err := r.Validate(v); err != nil {
+				out = append(out, path+": "+lastClause(err.Error()))
+			}
+		}
+	}
+	return out
 }
 
 // closed reports whether an additionalProperties schema forbids extras
@@ -136,7 +181,11 @@ func lastClause(msg string) string {
 		msg = msg[j+2:]
 	}
 	if m := typeMismatch.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("must be %s, got %s %s", m[3], m[2], m[1])
+		got := m[1]
+		if m[2] == "string" {
+			got = strconv.Quote(got)
+		}
+		return fmt.Sprintf("must be %s, got %s %s", m[3], m[2], got)
 	}
 	return msg
 }

@@ -1,0 +1,45 @@
+package luaapi
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/mcpvisor/mcpvisor/manager"
+	lua "github.com/yuin/gopher-lua"
+)
+
+// mcp_import(path) → list of names. Declares every server of a Claude
+// Desktop / Cursor / VS Code style JSON config (R-DECL-7), exactly as if
+// each were an mcp_add: inside startup.lua they join the desired set, at
+// the REPL they are added at once. A relative path is taken from the
+// directory of the config (scripts/..). Problems raise one Lua error naming
+// the file and each bad entry; nothing is declared then.
+func (r *Runtime) luaImport(L *lua.LState) int {
+	path := L.CheckString(1)
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(filepath.Dir(r.opts.ScriptDir), path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		L.RaiseError("mcp_import: %v", err)
+	}
+	decls, err := manager.ParseImport(filepath.Base(path), data)
+	if err != nil {
+		raiseCoded(L, err)
+	}
+	specs := make([]manager.Spec, len(decls))
+	for i, d := range decls {
+		spec, err := manager.DecodeSpec(d.Name, d.Raw, manager.DecodeOptions{LookupEnv: r.opts.LookupEnv})
+		if err != nil {
+			raiseCoded(L, fmt.Errorf("%s: %s: %w", filepath.Base(path), d.Entry, err))
+		}
+		specs[i] = spec
+	}
+	names := make([]lua.LValue, len(decls))
+	for i, d := range decls {
+		names[i] = lua.LString(r.addSpec(L, d.Name, specs[i]))
+	}
+	L.Push(listTable(L, names))
+	return 1
+}

@@ -1,0 +1,300 @@
+package manager
+
+// Unit tests of argument validation (R-INV-1) on compiled schemas, and the
+// benchmark of the per-call cost. The end-to-end tests (the server never
+// sees an invalid call) are in registry_test.go.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/demo"
+)
+
+// mustCompile compiles a schema given as JSON text, the way discovery
+// receives it from the SDK (decoded into map[string]any).
+func mustCompile(t testing.TB, schemaJSON string) *argSchema {
+	t.Helper()
+	var raw any
+	require.NoError(t, json.Unmarshal([]byte(schemaJSON), &raw))
+	s, err := compileSchema(raw)
+	require.NoError(t, err)
+	require.NotNil(t, s)
+	return s
+}
+
+// searchSchema exercises every rule: required and optional properties,
+// integers, arrays (of arrays), a nested closed object with an enum, and a
+// closed top level.
+const searchSchema = `{
+	"type": "object",
+	"properties": {
+		"query":   {"type": "string"},
+		"limit":   {"type": "integer", "minimum": 1},
+		"tags":    {"type": "array", "items": {"type": "string"}},
+		"matrix":  {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}},
+		"meta":    {"type": "object"},
+		"options": {
+			"type": "object",
+			"properties": {
+				"depth": {"type": "integer"},
+				"mode":  {"type": "string", "enum": ["fast", "full"]}
+			},
+			"required": ["depth"],
+			"additionalProperties": false
+		}
+	},
+	"required": ["query"],
+	"additionalProperties": false
+}`
+
+// openSchema leaves additionalProperties unset: extra arguments pass.
+const openSchema = `{
+	"type": "object",
+	"properties": {"text": {"type": "string"}},
+	"required": ["text"]
+}`
+
+func TestCheckArgs(t *testing.T) {
+	search := mustCompile(t, searchSchema)
+	open := mustCompile(t, openSchema)
+	tests := []struct {
+		name    string
+		schema  *argSchema
+		args    any
+		want    any    // the coerced arguments, when valid
+		wantErr string // the whole message, when not
+	}{
+		{
+			name: "valid", schema: search,
+			args: map[string]any{"query": "go", "limit": int64(5)},
+			want: map[string]any{"query": "go", "limit": int64(5)},
+		},
+		{
+			name: "nil arguments are an empty object", schema: open, args: nil,
+			wantErr: "invalid arguments: $.text: required property is missing",
+		},
+		{
+			name: "not an object", schema: open, args: []any{"x"},
+			wantErr: "arguments must be an object, got []interface {}",
+		},
+		{
+			name: "missing required", schema: search, args: map[string]any{},
+			wantErr: "invalid arguments: $.query: required property is missing",
+		},
+		{
+			name: "wrong type", schema: search, args: map[string]any{"query": int64(42)},
+			wantErr: "invalid arguments: $.query: must be string, got integer 42",
+		},
+		{
+			name: "non-integral number where an integer is wanted", schema: search,
+			args:    map[string]any{"query": "go", "limit": 2.5},
+			wantErr: "invalid arguments: $.limit: must be integer, got number 2.5",
+		},
+		{
+			name: "constraint other than type", schema: search,
+			args: map[string]any{"query": "go", "limit": int64(0)},
+			// jsonschema-go's own wording, after our path.
+			wantErr: "invalid arguments: $.limit: minimum: 0/1 is less than 1.000000",
+		},
+		{
+			name: "nested property: every violation at its own path", schema: search,
+			args:    map[string]any{"query": "go", "options": map[string]any{"depth": "deep", "mode": "slow"}},
+			wantErr: `invalid arguments: $.options.depth: must be integer, got string "deep"; $.options.mode: enum: slow does not equal any of: [fast full]`,
+		},
+		{
+			name: "nested required", schema: search,
+			args:    map[string]any{"query": "go", "options": map[string]any{"mode": "fast"}},
+			wantErr: "invalid arguments: $.options.depth: required property is missing",
+		},
+		{
+			name: "nested closed object", schema: search,
+			args:    map[string]any{"query": "go", "options": map[string]any{"depth": int64(1), "mdoe": "fast"}},
+			wantErr: `invalid arguments: $.options.mdoe: unexpected property; did you mean "mode"?`,
+		},
+		{
+			name: "array item", schema: search,
+			args:    map[string]any{"query": "go", "tags": []any{"a", int64(7)}},
+			wantErr: "invalid arguments: $.tags[1]: must be string, got integer 7",
+		},
+		{
+			name: "item of a nested array", schema: search,
+			args:    map[string]any{"query": "go", "matrix": []any{[]any{int64(1)}, []any{int64(2), "x"}}},
+			wantErr: `invalid arguments: $.matrix[1][1]: must be integer, got string "x"`,
+		},
+		{
+			name: "closed schema, typo gets a did-you-mean", schema: search,
+			args:    map[string]any{"qurey": "go"},
+			wantErr: `invalid arguments: $.query: required property is missing; $.qurey: unexpected property; did you mean "query"?`,
+		},
+		{
+			name: "closed schema, nothing close: the accepted names", schema: search,
+			args:    map[string]any{"query": "go", "verbose": true},
+			wantErr: "invalid arguments: $.verbose: unexpected property (the tool accepts: limit, matrix, meta, options, query, tags)",
+		},
+		{
+			name: "every violation, in a stable order", schema: search,
+			args:    map[string]any{"limit": "ten", "tags": "a,b", "zzz": int64(1)},
+			wantErr: `invalid arguments: $.query: required property is missing; $.zzz: unexpected property (the tool accepts: limit, matrix, meta, options, query, tags); $.limit: must be integer, got string "ten"; $.tags: must be array, got string "a,b"`,
+		},
+		{
+			name: "open schema: extra arguments pass unchanged", schema: open,
+			args: map[string]any{"text": "hi", "extra": map[string]any{"x": int64(1)}},
+			want: map[string]any{"text": "hi", "extra": map[string]any{"x": int64(1)}},
+		},
+		{
+			name: "no schema: anything that is an object passes", schema: nil,
+			args: map[string]any{"whatever": 1.5},
+			want: map[string]any{"whatever": 1.5},
+		},
+		{
+			name: "empty table where an array is wanted is sent as []", schema: search,
+			args: map[string]any{"query": "go", "tags": map[string]any{}, "matrix": []any{map[string]any{}}},
+			want: map[string]any{"query": "go", "tags": []any{}, "matrix": []any{[]any{}}},
+		},
+		{
+			name: "empty table where an object is wanted stays an object", schema: search,
+			args: map[string]any{"query": "go", "meta": map[string]any{}},
+			want: map[string]any{"query": "go", "meta": map[string]any{}},
+		},
+		{
+			name: "integral floats where integers are wanted are sent as integers", schema: search,
+			args: map[string]any{"query": "go", "limit": 3.0, "matrix": []any{[]any{1.0, -2.0}}, "options": map[string]any{"depth": 4.0}},
+			want: map[string]any{"query": "go", "limit": int64(3), "matrix": []any{[]any{int64(1), int64(-2)}}, "options": map[string]any{"depth": int64(4)}},
+		},
+		{
+			// JSON Schema counts 1e300 as an integer, but int64 cannot hold
+			// it: it is sent as the number it is.
+			name: "a float beyond 2^53 stays a float", schema: search,
+			args: map[string]any{"query": "go", "limit": 1e300},
+			want: map[string]any{"query": "go", "limit": 1e300},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := checkArgs(tt.schema, tt.args)
+			if tt.wantErr != "" {
+				require.EqualError(t, err, tt.wantErr)
+				require.Nil(t, got)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got) // require.Equal compares types: int64 ≠ float64
+		})
+	}
+}
+
+// A float that cannot be an integer stays a float, so the type error names
+// it; NaN and infinities never become integers.
+func TestCoerceLeavesNonIntegralNumbers(t *testing.T) {
+	s := mustCompile(t, `{"type": "object", "properties": {"n": {"type": "integer"}}}`)
+	for _, f := range []float64{0.5, math.Inf(1), math.NaN(), math.MaxFloat64} {
+		got := coerce(map[string]any{"n": f}, s.schema).(map[string]any)["n"]
+		_, isFloat := got.(float64)
+		require.True(t, isFloat, "%v became %T", f, got)
+	}
+	got := coerce(map[string]any{"n": -0.0}, s.schema).(map[string]any)["n"]
+	require.Equal(t, int64(0), got)
+}
+
+// A tool whose schema cannot be compiled is still callable: discovery keeps
+// no schema for it and the server judges the arguments.
+func TestCompileSchemaOfOddInputs(t *testing.T) {
+	s, err := compileSchema(nil)
+	require.NoError(t, err)
+	require.Nil(t, s)
+
+	_, err = compileSchema(map[string]any{"type": 42})
+	require.Error(t, err)
+
+	// A $ref into the root cannot be resolved on its own: the root check
+	// still rejects a bad value, reported at the top.
+	s = mustCompile(t, `{
+		"type": "object",
+		"$defs": {"n": {"type": "integer"}},
+		"properties": {"count": {"$ref": "#/$defs/n"}}
+	}`)
+	_, err = checkArgs(s, map[string]any{"count": "x"})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "invalid arguments: $")
+	_, err = checkArgs(s, map[string]any{"count": 2.0})
+	require.NoError(t, err)
+}
+
+// demoTool returns a tool of the demo server as discovery receives it: over
+// a real (in-memory) session, its inputSchema decoded by the SDK.
+func demoTool(tb testing.TB, name string) *mcp.Tool {
+	tb.Helper()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := demo.NewServer().Connect(ctx, st, nil)
+	require.NoError(tb, err)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).Connect(ctx, ct, nil)
+	require.NoError(tb, err)
+	defer func() {
+		_ = cs.Close()
+		_ = ss.Wait()
+	}()
+	for tool, err := range cs.Tools(ctx, nil) {
+		require.NoError(tb, err)
+		if tool.Name == name {
+			return tool
+		}
+	}
+	tb.Fatalf("the demo server has no tool %q", name)
+	return nil
+}
+
+// The demo's add tool, as the manager caches it: valid calls pass with
+// integers, invalid ones name the argument.
+func TestCheckArgsDemoAdd(t *testing.T) {
+	s, err := compileSchema(demoTool(t, "add").InputSchema)
+	require.NoError(t, err)
+	got, err := checkArgs(s, map[string]any{"a": 2.0, "b": int64(40)})
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"a": int64(2), "b": int64(40)}, got)
+
+	_, err = checkArgs(s, map[string]any{"a": "two"})
+	require.EqualError(t, err, `invalid arguments: $.b: required property is missing; $.a: must be integer, got string "two"`)
+	require.False(t, errors.Is(err, ErrInvalidArguments), "checkArgs gives the cause; Call wraps it in INVALID_ARGUMENTS")
+}
+
+// BenchmarkCheckArgs measures validation of one call with the cached
+// schema of the demo add tool (the target is ≤ 5µs per call):
+//
+//	go test ./manager -run '^$' -bench BenchmarkCheckArgs -benchmem
+func BenchmarkCheckArgs(b *testing.B) {
+	s, err := compileSchema(demoTool(b, "add").InputSchema)
+	require.NoError(b, err)
+	for _, bc := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"lua_integers", map[string]any{"a": int64(2), "b": int64(40)}},
+		{"json_floats", map[string]any{"a": 2.0, "b": 40.0}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := checkArgs(s, bc.args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("invalid", func(b *testing.B) {
+		b.ReportAllocs()
+		args := map[string]any{"a": "two"}
+		for b.Loop() {
+			if _, err := checkArgs(s, args); err == nil {
+				b.Fatal("accepted")
+			}
+		}
+	})
+}
