@@ -25,6 +25,11 @@ type Declaration struct {
 // importKeys are the keys an imported server entry may have.
 var importKeys = []string{"args", "command", "cwd", "disabled", "env", "headers", "transport", "type", "url"}
 
+// foreignKeys are settings other clients keep in the same entries (Cline's
+// tool approvals, VS Code's envFile and dev mode, …). They mean nothing to
+// mcpvisor and are skipped, so a real config imports as it is.
+var foreignKeys = []string{"alwaysAllow", "autoApprove", "description", "dev", "disabledTools", "envFile", "timeout", "name"}
+
 // importTransports maps the transport names of the config flavours
 // (lower-cased) to DecodeSpec's.
 var importTransports = map[string]string{
@@ -163,7 +168,7 @@ func (p *importer) entry(section, name string, v any) (Declaration, bool) {
 		return Declaration{}, false
 	}
 	for _, k := range sortedKeys(e) {
-		if contains(importKeys, k) {
+		if contains(importKeys, k) || contains(foreignKeys, k) {
 			continue
 		}
 		if best := closest(k, importKeys); best != "" {

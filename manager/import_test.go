@@ -160,6 +160,8 @@ func TestParseImportEdgeCases(t *testing.T) {
 			want: []manager.Declaration{{Name: "a", Entry: `servers["a"]`, Raw: map[string]any{"url": "http://a", "transport": "http"}}}},
 		{name: "comment markers inside strings stay", data: `{"mcpServers": {"a": {"url": "http://a/*b*/", "headers": {"X": "//, ]"}}}}`,
 			want: []manager.Declaration{{Name: "a", Entry: `mcpServers["a"]`, Raw: map[string]any{"url": "http://a/*b*/", "headers": map[string]any{"X": "//, ]"}}}}},
+		{name: "other clients' settings are skipped", data: `{"mcpServers": {"a": {"command": "x", "autoApprove": ["t"], "alwaysAllow": [], "timeout": 60, "envFile": ".env"}}}`,
+			want: []manager.Declaration{{Name: "a", Entry: `mcpServers["a"]`, Raw: map[string]any{"command": []any{"x"}}}}},
 		{name: "escaped quotes inside strings", data: `{"mcpServers": {"a": {"command": "x", "args": ["say \"hi\" // not a comment", "b"]}}}`,
 			want: []manager.Declaration{{Name: "a", Entry: `mcpServers["a"]`, Raw: map[string]any{"command": []any{"x", `say "hi" // not a comment`, "b"}}}}},
 	}
@@ -186,8 +188,8 @@ func TestParseImportErrors(t *testing.T) {
 		},
 		{
 			name: "unknown key without a close match",
-			data: `{"mcpServers": {"git": {"command": "uvx", "autoApprove": ["status"]}}}`,
-			want: `import: mcp.json: mcpServers["git"]: unknown key "autoApprove"; known keys: args, command, cwd, disabled, env, headers, transport, type, url`,
+			data: `{"mcpServers": {"git": {"command": "uvx", "onStartup": ["status"]}}}`,
+			want: `import: mcp.json: mcpServers["git"]: unknown key "onStartup"; known keys: args, command, cwd, disabled, env, headers, transport, type, url`,
 		},
 		{
 			name: "invalid JSON at line and column",

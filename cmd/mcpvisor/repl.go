@@ -123,6 +123,7 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 		InterruptPrompt:   "^C",
 		EOFPrompt:         "",
 		HistorySearchFold: true,
+		AutoComplete:      completer{rt: h.rt},
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpvisor: cannot start the REPL: %v\n", err)
