@@ -284,6 +284,9 @@ func (r *Runtime) luaCallCB(L *lua.LState) int {
 		raiseAt(L, "%s: the Lua runtime is closing", fname)
 	}
 	cb := &callback{what: fmt.Sprintf("mcp_call_cb(%q)", name), fn: fn}
+	if t, ok := r.tasks[L]; ok {
+		cb.origin = t.origin // what the callback registers belongs to the same config
+	}
 	r.pending.Add(1)
 	go func() {
 		defer r.pending.Done()

@@ -120,7 +120,13 @@ func (r *Runtime) evalConfig(ctx context.Context, path, src string, apply bool) 
 		fail := func(err error) {
 			r.dropOrigins(func(o int) bool { return o == gen })
 			if apply {
-				r.mgr.Bus().Publish(events.KindConfigError, "", events.Fields{"file": path, "error": err.Error()})
+				fields := events.Fields{"file": path, "error": err.Error()}
+				if le, ok := err.(*Error); ok && le.Traceback != "" {
+					// The file:line of an error whose value is not a
+					// string (error({...})) is only in the traceback.
+					fields["traceback"] = le.Traceback
+				}
+				r.mgr.Bus().Publish(events.KindConfigError, "", fields)
 			}
 			ch <- outcome{err: err}
 		}

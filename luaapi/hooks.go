@@ -83,9 +83,10 @@ func (r *Runtime) dispatch(e events.Event) {
 }
 
 // run calls a hook or timer function as a budgeted task and accounts for
-// its failures.
+// its failures. The task has the callback's origin, so what it registers
+// belongs to the same config generation (and goes with it on reload).
 func (r *Runtime) run(cb *callback, args []lua.LValue) {
-	r.spawnWith(r.base, cb.fn, args, taskOptions{budget: r.opts.SliceBudget}, func(_ []lua.LValue, err error) {
+	r.spawnWith(r.base, cb.fn, args, taskOptions{budget: r.opts.SliceBudget, origin: cb.origin}, func(_ []lua.LValue, err error) {
 		if err == nil {
 			cb.failures = 0
 			return

@@ -172,6 +172,10 @@ func (r *Runtime) progressFunc(L *lua.LState, fname string, n int) func(manager.
 		}
 		return nil
 	}
+	cb := &callback{what: fname + " progress", fn: fn}
+	if t, ok := r.tasks[L]; ok {
+		cb.origin = t.origin
+	}
 	return func(p manager.Progress) {
 		r.postAsync(func() {
 			pt := r.L.NewTable()
@@ -180,7 +184,7 @@ func (r *Runtime) progressFunc(L *lua.LState, fname string, n int) func(manager.
 				pt.RawSetString("total", lua.LNumber(p.Total))
 			}
 			setString(pt, "message", p.Message)
-			r.spawn(r.base, fn, []lua.LValue{pt}, r.reportCallbackError("progress callback"))
+			r.run(cb, []lua.LValue{pt}) // budgeted, failures reported like a hook's
 		})
 	}
 }

@@ -215,7 +215,7 @@ func TestMcpCallProgress(t *testing.T) {
 		return mcp_call("rec.count", {n = 2}, {progress = function(p) error("boom " .. p.progress) end}).text`))
 	for _, want := range []string{"boom 1", "boom 2"} {
 		e := nextOf(t, sub, "hook_error")
-		require.Equal(t, "progress callback", e.Fields["hook"])
+		require.Equal(t, "mcp_call progress", e.Fields["hook"])
 		require.Contains(t, e.Fields["error"], want)
 	}
 

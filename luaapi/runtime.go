@@ -70,6 +70,7 @@ type Runtime struct {
 	// Owned by the loop goroutine.
 	L       *lua.LState
 	tasks   map[*lua.LState]*task
+	idle    []*lua.LState     // finished threads kept for new tasks
 	closing bool              // set by Close: no task may start background work
 	hooks   []*callback       // mcp_on, in registration order
 	timers  map[int]*callback // mcp_after, mcp_every by id

@@ -13,7 +13,16 @@ import (
 // without dofile/loadfile/load, table, string, math, coroutine, package for
 // require from scriptDir, and a safe os), never io or debug.
 func newState(scriptDir string) *lua.LState {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 256, RegistryMaxSize: 1 << 20})
+	// Every task is a thread made with these options: start small and grow
+	// (a full-size registry and call stack per hook run cost ~110 KB).
+	L := lua.NewState(lua.Options{
+		SkipOpenLibs:        true,
+		CallStackSize:       256,
+		MinimizeStackMemory: true,
+		RegistrySize:        256,
+		RegistryGrowStep:    256,
+		RegistryMaxSize:     1 << 20,
+	})
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction

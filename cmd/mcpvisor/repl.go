@@ -117,7 +117,12 @@ func readLines(r io.Reader) (<-chan string, <-chan error) {
 
 // runREPL is the interactive loop on a terminal.
 func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Writer) int {
+	// readline wraps Stdin in a reader whose Close does not reach ours, and
+	// its Close waits for the pending read: close ours first, or exiting
+	// after a Ctrl-D hangs.
+	tty := readline.NewCancelableStdin(ttyReader{os.Stdin})
 	rl, err := readline.NewEx(&readline.Config{
+		Stdin:             tty,
 		Prompt:            "mcp> ",
 		HistoryFile:       historyFile(),
 		InterruptPrompt:   "^C",
@@ -129,7 +134,10 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 		fmt.Fprintf(stderr, "mcpvisor: cannot start the REPL: %v\n", err)
 		return 1
 	}
-	defer rl.Close()
+	defer func() {
+		tty.Close()
+		rl.Close()
+	}()
 	// Everything printed while the user types (logs, hooks' print) goes
 	// through readline, which redraws the prompt and the line being typed.
 	h.logOut.set(rl.Stderr())
@@ -168,6 +176,24 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 	}
 	return 0
 }
+
+// ttyReader is the terminal as readline reads it. Between lines readline
+// leaves raw mode, so a Ctrl-D typed while a chunk runs reaches us as an
+// end of file, after which readline would never read again and the REPL
+// would freeze. On a terminal that EOF is the Ctrl-D key: hand it over as
+// that key, and Ctrl-D then exits at the next prompt, as it does there.
+type ttyReader struct{ f *os.File }
+
+func (t ttyReader) Read(p []byte) (int, error) {
+	n, err := t.f.Read(p)
+	if n == 0 && err == io.EOF && len(p) > 0 {
+		p[0] = 4 // Ctrl-D
+		return 1, nil
+	}
+	return n, err
+}
+
+func (t ttyReader) Close() error { return nil }
 
 // historyFile is $XDG_STATE_HOME/mcpvisor/history (or ~/.local/state/…).
 func historyFile() string {

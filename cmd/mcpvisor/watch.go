@@ -48,6 +48,9 @@ func (w *configWatcher) run(ctx context.Context, ready chan<- struct{}) error {
 	if err := fw.Add(filepath.Dir(w.path)); err != nil {
 		return err
 	}
+	// A save between the host reading the config and the watch starting
+	// sent no event we could see: compare once now.
+	w.check()
 	if ready != nil {
 		close(ready)
 	}

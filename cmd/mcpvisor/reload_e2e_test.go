@@ -1,0 +1,314 @@
+package main
+
+// End-to-end tests of the config as desired state through the binary:
+// `mcpvisor check`, hot reload of a running host (R-DECL-6), --no-watch,
+// and hooks printing through the REPL's readline.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// demoDecl declares a demo server (the binary itself) named name.
+func demoDecl(name string) string {
+	return fmt.Sprintf("mcp_add(%q, {command = {MCPVISOR, \"demo-server\"}})\n", name)
+}
+
+// writeConfig saves content at path the way editors do: a temporary file
+// beside it, renamed over it.
+func writeConfig(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	require.NoError(t, os.WriteFile(tmp, []byte(content), 0o644))
+	require.NoError(t, os.Rename(tmp, path))
+}
+
+// TestCheckCommand: `mcpvisor check` evaluates the config, prints each
+// server with the file:line of its declaration and exits 0, starting
+// nothing; a broken config exits 1 with file:line.
+func TestCheckCommand(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "startup.lua")
+	require.NoError(t, os.WriteFile(path, []byte(`-- my servers
+`+demoDecl("demo")+`
+mcp_add("remote", {url = "http://127.0.0.1:3001/mcp?token=secret"})
+mcp_add("off", {command = {"never-started"}, enabled = false})
+mcp_on("connected", function(e) print("hook must not run") end)
+`), 0o644))
+
+	for _, args := range [][]string{{"check", "-c", path}, {"check"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			o := runBinary(t, invocation{dir: dir, args: args})
+			require.Equal(t, 0, o.code, "exit code")
+			lines := strings.Split(strings.TrimRight(o.stdout, "\n"), "\n")
+			require.Len(t, lines, 5, "stdout:\n%s", o.stdout)
+			require.Regexp(t, `^SERVER\s+TRANSPORT\s+ENDPOINT\s+DECLARED AT$`, lines[0])
+			require.Regexp(t, `^demo\s+stdio\s+\S+/mcpvisor demo-server\s+startup\.lua:2$`, lines[1])
+			require.Regexp(t, `^remote\s+http\s+http://127\.0\.0\.1:3001/mcp\s+startup\.lua:4$`, lines[2])
+			require.Regexp(t, `^off\s+stdio\s+never-started \(disabled\)\s+startup\.lua:5$`, lines[3])
+			require.True(t, strings.HasSuffix(lines[4], "startup.lua: OK, 3 server(s)"), lines[4])
+			require.NotContains(t, o.stdout, "secret", "the endpoint is redacted")
+			require.NotContains(t, o.stdout+o.stderr, "hook must not run")
+			require.NotContains(t, o.stderr, "server added", "check starts nothing")
+			require.NotContains(t, o.stderr, "connect attempt")
+		})
+	}
+
+	tests := []struct {
+		name, config string
+		want         []string // in stderr
+	}{
+		{"duplicate name", demoDecl("demo") + "\n" + demoDecl("Demo"),
+			[]string{`startup.lua:3: INVALID_CONFIG: server "Demo" is declared twice in startup.lua (first at startup.lua:1)`}},
+		{"syntax error", demoDecl("demo") + "local x = = 1\n", []string{"startup.lua:2:11: near '='"}},
+		{"invalid spec", `mcp_add("web", {url = "ftp://x"})` + "\n", []string{`startup.lua:1: INVALID_CONFIG: server "web"`}},
+		{"runtime error", demoDecl("demo") + "error('nope')\n", []string{"startup.lua:2: nope", "stack traceback:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "startup.lua")
+			require.NoError(t, os.WriteFile(path, []byte(tt.config), 0o644))
+			o := runBinary(t, invocation{dir: dir, args: []string{"check", "-c", path}})
+			require.Equal(t, 1, o.code, "exit code")
+			require.Empty(t, o.stdout)
+			for _, want := range tt.want {
+				require.Contains(t, o.stderr, want)
+			}
+			require.NotContains(t, o.stderr, "server added")
+		})
+	}
+}
+
+// host is a running mcpvisor whose stdin stays open: Lua sent to it runs
+// chunk by chunk, each printing one line.
+type runningHost struct {
+	*process
+	reloads int // "config reloaded" lines seen so far
+}
+
+// eval runs a one-line expression in the host and returns its printed
+// value.
+func (h *runningHost) eval(t *testing.T, expr string) string {
+	t.Helper()
+	_, err := h.stdin.Write([]byte("return " + expr + "\n"))
+	require.NoError(t, err)
+	return h.line(10 * time.Second)
+}
+
+// servers is the host's server list, comma-separated.
+func (h *runningHost) servers(t *testing.T) string {
+	t.Helper()
+	return h.eval(t, `table.concat(mcp_servers(), ",")`)
+}
+
+// pid is server name's process id, once it is connected.
+func (h *runningHost) pid(t *testing.T, name string) int {
+	t.Helper()
+	v := h.eval(t, fmt.Sprintf(`assert(mcp_wait(%q, "connected")) and mcp_status(%q).pid`, name, name))
+	pid, err := strconv.Atoi(v)
+	require.NoError(t, err, "pid of %s: %q", name, v)
+	return pid
+}
+
+// nextReload waits for the next "config reloaded" log line.
+func (h *runningHost) nextReload(t *testing.T) {
+	t.Helper()
+	h.reloads++
+	h.stderr.waitFor(t, fmt.Sprintf("reload #%d", h.reloads), 20*time.Second, func(s string) bool {
+		return strings.Count(s, `msg="config reloaded"`) >= h.reloads
+	})
+}
+
+// serversBecome polls the server list until it is want: the reload has
+// been logged, but ask a bounded number of times rather than once.
+func (h *runningHost) serversBecome(t *testing.T, want string) {
+	t.Helper()
+	var got string
+	for range 50 {
+		if got = h.servers(t); got == want {
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // nothing to wait on in the host from here
+	}
+	t.Fatalf("servers are %q, want %q", got, want)
+}
+
+// waitGone waits for a process to exit (and be reaped by its parent).
+func waitGone(t *testing.T, pid int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		state, _, ok := procState(pid)
+		if !ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still there in state %c", what, pid, state)
+		}
+		time.Sleep(10 * time.Millisecond) // nothing to wait on for another process's child
+	}
+}
+
+// TestConfigHotReload: a running host whose config is edited on disk adds
+// and removes servers, leaving unchanged ones running; a broken edit keeps
+// the servers and logs config_error with file:line; fixing it applies
+// again.
+func TestConfigHotReload(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "startup.lua")
+	require.NoError(t, os.WriteFile(path, []byte(demoDecl("a")+demoDecl("b")), 0o644))
+	h := &runningHost{process: start(t, invocation{dir: dir, args: []string{"-c", path}})}
+
+	require.Equal(t, "a,b", h.servers(t))
+	aPid, bPid := h.pid(t, "a"), h.pid(t, "b")
+
+	// b goes, c comes, a stays as it is.
+	writeConfig(t, path, demoDecl("a")+demoDecl("c"))
+	h.nextReload(t)
+	h.serversBecome(t, "a,c")
+	cPid := h.pid(t, "c")
+	require.Equal(t, aPid, h.pid(t, "a"), "a was not touched")
+	waitGone(t, bPid, "removed server b")
+	require.Regexp(t, `msg="config applied" seq=\d+ kind=config_applied added=\[c\] file=\S+ removed=\[b\] replaced=\[\] unchanged=1`, h.stderr.String())
+
+	// A broken edit: nothing changes, config_error with file:line.
+	writeConfig(t, path, demoDecl("a")+"local x = = 1\n"+demoDecl("d"))
+	h.stderr.waitFor(t, "config_error", 20*time.Second, func(s string) bool {
+		return strings.Contains(s, "kind=config_error")
+	})
+	require.Regexp(t, `level=ERROR msg="config not applied" seq=\d+ kind=config_error error="startup\.lua:2:11: near '=': syntax error"`, h.stderr.String())
+	require.Equal(t, "a,c", h.servers(t))
+	require.Equal(t, aPid, h.pid(t, "a"))
+	require.Equal(t, cPid, h.pid(t, "c"))
+
+	// A runtime error half-way through the file changes nothing either.
+	writeConfig(t, path, demoDecl("a")+demoDecl("d")+"error('half-way')\n")
+	h.stderr.waitFor(t, "second config_error", 20*time.Second, func(s string) bool {
+		return strings.Contains(s, `error="startup.lua:3: half-way"`)
+	})
+	require.Equal(t, "a,c", h.servers(t))
+
+	// Fixed: applied against the last good config. c's spec changes, so
+	// it is replaced (a new process); a stays.
+	writeConfig(t, path, demoDecl("a")+`mcp_add("c", {command = {MCPVISOR, "demo-server"}, env = {V = "2"}})`+"\n")
+	h.nextReload(t)
+	h.serversBecome(t, "a,c")
+	newC := h.pid(t, "c")
+	require.NotEqual(t, cPid, newC, "c was replaced")
+	waitGone(t, cPid, "replaced server c")
+	require.Equal(t, aPid, h.pid(t, "a"))
+
+	// A server added at the REPL survives reloads.
+	_, err := h.stdin.Write([]byte(demoDecl("mine")))
+	require.NoError(t, err)
+	writeConfig(t, path, demoDecl("a"))
+	h.nextReload(t)
+	h.serversBecome(t, "a,mine")
+	waitGone(t, newC, "removed server c")
+
+	require.NoError(t, h.stdin.Close())
+	require.True(t, h.wait(shutdownGrace+5*time.Second), "mcpvisor did not exit after stdin closed")
+	require.Equal(t, 0, h.cmd.ProcessState.ExitCode(), "exit code; stderr:\n%s", h.stderr.String())
+	requireGone(t, aPid, "server a")
+}
+
+// TestNoWatchIgnoresEdits: with --no-watch, edits on disk change nothing.
+func TestNoWatchIgnoresEdits(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "startup.lua")
+	require.NoError(t, os.WriteFile(path, []byte(demoDecl("a")), 0o644))
+	h := &runningHost{process: start(t, invocation{dir: dir, args: []string{"--no-watch", "-c", path}})}
+	require.Equal(t, "a", h.servers(t))
+	aPid := h.pid(t, "a")
+
+	writeConfig(t, path, demoDecl("b"))
+	// Ten debounce periods: a watching host reloads well within that.
+	time.Sleep(10 * reloadDebounce) // waiting for something not to happen
+	require.Equal(t, "a", h.servers(t))
+	require.Equal(t, aPid, h.pid(t, "a"))
+	require.NotContains(t, h.stderr.String(), "config reloaded")
+	require.NotContains(t, h.stderr.String(), "config_applied added=[b]")
+
+	require.NoError(t, h.stdin.Close())
+	require.True(t, h.wait(shutdownGrace+5*time.Second))
+	require.Equal(t, 0, h.cmd.ProcessState.ExitCode())
+}
+
+// TestREPLHookOutputDoesNotGarbleTyping: a timer prints while a line is
+// being typed; readline puts the tick above the prompt and redraws the
+// typed part, and the line runs as typed.
+func TestREPLHookOutputDoesNotGarbleTyping(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) is not installed; it provides the REPL's terminal")
+	}
+	if out, err := exec.Command(scriptBin, "--version").CombinedOutput(); err != nil || !bytes.Contains(out, []byte("util-linux")) {
+		t.Skipf("script(1) is not util-linux's (%s %v)", bytes.TrimSpace(out), err)
+	}
+	p := start(t, invocation{
+		argv: []string{scriptBin, "-qec", "exec '" + mcpvisorBin + "' --log-level warn", "/dev/null"},
+		env:  []string{"SHELL=/bin/sh", "TERM=xterm"},
+	})
+	term := &terminal{t: t, p: p}
+	term.waitLine("first prompt", func(l string) bool { return l == "mcp>" })
+	term.typeLine(`ticker = mcp_every(0.05, function() print("tick") end)`)
+	term.waitLine("a tick", func(l string) bool { return l == "tick" })
+
+	// Type half a line, let ticks print over it, then finish it.
+	term.send("return 6")
+	term.waitLine("the half-typed line", func(l string) bool { return l == "mcp> return 6" })
+	term.waitLine("a tick while typing", func(l string) bool { return l == "tick" })
+	term.waitLine("the half-typed line redrawn", func(l string) bool { return l == "mcp> return 6" })
+	term.send("*7\r")
+	term.waitLine("the result", func(l string) bool { return l == "42" })
+
+	term.typeLine("mcp_off(ticker)")
+	term.typeLine(`return "after " .. "off"`)
+	term.waitLine("the last result", func(l string) bool { return l == "after off" })
+	// Ctrl-D only once the prompt is back: readline leaves raw mode while
+	// a chunk runs, and a Ctrl-D then is the tty's end-of-file, which stops
+	// readline's reader for good (the REPL then ignores all input).
+	term.waitLine("the prompt", func(l string) bool { return l == "mcp>" })
+	term.send("\x04")
+	if !p.wait(shutdownGrace) {
+		t.Fatalf("the REPL did not exit after Ctrl-D; screen:\n%s", strings.Join(term.lines(), "\n"))
+	}
+	require.Equal(t, 0, p.cmd.ProcessState.ExitCode())
+
+	// Every tick is a line of its own: none was written into the prompt
+	// line or the typed text.
+	screen := term.lines()
+	// off is set at mcp_off's result: a tick printed after it would have
+	// run after mcp_off (one printed after the typed line but before the
+	// chunk ran is fine).
+	ticks, offTyped, off := 0, false, false
+	typed := regexp.MustCompile(`^mcp> return 6(\*7)?$`)
+	for _, l := range screen {
+		ours := strings.NewReplacer("ticker", "", `print("tick")`, "").Replace(l) // the commands typed
+		switch {
+		case l == "tick":
+			ticks++
+			require.False(t, off, "a tick after mcp_off; screen:\n%s", strings.Join(screen, "\n"))
+		case strings.Contains(ours, "tick"):
+			t.Errorf("garbled line %q; screen:\n%s", l, strings.Join(screen, "\n"))
+		case strings.HasPrefix(l, "mcp> return 6") && !typed.MatchString(l):
+			t.Errorf("garbled input line %q", l)
+		case l == "mcp> mcp_off(ticker)":
+			offTyped = true
+		case offTyped && l == "true":
+			off = true
+		}
+	}
+	require.GreaterOrEqual(t, ticks, 2)
+}

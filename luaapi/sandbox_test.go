@@ -1,0 +1,184 @@
+package luaapi_test
+
+// The sandbox's caps on builtins that ignore the slice budget (FAULTS 34):
+// one Go call such as string.rep("x", 1e9) or a backtracking pattern runs
+// to its end whatever the LState context says, so they are refused up
+// front with a clear message.
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	lua "github.com/yuin/gopher-lua"
+)
+
+// quickFail Execs src, which must fail at once: within a deadline far
+// below what the uncapped builtin takes (string.rep("x", 1e9): ~1.6s and
+// 1 GiB; the patterns: seconds to hours).
+func quickFail(t *testing.T, r *testRuntime, src string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := r.Exec(ctx, src, "test")
+	require.Error(t, err, "chunk %q", src)
+	require.NoError(t, ctx.Err(), "chunk %q was stopped by the deadline, not refused", src)
+	return err.Error()
+}
+
+func TestStringRepCap(t *testing.T) {
+	r := newTestRuntime(t, nil)
+	tests := []struct {
+		name, src string
+		want      string
+	}{
+		{"function", `return string.rep("x", 1e9)`, "test:1: string.rep: the result would be 1000000000 bytes; the limit is 16 MiB"},
+		{"method", `return ("x"):rep(1e9)`, "test:1: string.rep: the result would be 1000000000 bytes; the limit is 16 MiB"},
+		{"long string times small count", `local s = ("x"):rep(1e6) return s:rep(17)`, "string.rep: the result would be 17000000 bytes"},
+		{"nested", `return ("ab"):rep(8e6):rep(2)`, "string.rep: the result would be 32000000 bytes"},
+		{"under pcall", `local ok, err = pcall(string.rep, "x", 1e9) error(err, 0)`, "string.rep: the result would be 1000000000 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := quickFail(t, r, tt.src)
+			require.True(t, strings.HasPrefix(msg, tt.want) || strings.Contains(msg, tt.want), "got %q, want %q", msg, tt.want)
+		})
+	}
+	// What stays allowed works as in plain Lua.
+	require.Equal(t, []string{"xxx", "", "", "2000", "16777216"}, r.run(t, `
+		return string.rep("x", 3), string.rep("x", 0), string.rep("x", -5), #("ab"):rep(1000), #string.rep("y", 16 * 1024 * 1024)`))
+}
+
+// pathological is FAULTS 34's pattern: without a cap it backtracks for
+// a very long time.
+const pathological = `('a*'):rep(20) .. 'c'`
+
+func TestPathologicalPatternRefused(t *testing.T) {
+	r := newTestRuntime(t, nil)
+	subject := `('a'):rep(20) .. 'b'`
+	for _, call := range []string{
+		"string.find(" + subject + ", " + pathological + ")",
+		"(" + subject + "):find(" + pathological + ")",
+		"string.match(" + subject + ", " + pathological + ")",
+		"string.gsub(" + subject + ", " + pathological + ", '')",
+		"string.gmatch(" + subject + ", " + pathological + ")()",
+	} {
+		t.Run(call, func(t *testing.T) {
+			msg := quickFail(t, r, "return "+call)
+			require.Contains(t, msg, "test:1: string.")
+			require.Contains(t, msg, "the pattern has 20 repetition items (*, +, -, ?); the limit is 12")
+		})
+	}
+	// Optional items backtrack as well.
+	require.Contains(t, quickFail(t, r, `return string.find(("a"):rep(19), ("a?"):rep(20) .. ("a"):rep(20))`),
+		"the pattern has 20 repetition items")
+	// Size caps: a huge subject or pattern is refused before matching.
+	require.Contains(t, quickFail(t, r, `return string.find(("a"):rep(2 * 1024 * 1024), "b")`),
+		"string.find: the subject is 2097152 bytes; the limit is 1 MiB")
+	require.Contains(t, quickFail(t, r, `return string.match("a", ("a"):rep(5000))`),
+		"string.match: the pattern is 5000 bytes; the limit is 4 KiB")
+	require.Equal(t, "ok", r.one(t, `return "ok"`))
+}
+
+// TestOrdinaryPatternsWork: the caps do not get in the way of the patterns
+// people write; results are those of plain Lua.
+func TestOrdinaryPatternsWork(t *testing.T) {
+	r := newTestRuntime(t, nil)
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"find plain", `return string.find("a.b.c", ".", 1, true)`, []string{"2", "2"}},
+		{"find pattern", `return ("hello world"):find("o w")`, []string{"5", "7"}},
+		{"find with captures", `return string.find("key = value", "(%w+)%s*=%s*(%w+)")`, []string{"1", "11", "key", "value"}},
+		{"match", `return ("v1.22.3"):match("^v(%d+)%.(%d+)%.(%d+)$")`, []string{"1", "22", "3"}},
+		{"match no result", `return (("abc"):match("%d+"))`, []string{"nil"}},
+		{"gmatch", `local out = {} for k, v in ("a=1, b=2, c=3"):gmatch("(%w+)=(%w+)") do out[#out + 1] = k .. v end return table.concat(out, " ")`,
+			[]string{"a1 b2 c3"}},
+		{"gsub string", `return ("hello world"):gsub("o", "0")`, []string{"hell0 w0rld", "2"}},
+		{"gsub function", `return (("a-b-c"):gsub("%a", string.upper))`, []string{"A-B-C"}},
+		{"gsub table", `return (("$x and $y"):gsub("%$(%w+)", {x = "1", y = "2"}))`, []string{"1 and 2"}},
+		{"gsub limit", `return ("aaa"):gsub("a", "b", 2)`, []string{"bba", "2"}},
+		{"trim", `return (("  padded  "):match("^%s*(.-)%s*$"))`, []string{"padded"}},
+		{"balanced", `return ("f(a(b)c) d"):match("%b()")`, []string{"(a(b)c)"}},
+		{"sets and ranges", `return ("2024-01-02T03:04:05Z"):match("^([0-9]+)-([0-9]+)-([0-9]+)T([0-9]+):([0-9]+):([0-9]+)")`,
+			[]string{"2024", "01", "02", "03", "04", "05"}},
+		{"email-like", `return ("jo.doe-x@mail.example.org"):match("^([a-zA-Z0-9._%-]+)@([a-zA-Z0-9.-]+)%.([a-zA-Z][a-zA-Z]+)$")`,
+			[]string{"jo.doe-x", "mail.example", "org"}},
+		{"escaped quantifiers", `return ("a*b+c-d"):find("%*b%+c%-")`, []string{"2", "6"}},
+		{"twelve repetitions", `return (("ab"):rep(6):match(("a*b*"):rep(6)))`, []string{"abababababab"}},
+		{"quantifier characters in sets", `return ("a+b-c*d?"):gsub("[%+%-*?]", "")`, []string{"abcd", "4"}},
+		// gsub over a large subject with a match per byte is linear:
+		// gopher-lua's own gsub took minutes for this (see gsub in
+		// sandbox.go).
+		{"gsub every byte of 1 MiB", `local s, n = (("x"):rep(1024 * 1024 - 1)):gsub("x", "y") return #s, n, s:sub(1, 3)`,
+			[]string{"1048575", "1048575", "yyy"}},
+		{"gsub every byte with a function", `local s, n = (("ab"):rep(50000)):gsub(".", function(c) if c == "a" then return "A" end end) return #s, n, s:sub(1, 4)`,
+			[]string{"100000", "100000", "AbAb"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, r.run(t, tt.src))
+		})
+	}
+}
+
+// TestGsubMatchesGopherLua: the sandbox's own string.gsub (linear, see
+// sandbox.go) gives what gopher-lua's gives, for every kind of replacement.
+func TestGsubMatchesGopherLua(t *testing.T) {
+	r := newTestRuntime(t, nil)
+	plain := lua.NewState()
+	defer plain.Close()
+	exprs := []string{
+		`("hello world"):gsub("o", "0")`,
+		`("hello world"):gsub("(o)", "[%1]")`,
+		`("hello world"):gsub("l+", "<%0>")`,
+		`("hello world"):gsub("%w+", "%1!")`,
+		`("hello world"):gsub("(%w+) (%w+)", "%2 %1")`,
+		`("100%"):gsub("%%", "%%%%")`,
+		`("a.b"):gsub("%.", "%x")`,
+		`("abc"):gsub("b", "%")`,
+		`("abc"):gsub("", "-")`,
+		`("abc"):gsub("x*", "-")`,
+		`("abc"):gsub("^a", "A")`,
+		`("aaa"):gsub("^a", "A")`,
+		`("abc"):gsub("c$", "C")`,
+		`("aaaa"):gsub("a", "b", 2)`,
+		`("aaaa"):gsub("a", "b", 0)`,
+		`("abc"):gsub("()", "%1")`,
+		`("abc"):gsub("()b()", "%1-%2")`,
+		`("$x $y $z"):gsub("%$(%w+)", {x = "1", y = false})`,
+		`("$x $y"):gsub("%$%w+", {["$x"] = 10})`,
+		`("a b"):gsub("()%w", {[1] = "one", [3] = "three"})`,
+		`("a b c"):gsub("%w", function(c) if c == "b" then return nil end return c:upper() end)`,
+		`("a b c"):gsub("(%w)", function(c) return 42 end)`,
+		`("k=v, x=y"):gsub("(%w+)=(%w+)", function(k, v) return v .. "=" .. k end)`,
+		`("abc"):gsub("()(%w)", function(p, c) return p .. c end)`,
+		`("abc"):gsub("%w", function() return {} end)`,
+		`(""):gsub("", "x")`,
+		`("no match"):gsub("%d", "#")`,
+		`("héllo"):gsub("é", "e")`,
+		`string.gsub(123, "2", "x")`,
+		`("THE (quick) fox"):gsub("%f[%a]%a+", "w")`,
+		`("f(a(b)c) g(d)"):gsub("%b()", "[]")`,
+	}
+	for _, expr := range exprs {
+		t.Run(expr, func(t *testing.T) {
+			src := `local s, n = ` + expr + ` return s .. "|" .. n`
+			require.NoError(t, plain.DoString(src), "gopher-lua")
+			want := plain.Get(-1).String()
+			plain.Pop(1)
+			require.Equal(t, want, r.one(t, src))
+		})
+	}
+	// Errors as in gopher-lua.
+	for _, tt := range []struct{ src, want string }{
+		{`return ("abc"):gsub("b", "%2")`, "invalid capture index"},
+		{`return ("abc"):gsub("(b", "x")`, "unfinished capture"},
+		{`return ("abc"):gsub("b", true)`, "bad argument #3"},
+	} {
+		require.Contains(t, r.fail(t, tt.src).Message, tt.want, tt.src)
+	}
+}
