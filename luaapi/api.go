@@ -263,6 +263,9 @@ func (r *Runtime) luaCall(L *lua.LState) int {
 	const fname = "mcp_call"
 	name, args := callArgs(L, fname)
 	opts := manager.CallOptions{Timeout: optSeconds(L, fname, 3, "timeout"), Progress: r.progressFunc(L, fname, 3)}
+	if server, pending := r.pendingServer(L, name); pending {
+		return pushErr(L, pendingError(server, "call"))
+	}
 	return r.await(L, fname, 2, func(ctx context.Context) func(*lua.LState) []lua.LValue {
 		res, err := r.mgr.Call(ctx, name, args, opts)
 		return func(L *lua.LState) []lua.LValue { return callResult(L, res, err) }
@@ -342,6 +345,11 @@ func (r *Runtime) luaWait(L *lua.LState) int {
 	timeout := 10 * time.Second
 	if L.GetTop() >= 3 && L.Get(3) != lua.LNil {
 		timeout = seconds(L, fname, 3, checkNumber(L, fname, 3))
+	}
+	if server, pending := r.pendingServer(L, name); pending {
+		L.Push(lua.LFalse)
+		L.Push(lua.LString(pendingError(server, "wait").Error()))
+		return 2
 	}
 	if _, err := r.mgr.Status(name); err != nil {
 		L.Push(lua.LFalse)

@@ -603,7 +603,7 @@ func TestSuspendingBuiltinsInForbiddenPlaces(t *testing.T) {
 	r := newTestRuntime(t, nil)
 	r.addDemo(t, "demo")
 	const call = `mcp_call("demo.echo", {text = "lost"})`
-	const inPcall = "mcp_call cannot run inside pcall, a metamethod, an iterator or a Go callback (table.sort, string.gsub)"
+	const inPcall = "mcp_call cannot run inside pcall, a metamethod, an iterator or a Go callback (table.sort, string.gsub); use mcp_call_cb(name, args, function(result, err) ... end) there"
 	tests := []struct {
 		name, src string
 		want      string   // the Exec error's message

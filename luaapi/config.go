@@ -148,7 +148,7 @@ func (r *Runtime) evalConfig(ctx context.Context, path, src string, apply bool) 
 			res := r.apply(want)
 			r.dropOrigins(func(o int) bool { return o < gen })
 			r.mgr.Bus().Publish(events.KindConfigApplied, "", events.Fields{
-				"file": path, "added": res.Added, "removed": res.Removed, "replaced": res.Replaced, "unchanged": res.Unchanged,
+				"file": path, "added": nonNil(res.Added), "removed": nonNil(res.Removed), "replaced": nonNil(res.Replaced), "unchanged": res.Unchanged,
 			})
 			ch <- outcome{res: res}
 		})
@@ -239,4 +239,40 @@ func (r *Runtime) declare(L *lua.LState, want *desired, name string, spec manage
 	want.servers[key] = declaration{name: n, spec: spec, where: where}
 	want.order = append(want.order, key)
 	return n
+}
+
+// nonNil keeps event lists lists: a nil slice would be JSON null, and
+// nil in Lua.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// pendingServer returns the server that name (a server, or "server.tool")
+// refers to if the config file being evaluated by L's task declares it but
+// the manager does not run it yet: such a server starts only once the file
+// has run to its end.
+func (r *Runtime) pendingServer(L *lua.LState, name string) (string, bool) {
+	t, ok := r.tasks[L]
+	if !ok || t.config == nil {
+		return "", false
+	}
+	server, _, _ := strings.Cut(strings.TrimSpace(name), ".")
+	d, declared := t.config.servers[strings.ToLower(server)]
+	if !declared {
+		return "", false
+	}
+	if _, err := r.mgr.Status(d.name); err == nil {
+		return "", false // running already (declared by the previous evaluation)
+	}
+	return d.name, true
+}
+
+// pendingError explains why a server declared in this file cannot be used
+// while the file runs.
+func pendingError(server, op string) error {
+	return &manager.Error{Code: manager.CodeConnectionFailed, Server: server, Op: op,
+		Err: fmt.Errorf("declared in this file, it starts once the file has run to its end; use it from a hook: mcp_on(\"connected\", function(e) ... end, {server = %q})", server)}
 }

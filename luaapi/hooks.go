@@ -103,8 +103,8 @@ func (r *Runtime) run(cb *callback, args []lua.LValue) {
 	})
 }
 
-// reportFailure logs a failed hook or timer with its traceback and
-// publishes hook_error; the manager never sees Lua failures.
+// reportFailure publishes hook_error with the traceback (the log
+// subscriber logs it); the manager never sees Lua failures.
 func (r *Runtime) reportFailure(cb *callback, err error, disabled bool) {
 	trace := ""
 	if le, ok := err.(*Error); ok {
@@ -116,9 +116,6 @@ func (r *Runtime) reportFailure(cb *callback, err error, disabled bool) {
 	}
 	if disabled {
 		fields["disabled"] = true
-		r.opts.Logger.Error("Lua hook disabled after failing repeatedly", "hook", cb.what, "failures", cb.failures, "error", err.Error())
-	} else {
-		r.opts.Logger.Warn("Lua hook failed", "hook", cb.what, "error", err.Error(), "traceback", trace)
 	}
 	r.mgr.Bus().Publish(events.KindHookError, "", fields)
 }

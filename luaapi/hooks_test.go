@@ -424,11 +424,6 @@ end, {server = "s"})`)
 		require.Contains(t, trace, "in function 'check'")
 		require.Contains(t, trace, "test:7:", "the hook's own frame")
 	}
-	logs := h.logs.String()
-	require.Contains(t, logs, `msg="Lua hook failed"`)
-	require.Contains(t, logs, `hook="mcp_on(\"notification\", server=\"s\")"`)
-	require.Contains(t, logs, "traceback=\"stack traceback:")
-	require.Contains(t, logs, "boom 1")
 	// The runtime and the manager are fine.
 	require.Equal(t, "ok", h.one(t, `return "ok"`))
 }
@@ -473,7 +468,6 @@ func TestHookDisabledAfterTenFailuresInARow(t *testing.T) {
 	require.Equal(t, int64(10), e.Int("failures"))
 	require.Equal(t, true, e.Fields["disabled"], e.Format())
 	require.Contains(t, e.String("error"), "fail 20")
-	require.Contains(t, h.logs.String(), `msg="Lua hook disabled after failing repeatedly"`)
 
 	// It never runs again, successes included, and mcp_off says it is off.
 	fire(true)
@@ -785,8 +779,7 @@ end)`)
 			h.flush(t)
 			require.Len(t, h.bus.of(kindIs(events.KindHookError)), 10, "the disabled hook never ran again")
 			if tt.name == "runaway" {
-				require.Contains(t, h.logs.String(), `msg="Lua hook disabled after failing repeatedly"`)
-			}
+						}
 		})
 	}
 }

@@ -84,7 +84,14 @@ func (r *Runtime) luaRead(L *lua.LState) int {
 				if c.Text != "" {
 					text = append(text, c.Text)
 				}
-				items = append(items, jsonValue(L, c))
+				item := jsonValue(L, c)
+				if t, ok := item.(*lua.LTable); ok { // mime_type, as mcp_resources spells it
+					if mt := t.RawGetString("mimeType"); mt != lua.LNil {
+						t.RawSetString("mime_type", mt)
+						t.RawSetString("mimeType", lua.LNil)
+					}
+				}
+				items = append(items, item)
 			}
 			t.RawSetString("contents", listTable(L, items))
 			t.RawSetString("text", lua.LString(strings.Join(text, "\n")))

@@ -315,7 +315,7 @@ func TestMcpResourcesAndRead(t *testing.T) {
 
 	require.Equal(t, []string{demo.Readme, "demo://readme", "text/plain", demo.Readme}, r.run(t, `
 		local res = mcp_read("demo://readme")
-		return res.text, res.contents[1].uri, res.contents[1].mimeType, mcp_read("demo://readme", {server = "demo"}).text`))
+		return res.text, res.contents[1].uri, res.contents[1].mime_type, mcp_read("demo://readme", {server = "demo"}).text`))
 
 	require.Equal(t, []string{"nil", "SERVER_NOT_FOUND", "nil", `resources/read "demo://nope"`, "true"}, r.run(t, `
 		local res, err = mcp_read("demo://nope")

@@ -193,7 +193,6 @@ func (r *Runtime) reportCallbackError(name string) func([]lua.LValue, error) {
 		if errors.As(err, &le) {
 			trace = le.Traceback
 		}
-		r.opts.Logger.Warn("Lua callback failed", "hook", name, "error", err.Error(), "traceback", trace)
 		r.mgr.Bus().Publish(events.KindHookError, "", events.Fields{"hook": name, "error": err.Error(), "traceback": trace})
 	}
 }

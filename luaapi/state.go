@@ -40,11 +40,11 @@ func newState(scriptDir string) *lua.LState {
 		L.Call(1, 0)
 	}
 	for _, name := range []string{"dofile", "loadfile", "load", "loadstring", "module"} {
-		L.SetGlobal(name, lua.LNil)
+		L.SetGlobal(name, unavailable(L, name))
 	}
 	if os, ok := L.GetGlobal("os").(*lua.LTable); ok {
 		for _, name := range []string{"exit", "execute", "remove", "rename", "tmpname", "setlocale", "setenv"} {
-			os.RawSetString(name, lua.LNil)
+			os.RawSetString(name, unavailable(L, "os."+name))
 		}
 	}
 	capBuiltins(L)
@@ -66,4 +66,13 @@ func luaPrint(w io.Writer) lua.LGFunction {
 		fmt.Fprintln(w, strings.Join(parts, "\t"))
 		return 0
 	}
+}
+
+// unavailable stands in for a function the sandbox leaves out, so calling
+// it says why instead of "attempt to call a nil value".
+func unavailable(L *lua.LState, name string) *lua.LFunction {
+	return L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("%s is not available in mcpvisor's Lua sandbox (use require for modules in scripts/; Ctrl-D leaves the REPL)", name)
+		return 0
+	})
 }

@@ -226,7 +226,11 @@ func (r *Runtime) checkSuspend(L *lua.LState, name string) *task {
 		raiseAt(L, "%s: the Lua runtime is closing", name)
 	}
 	if inGoFrame(L) || nestedLoop() {
-		raiseAt(L, "%s cannot run inside pcall, a metamethod, an iterator or a Go callback (table.sort, string.gsub)", name)
+		hint := ""
+		if name == "mcp_call" {
+			hint = "; use mcp_call_cb(name, args, function(result, err) ... end) there"
+		}
+		raiseAt(L, "%s cannot run inside pcall, a metamethod, an iterator or a Go callback (table.sort, string.gsub)%s", name, hint)
 	}
 	return t
 }

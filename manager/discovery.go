@@ -50,7 +50,9 @@ func (s *supervisor) rediscover(c *conn, kinds listKind) error {
 		if cause := context.Cause(ctx); cause != nil {
 			err = cause
 		}
-		s.m.log.Warn("re-listing failed", "server", s.name, "op", op, "error", err)
+		if s.ctx.Err() == nil { // not worth a warning while being removed
+			s.m.log.Warn("re-listing failed", "server", s.name, "op", op, "error", err)
+		}
 		return newError(CodeInvocationFailed, s.name, op, err)
 	}
 	s.transition(StateConnected, func(n *snapshot) {

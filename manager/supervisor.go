@@ -151,7 +151,7 @@ func (s *supervisor) run() {
 // to failed when retries are exhausted. It reports whether to try again.
 func (s *supervisor) backoff(n int, cause error) bool {
 	if limit := s.spec.retryLimit(); limit >= 0 && n > limit {
-		msg := fmt.Sprintf("gave up after %d attempts: %v", n, cause)
+		msg := fmt.Sprintf("gave up after %d %s: %v", n, plural(n, "attempt", "attempts"), cause)
 		s.transition(StateFailed, func(n *snapshot) { n.status.LastError = msg },
 			events.KindFailed, events.Fields{"attempts": n, "error": msg})
 		<-s.ctx.Done()
@@ -262,4 +262,11 @@ func (c *conn) lostReason(waitErr error) error {
 		return fmt.Errorf("connection lost: %w", waitErr)
 	}
 	return errors.New("connection closed by the server")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

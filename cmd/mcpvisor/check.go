@@ -59,6 +59,10 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, d.Spec.Transport, endpoint, d.Where)
 	}
 	tw.Flush()
-	fmt.Fprintf(stdout, "%s: OK, %d server(s)\n", path, len(decls))
+	note := ""
+	if *file == "" && !fileExists(path) {
+		note = " (no ./startup.lua: this is the built-in default)"
+	}
+	fmt.Fprintf(stdout, "%s: OK, %d server(s)%s\n", path, len(decls), note)
 	return 0
 }

@@ -52,8 +52,13 @@ Examples:
   echo 'return mcp_tools()' | mcpvisor
   mcpvisor -c ~/.config/mcpvisor/startup.lua
 
-In Lua: mcp_add, mcp_remove, mcp_status, mcp_servers, mcp_tools, mcp_call,
-mcp_wait, mcp_events, sleep, json.encode/json.decode; see README.md.
+In Lua (see README.md):
+  declare  mcp_add, mcp_remove, mcp_import
+  look     mcp_status, mcp_servers, mcp_events, mcp_wait
+  use      mcp_tools, mcp_call, mcp_call_cb, mcp_discover, mcp_resources,
+           mcp_read, mcp_prompts, mcp_prompt
+  react    mcp_on, mcp_off, mcp_after, mcp_every, sleep
+  data     json.encode, json.decode, json.null, MCPVISOR
 `
 
 func main() {
