@@ -23,6 +23,9 @@ type argSchema struct {
 	// cannot stand alone (a $ref into the root) is absent; the root check
 	// still covers it.
 	parts map[*jsonschema.Schema]*jsonschema.Resolved
+	// flat, for the common schema of an object with primitive properties,
+	// checks valid arguments without allocating; nil for other schemas.
+	flat *flatSchema
 }
 
 // maxSchemaDepth bounds how deep parts are resolved for per-path reports.
@@ -47,6 +50,7 @@ func compileSchema(raw any) (*argSchema, error) {
 	}
 	a := &argSchema{schema: &s, root: root, parts: make(map[*jsonschema.Schema]*jsonschema.Resolved)}
 	a.resolveParts(&s, 0)
+	a.flat = flatten(&s)
 	return a, nil
 }
 
@@ -96,6 +100,9 @@ func checkArgs(s *argSchema, args any) (any, error) {
 // returns every violation found, each prefixed by its JSON path.
 func (a *argSchema) check(args map[string]any) (map[string]any, []string) {
 	coerced, _ := coerce(args, a.schema).(map[string]any)
+	if a.flat != nil && a.flat.valid(coerced) {
+		return coerced, nil
+	}
 	err := a.root.Validate(coerced)
 	if err == nil {
 		return coerced, nil
@@ -194,37 +201,64 @@ func lastClause(msg string) string {
 var typeMismatch = regexp.MustCompile(`^type: (.*) has type "(\w+)", want "(\w+)"$`)
 
 // coerce adjusts Lua-shaped values to the schema: Lua cannot tell an empty
-// array from an empty object, nor an integer from an integral float.
+// array from an empty object, nor an integer from an integral float. It
+// copies only what it changes.
 func coerce(v any, s *jsonschema.Schema) any {
+	out, _ := coerced(v, s)
+	return out
+}
+
+// coerced is coerce reporting whether anything changed.
+func coerced(v any, s *jsonschema.Schema) (any, bool) {
 	if s == nil {
-		return v
+		return v, false
 	}
 	switch x := v.(type) {
 	case map[string]any:
 		if len(x) == 0 && wants(s, "array") && !wants(s, "object") {
-			return []any{}
+			return []any{}, true
 		}
-		out := make(map[string]any, len(x))
+		var out map[string]any
 		for k, e := range x {
-			out[k] = coerce(e, s.Properties[k])
+			c, changed := coerced(e, s.Properties[k])
+			if !changed {
+				continue
+			}
+			if out == nil {
+				out = maps.Clone(x)
+			}
+			out[k] = c
 		}
-		return out
+		if out == nil {
+			return x, false
+		}
+		return out, true
 	case []any:
-		out := make([]any, len(x))
+		var out []any
 		for i, e := range x {
 			item := s.Items
 			if i < len(s.PrefixItems) {
 				item = s.PrefixItems[i]
 			}
-			out[i] = coerce(e, item)
+			c, changed := coerced(e, item)
+			if !changed {
+				continue
+			}
+			if out == nil {
+				out = slices.Clone(x)
+			}
+			out[i] = c
 		}
-		return out
+		if out == nil {
+			return x, false
+		}
+		return out, true
 	case float64:
 		if wants(s, "integer") && x == math.Trunc(x) && math.Abs(x) < 1<<53 {
-			return int64(x)
+			return int64(x), true
 		}
 	}
-	return v
+	return v, false
 }
 
 func wants(s *jsonschema.Schema, typ string) bool {

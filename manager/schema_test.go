@@ -298,3 +298,36 @@ func BenchmarkCheckArgs(b *testing.B) {
 		}
 	})
 }
+
+// The allocation-free check of flat schemas must agree with the general
+// validator on every input, or a call could pass that should be refused.
+func TestFlatSchemaAgreesWithValidator(t *testing.T) {
+	schemas := []map[string]any{
+		{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}, "required": []any{"text"}, "additionalProperties": false},
+		{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "integer"}, "b": map[string]any{"type": "number"}, "c": map[string]any{"type": "boolean", "description": "c"}}},
+	}
+	args := []map[string]any{
+		{}, {"text": "x"}, {"text": 1.0}, {"text": "x", "extra": true}, {"a": 1.0}, {"a": 1.5}, {"a": int64(2), "b": 2.5, "c": true},
+		{"b": "no"}, {"c": 1.0}, {"a": json.Number("3")}, {"a": json.Number("3.5")}, {"a": nil}, {"text": nil}, {"text": []any{}},
+	}
+	for i, raw := range schemas {
+		a, err := compileSchema(raw)
+		require.NoError(t, err)
+		require.NotNil(t, a.flat, "schema %d is flat", i)
+		for _, arg := range args {
+			want := a.root.Validate(arg) == nil
+			require.Equal(t, want, a.flat.valid(arg), "schema %d, args %v", i, arg)
+		}
+	}
+	// Anything beyond the flat keywords goes to the general validator.
+	for _, raw := range []map[string]any{
+		{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer", "minimum": 1}}},
+		{"type": "object", "properties": map[string]any{"s": map[string]any{"type": "string", "enum": []any{"a"}}}},
+		{"type": "object", "properties": map[string]any{"o": map[string]any{"type": "object"}}},
+		{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}}, "additionalProperties": map[string]any{"type": "string"}},
+	} {
+		a, err := compileSchema(raw)
+		require.NoError(t, err)
+		require.Nil(t, a.flat, "%v is not flat", raw)
+	}
+}
