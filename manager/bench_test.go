@@ -1,0 +1,511 @@
+package manager_test
+
+// Benchmarks of the call path: the manager's Call against a plain go-sdk
+// ClientSession.CallTool, each on its own stdio process of the same
+// binary (`mcpvisor demo-server`, built once per benchmark). Run them with
+//
+//	go test -run '^$' -bench CallPath -benchtime 3000x ./manager/
+//
+// The host's GOGC comes from the environment as usual; the servers' GOGC
+// is pinned (MCPVISOR_BENCH_CHILD_GOGC, default 100) so that varying GOGC
+// measures the host alone.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
+
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// benchSetup is the demo server run twice over stdio: once under a manager
+// (as "demo") and once under a plain go-sdk client, which has listed its
+// tools as the manager's discovery did.
+type benchSetup struct {
+	m                     *manager.Manager
+	cs                    *mcp.ClientSession
+	managerPID, directPID int // the two server processes
+}
+
+// benchServers starts both servers; they are stopped when b ends.
+func benchServers(b *testing.B) benchSetup {
+	b.Helper()
+	bin := benchBinary(b)
+	childGOGC := os.Getenv("MCPVISOR_BENCH_CHILD_GOGC")
+	if childGOGC == "" {
+		childGOGC = "100"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	logf, _ := os.Create(fmt.Sprintf("/tmp/bench/wd-server-%d-%s.log", os.Getpid(), strings.ReplaceAll(b.Name(), "/", "_"))) // TEMPORARY
+	m := manager.New(manager.Options{Logger: slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			b.Errorf("manager.Close: %v", err)
+		}
+	})
+	spec := manager.Spec{Transport: manager.TransportStdio, Command: []string{bin, "demo-server"},
+		Env: map[string]string{"GOGC": childGOGC}}
+	if err := m.Add("demo", spec); err != nil {
+		b.Fatal(err)
+	}
+	st, err := m.Wait(ctx, "demo", manager.StateConnected)
+	if err != nil {
+		b.Fatalf("demo server: %v (%+v)", err, st)
+	}
+
+	cmd := exec.Command(bin, "demo-server")
+	cmd.Env = append(os.Environ(), "GOGC="+childGOGC)
+	cmd.Stderr, _ = os.Create(fmt.Sprintf("/tmp/bench/wd-direct-%d-%s.log", os.Getpid(), strings.ReplaceAll(b.Name(), "/", "_"))) // TEMPORARY
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"},
+		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}) // as the manager's
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatalf("direct client: %v", err)
+	}
+	b.Cleanup(func() { _ = cs.Close() })
+	if _, err := cs.ListTools(ctx, nil); err != nil { // the SDK caches tools it has listed
+		b.Fatalf("direct client: tools/list: %v", err)
+	}
+	return benchSetup{m: m, cs: cs, managerPID: st.PID, directPID: cmd.Process.Pid}
+}
+
+// benchBinary builds ./cmd/mcpvisor into a temporary directory.
+func benchBinary(b *testing.B) string {
+	b.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		b.Fatal(err)
+	}
+	root := wd
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			b.Fatalf("no go.mod above %s", wd)
+		}
+		root = parent
+	}
+	bin := filepath.Join(b.TempDir(), "mcpvisor")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/mcpvisor")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build ./cmd/mcpvisor: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// callPaths are the two ways to call demo.echo being compared.
+type callPaths struct {
+	manager, direct func() error
+}
+
+func newCallPaths(setup benchSetup) callPaths {
+	m, cs := setup.m, setup.cs
+	ctx := context.Background()
+	wd := startWatchdog(setup) // TEMPORARY
+	return callPaths{
+		manager: func() error {
+			wd.begin(0)
+			defer wd.end(0)
+			res, err := m.Call(ctx, "demo.echo", map[string]any{"text": "x"}, manager.CallOptions{})
+			return checkEcho(res, err)
+		},
+		direct: func() error {
+			wd.begin(1)
+			defer wd.end(1)
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
+			return checkEcho(res, err)
+		},
+	}
+}
+
+// TEMPORARY stall watchdog.
+type watchdog struct {
+	completed, inflight [2]atomic.Int64
+}
+
+func (w *watchdog) begin(i int) { w.inflight[i].Add(1) }
+func (w *watchdog) end(i int)   { w.inflight[i].Add(-1); w.completed[i].Add(1) }
+
+func startWatchdog(setup benchSetup) *watchdog {
+	w := &watchdog{}
+	pids := [2]int{setup.managerPID, setup.directPID}
+	pending := func(pid, fd int) string {
+		f, err := os.Open(fmt.Sprintf("/proc/%d/fd/%d", pid, fd))
+		if err != nil {
+			return err.Error()
+		}
+		defer f.Close()
+		n, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCINQ)
+		return fmt.Sprintf("%d bytes (err %v)", n, err)
+	}
+	go func() {
+		var last [2]int64
+		var since [2]time.Time
+		since[0], since[1] = time.Now(), time.Now()
+		for {
+			time.Sleep(100 * time.Millisecond)
+			for i := range 2 {
+				c := w.completed[i].Load()
+				if c != last[i] {
+					last[i], since[i] = c, time.Now()
+					continue
+				}
+				if w.inflight[i].Load() > 0 && time.Since(since[i]) > 3*time.Second {
+					f, _ := os.Create(fmt.Sprintf("/tmp/bench/stall-%d.txt", time.Now().UnixNano()))
+					fmt.Fprintf(f, "path %d stalled %v, inflight %d, completed %d, GOGC=%s\n", i, time.Since(since[i]), w.inflight[i].Load(), c, os.Getenv("GOGC"))
+					for j := range 2 {
+						fmt.Fprintf(f, "server %d (pid %d) stdin unread: %s; stdout unread: %s\n", j, pids[j], pending(pids[j], 0), pending(pids[j], 1))
+						raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pids[j]))
+						fmt.Fprintf(f, "server %d wchan %s\n", j, raw)
+					}
+					_ = pprof.Lookup("goroutine").WriteTo(f, 2)
+					f.Close()
+					since[i] = time.Now().Add(time.Hour) // once per stall
+					_ = syscall.Kill(pids[i], syscall.SIGQUIT)
+				}
+			}
+		}
+	}()
+	return w
+}
+
+func checkEcho(res *mcp.CallToolResult, err error) error {
+	if err != nil {
+		return err
+	}
+	if res.IsError || len(res.Content) != 1 {
+		return fmt.Errorf("unexpected result %+v", res)
+	}
+	return nil
+}
+
+// BenchmarkCallPath compares Manager.Call("demo.echo") with a direct
+// ClientSession.CallTool on an identical stdio server, one call of each per
+// iteration, alternating which goes first, so both see the same GC and
+// scheduler weather. ns/op is the manager path's mean. Reported:
+//
+//   - manager-p50-µs, direct-p50-µs and p50-ratio (manager/direct; the
+//     target is ≤ 1.10);
+//   - manager-allocs/call, direct-allocs/call and allocs-ratio (target ≤
+//     1.20), and B/call of each, counted with runtime.MemStats around
+//     batches of 50 calls of one path after the timed loop (every goroutine
+//     of the process counts, the SDK's reader included);
+//   - gc/kcall: collections per thousand calls (both paths) in the timed loop.
+func BenchmarkCallPath(b *testing.B) {
+	p := newCallPaths(benchServers(b))
+	b.Run("echo", func(b *testing.B) {
+		for range 200 { // warm up both sessions and the allocator
+			mustCall(b, p.manager)
+			mustCall(b, p.direct)
+		}
+		mgrTimes := make([]time.Duration, 0, b.N)
+		directTimes := make([]time.Duration, 0, b.N)
+		timed := func(f func() error) time.Duration {
+			start := time.Now()
+			mustCall(b, f)
+			return time.Since(start)
+		}
+		var gc0, gc1 runtime.MemStats
+		runtime.ReadMemStats(&gc0)
+		b.ResetTimer()
+		for i := range b.N {
+			if i%2 == 0 {
+				mgrTimes = append(mgrTimes, timed(p.manager))
+				directTimes = append(directTimes, timed(p.direct))
+			} else {
+				directTimes = append(directTimes, timed(p.direct))
+				mgrTimes = append(mgrTimes, timed(p.manager))
+			}
+		}
+		b.StopTimer()
+		runtime.ReadMemStats(&gc1)
+
+		mgrAllocs, mgrBytes, directAllocs, directBytes := countAllocs(b, p, b.N)
+		var total time.Duration
+		for _, d := range mgrTimes {
+			total += d
+		}
+		mgrP50, directP50 := percentile(mgrTimes, 50), percentile(directTimes, 50)
+		b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
+		b.ReportMetric(float64(mgrP50.Nanoseconds())/1e3, "manager-p50-µs")
+		b.ReportMetric(float64(directP50.Nanoseconds())/1e3, "direct-p50-µs")
+		b.ReportMetric(float64(mgrP50)/float64(directP50), "p50-ratio")
+		b.ReportMetric(float64(percentile(mgrTimes, 99).Nanoseconds())/1e3, "manager-p99-µs")
+		b.ReportMetric(float64(percentile(directTimes, 99).Nanoseconds())/1e3, "direct-p99-µs")
+		b.ReportMetric(mgrAllocs, "manager-allocs/call")
+		b.ReportMetric(directAllocs, "direct-allocs/call")
+		b.ReportMetric(mgrAllocs/directAllocs, "allocs-ratio")
+		b.ReportMetric(mgrBytes, "manager-B/call")
+		b.ReportMetric(directBytes, "direct-B/call")
+		b.ReportMetric(float64(gc1.NumGC-gc0.NumGC)*1000/float64(2*b.N), "gc/kcall")
+	})
+}
+
+// BenchmarkCallPathParallel measures throughput: 16 goroutines (8 per
+// core here) calling demo.echo on one session at once, through the manager
+// or directly. The two paths alternate in rounds of b.N/rounds calls each,
+// so both see the same weather. ns/op is the manager path's wall time per
+// call (the inverse of its throughput). Reported: manager-calls/s,
+// direct-calls/s, throughput-ratio (manager/direct); the CPU time each
+// call costs the host process (getrusage, all threads) and its server
+// process (/proc/PID/stat, 10 ms ticks), per path; and gc/kcall and
+// gc-pause-µs/kcall over both paths, and the host's memory: peak RSS of
+// the whole test process (host-maxrss-MiB) and the heap it holds from the
+// OS at the end (host-heap-sys-MiB). CPU per call is the figure least
+// disturbed by other load on the machine.
+func BenchmarkCallPathParallel(b *testing.B) {
+	setup := benchServers(b)
+	p := newCallPaths(setup)
+	serverPIDs := [2]int{setup.managerPID, setup.directPID}
+	b.Run("echo", func(b *testing.B) {
+		const callers = 16
+		for range 200 {
+			mustCall(b, p.manager)
+			mustCall(b, p.direct)
+		}
+		rounds := min(max(b.N/500, 1), 10)
+		var elapsed, hostCPU, serverCPU [2]time.Duration
+		var calls [2]int
+		var gc0, gc1 runtime.MemStats
+		runtime.ReadMemStats(&gc0)
+		b.ResetTimer()
+		for r := range rounds {
+			n := b.N / rounds
+			if r == rounds-1 {
+				n = b.N - n*(rounds-1)
+			}
+			order := []int{0, 1}
+			if r%2 == 1 {
+				order = []int{1, 0}
+			}
+			for _, i := range order {
+				f := p.manager
+				if i == 1 {
+					f = p.direct
+				}
+				host0, server0 := selfCPU(), procCPU(b, serverPIDs[i])
+				elapsed[i] += hammer(b, f, n, callers)
+				hostCPU[i] += selfCPU() - host0
+				serverCPU[i] += procCPU(b, serverPIDs[i]) - server0
+				calls[i] += n
+			}
+		}
+		b.StopTimer()
+		runtime.ReadMemStats(&gc1)
+		mgr := float64(calls[0]) / elapsed[0].Seconds()
+		direct := float64(calls[1]) / elapsed[1].Seconds()
+		b.ReportMetric(float64(elapsed[0].Nanoseconds())/float64(calls[0]), "ns/op")
+		b.ReportMetric(mgr, "manager-calls/s")
+		b.ReportMetric(direct, "direct-calls/s")
+		b.ReportMetric(mgr/direct, "throughput-ratio")
+		perCall := func(d time.Duration, n int) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
+		b.ReportMetric(perCall(hostCPU[0], calls[0]), "manager-host-cpu-µs/call")
+		b.ReportMetric(perCall(hostCPU[1], calls[1]), "direct-host-cpu-µs/call")
+		b.ReportMetric(perCall(serverCPU[0], calls[0]), "manager-server-cpu-µs/call")
+		b.ReportMetric(perCall(serverCPU[1], calls[1]), "direct-server-cpu-µs/call")
+		kcalls := float64(calls[0]+calls[1]) / 1000
+		b.ReportMetric(float64(gc1.NumGC-gc0.NumGC)/kcalls, "gc/kcall")
+		b.ReportMetric(float64(gc1.PauseTotalNs-gc0.PauseTotalNs)/1e3/kcalls, "gc-pause-µs/kcall")
+		var ru syscall.Rusage
+		if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+			b.ReportMetric(float64(ru.Maxrss)/1024, "host-maxrss-MiB") // peak of the whole run
+		}
+		b.ReportMetric(float64(gc1.HeapSys)/(1<<20), "host-heap-sys-MiB")
+	})
+}
+
+// hammer makes n calls of f from callers goroutines at once and returns
+// the wall time they took.
+func hammer(b *testing.B, f func() error, n, callers int) time.Duration {
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	start := time.Now()
+	for range callers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if err := f(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// selfCPU is the CPU time (user + system) this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procCPU is the CPU time (utime + stime) process pid has used, from
+// /proc/PID/stat in clock ticks of 10 ms (USER_HZ is 100 on Linux).
+func procCPU(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatalf("server process %d: %v", pid, err)
+	}
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // f[0] is field 3, state
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("/proc/%d/stat: %q", pid, s)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// countAllocs counts heap allocations per call of each path, in
+// alternating batches of 50 calls, about n calls of each (at least 100, at
+// most 2000).
+func countAllocs(b *testing.B, p callPaths, n int) (mgrAllocs, mgrBytes, directAllocs, directBytes float64) {
+	const batch = 50
+	rounds := min(max(n, 100), 2000) / batch
+	var mallocs, bytes [2]uint64
+	var before, after runtime.MemStats
+	for range rounds {
+		for i, f := range []func() error{p.manager, p.direct} {
+			runtime.ReadMemStats(&before)
+			for range batch {
+				mustCall(b, f)
+			}
+			runtime.ReadMemStats(&after)
+			mallocs[i] += after.Mallocs - before.Mallocs
+			bytes[i] += after.TotalAlloc - before.TotalAlloc
+		}
+	}
+	calls := float64(rounds * batch)
+	return float64(mallocs[0]) / calls, float64(bytes[0]) / calls, float64(mallocs[1]) / calls, float64(bytes[1]) / calls
+}
+
+func mustCall(b *testing.B, f func() error) {
+	if err := f(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// percentile returns the p-th percentile (nearest rank) of ds.
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	return s[max(i-1, 0)]
+}
+
+// TEMPORARY: BenchmarkStallRepro hunts an intermittent 30 s stall.
+func BenchmarkStallRepro(b *testing.B) {
+	logf, _ := os.Create("/tmp/bench/stall-server.log")
+	defer logf.Close()
+	bin := benchBinary(b)
+	m := manager.New(manager.Options{Logger: slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = m.Close(ctx)
+	})
+	if err := m.Add("demo", manager.Spec{Transport: manager.TransportStdio, Command: []string{bin, "demo-server"}, Env: map[string]string{"GOGC": "100"}}); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := m.Wait(ctx, "demo", manager.StateConnected)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pending := func(fd int) string {
+		f, err := os.Open(fmt.Sprintf("/proc/%d/fd/%d", st.PID, fd))
+		if err != nil {
+			return err.Error()
+		}
+		defer f.Close()
+		n, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCINQ)
+		return fmt.Sprintf("%d bytes (err %v)", n, err)
+	}
+	var completed, inflight atomic.Int64
+	stop := make(chan struct{})
+	go func() { // watchdog
+		last, since := completed.Load(), time.Now()
+		dumped := false
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			c := completed.Load()
+			if c != last {
+				if dumped {
+					f, _ := os.OpenFile("/tmp/bench/stall-host.txt", os.O_APPEND|os.O_WRONLY, 0)
+					fmt.Fprintf(f, "=== progress resumed after %v (completed %d -> %d)\n", time.Since(since), last, c)
+					f.Close()
+					dumped = false
+				}
+				last, since = c, time.Now()
+				continue
+			}
+			if !dumped && inflight.Load() > 0 && time.Since(since) > 2*time.Second {
+				dumped = true
+				f, _ := os.Create("/tmp/bench/stall-host.txt")
+				fmt.Fprintf(f, "stalled %v, inflight %d, completed %d\n", time.Since(since), inflight.Load(), c)
+				fmt.Fprintf(f, "child stdin pipe unread: %s\nchild stdout pipe unread: %s\n", pending(0), pending(1))
+				for _, name := range []string{"status", "wchan"} {
+					raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/%s", st.PID, name))
+					fmt.Fprintf(f, "--- child %s\n%s\n", name, raw)
+				}
+				for _, e := range m.Bus().History(50) {
+					fmt.Fprintln(f, e.Format())
+				}
+				_ = pprof.Lookup("goroutine").WriteTo(f, 2)
+				f.Close()
+				_ = syscall.Kill(st.PID, syscall.SIGQUIT) // the child dumps its goroutines to stderr and exits
+			}
+		}
+	}()
+	defer close(stop)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 16 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) && !failed.Load() {
+				inflight.Add(1)
+				_, err := m.Call(ctx, "demo.echo", map[string]any{"text": "x"}, manager.CallOptions{Timeout: 20 * time.Second})
+				inflight.Add(-1)
+				completed.Add(1)
+				if err != nil && failed.CompareAndSwap(false, true) {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
