@@ -249,12 +249,7 @@ func (r *Runtime) luaTools(L *lua.LState) int {
 	if err != nil {
 		return pushErr(L, err)
 	}
-	items := make([]lua.LValue, len(tools))
-	for i, t := range tools {
-		items[i] = toolTable(L, t)
-	}
-	L.Push(listTable(L, items))
-	return 1
+	return pushList(L, tools, toolTable)
 }
 
 // mcp_call(name, args [, {timeout = seconds}]) → result | nil, err. Looks
@@ -371,14 +366,7 @@ func (r *Runtime) luaWait(L *lua.LState) int {
 
 // mcp_events([n = 50]) → the last n events, oldest first.
 func (r *Runtime) luaEvents(L *lua.LState) int {
-	n := L.OptInt(1, 50)
-	hist := r.mgr.Bus().History(n)
-	items := make([]lua.LValue, len(hist))
-	for i, e := range hist {
-		items[i] = eventTable(L, e)
-	}
-	L.Push(listTable(L, items))
-	return 1
+	return pushList(L, r.mgr.Bus().History(L.OptInt(1, 50)), eventTable)
 }
 
 // sleep(seconds) suspends the task; the loop keeps running.

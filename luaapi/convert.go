@@ -158,3 +158,13 @@ func listTable(L *lua.LState, items []lua.LValue) *lua.LTable {
 	t.Metatable = arrayMetatable(L)
 	return t
 }
+
+// pushList pushes items, each converted by conv, as one Lua list.
+func pushList[T any, V lua.LValue](L *lua.LState, items []T, conv func(*lua.LState, T) V) int {
+	list := make([]lua.LValue, len(items))
+	for i, item := range items {
+		list[i] = conv(L, item)
+	}
+	L.Push(listTable(L, list))
+	return 1
+}

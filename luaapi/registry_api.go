@@ -17,21 +17,20 @@ func (r *Runtime) luaResources(L *lua.LState) int {
 	if err != nil {
 		return pushErr(L, err)
 	}
-	items := make([]lua.LValue, len(list))
-	for i, res := range list {
-		t := L.NewTable()
-		t.RawSetString("uri", lua.LString(res.URI))
-		t.RawSetString("server", lua.LString(res.Server))
-		setString(t, "name", res.Name)
-		setString(t, "title", res.Title)
-		setString(t, "description", res.Description)
-		setString(t, "mime_type", res.MIMEType)
-		t.RawSetString("template", lua.LBool(res.Template))
-		t.RawSetString("available", lua.LBool(res.Available))
-		items[i] = t
-	}
-	L.Push(listTable(L, items))
-	return 1
+	return pushList(L, list, resourceTable)
+}
+
+func resourceTable(L *lua.LState, res manager.ResourceInfo) *lua.LTable {
+	t := L.NewTable()
+	t.RawSetString("uri", lua.LString(res.URI))
+	t.RawSetString("server", lua.LString(res.Server))
+	setString(t, "name", res.Name)
+	setString(t, "title", res.Title)
+	setString(t, "description", res.Description)
+	setString(t, "mime_type", res.MIMEType)
+	t.RawSetString("template", lua.LBool(res.Template))
+	t.RawSetString("available", lua.LBool(res.Available))
+	return t
 }
 
 // mcp_prompts([server]) → list of {name = "server.prompt", server, prompt,
@@ -41,28 +40,27 @@ func (r *Runtime) luaPrompts(L *lua.LState) int {
 	if err != nil {
 		return pushErr(L, err)
 	}
-	items := make([]lua.LValue, len(list))
-	for i, p := range list {
-		t := L.NewTable()
-		t.RawSetString("name", lua.LString(p.FullName))
-		t.RawSetString("server", lua.LString(p.Server))
-		t.RawSetString("prompt", lua.LString(p.Name))
-		setString(t, "title", p.Title)
-		setString(t, "description", p.Description)
-		t.RawSetString("available", lua.LBool(p.Available))
-		args := make([]lua.LValue, len(p.Arguments))
-		for j, a := range p.Arguments {
-			at := L.NewTable()
-			at.RawSetString("name", lua.LString(a.Name))
-			setString(at, "description", a.Description)
-			at.RawSetString("required", lua.LBool(a.Required))
-			args[j] = at
-		}
-		t.RawSetString("arguments", listTable(L, args))
-		items[i] = t
+	return pushList(L, list, promptTable)
+}
+
+func promptTable(L *lua.LState, p manager.PromptInfo) *lua.LTable {
+	t := L.NewTable()
+	t.RawSetString("name", lua.LString(p.FullName))
+	t.RawSetString("server", lua.LString(p.Server))
+	t.RawSetString("prompt", lua.LString(p.Name))
+	setString(t, "title", p.Title)
+	setString(t, "description", p.Description)
+	t.RawSetString("available", lua.LBool(p.Available))
+	args := make([]lua.LValue, len(p.Arguments))
+	for j, a := range p.Arguments {
+		at := L.NewTable()
+		at.RawSetString("name", lua.LString(a.Name))
+		setString(at, "description", a.Description)
+		at.RawSetString("required", lua.LBool(a.Required))
+		args[j] = at
 	}
-	L.Push(listTable(L, items))
-	return 1
+	t.RawSetString("arguments", listTable(L, args))
+	return t
 }
 
 // mcp_read(uri [, {server = name, timeout = s}]) → {contents, text} | nil, err.
