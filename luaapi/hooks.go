@@ -51,17 +51,22 @@ func (h *callback) matches(e events.Event) bool {
 	return h.server == "" || strings.EqualFold(h.server, e.Server)
 }
 
-// watchEvents feeds the bus to the loop; it runs until Close.
-func (r *Runtime) watchEvents(sub *events.Subscription) {
-	defer close(r.eventsDone)
-	defer sub.Close()
-	for {
-		e, err := sub.Recv(r.base)
-		if err != nil {
+// eventBatch bounds how many events one turn of the loop dispatches, so a
+// storm of events does not keep chunks and timers waiting.
+const eventBatch = 256
+
+// drainEvents dispatches queued events to the hooks, on the loop. The loop
+// reads the bus itself: no goroutine hand-off between an event and its
+// hooks.
+func (r *Runtime) drainEvents() {
+	for range eventBatch {
+		e, ok, err := r.sub.TryRecv()
+		if !ok || err != nil {
 			return
 		}
-		r.postAsync(func() { r.dispatch(e) })
+		r.dispatch(e)
 	}
+	r.postAsync(r.drainEvents) // more queued: continue after other work
 }
 
 // dispatch runs every hook that wants e, each as its own task with the

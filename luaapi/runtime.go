@@ -71,6 +71,8 @@ type Runtime struct {
 	L       *lua.LState
 	tasks   map[*lua.LState]*task
 	idle    []*lua.LState     // finished threads kept for new tasks
+	arm     *lua.LFunction    // the bootstrap's traceback arming, made once
+	root    *lua.LFunction    // the bootstrap, made once
 	closing bool              // set by Close: no task may start background work
 	hooks   []*callback       // mcp_on, in registration order
 	timers  map[int]*callback // mcp_after, mcp_every by id
@@ -82,15 +84,15 @@ type Runtime struct {
 	asyncMu sync.Mutex
 	// asyncMu guards async: closures posted by goroutines that must never
 	// block (SDK notification handlers), run in order.
-	async      []func()
-	asyncPoke  chan struct{} // capacity 1
-	stop       chan struct{} // closed by Close
-	done       chan struct{} // closed when the loop has exited
-	base       context.Context
-	cancel     context.CancelFunc // cancels every task
-	pending    sync.WaitGroup     // goroutines doing a task's async work
-	once       sync.Once
-	eventsDone chan struct{} // closed when the event feed has stopped
+	async     []func()
+	asyncPoke chan struct{} // capacity 1
+	stop      chan struct{} // closed by Close
+	done      chan struct{} // closed when the loop has exited
+	base      context.Context
+	cancel    context.CancelFunc // cancels every task
+	pending   sync.WaitGroup     // goroutines doing a task's async work
+	once      sync.Once
+	sub       *events.Subscription // the bus, drained by the loop for hooks
 }
 
 // New builds the Lua state and starts the loop.
@@ -118,24 +120,22 @@ func New(opts Options) (*Runtime, error) {
 	}
 	base, cancel := context.WithCancel(context.Background())
 	r := &Runtime{
-		opts:       opts,
-		mgr:        opts.Manager,
-		out:        opts.Stdout,
-		tasks:      make(map[*lua.LState]*task),
-		timers:     make(map[int]*callback),
-		eventsDone: make(chan struct{}),
-		work:       make(chan func(), 256),
-		asyncPoke:  make(chan struct{}, 1),
-		stop:       make(chan struct{}),
-		done:       make(chan struct{}),
-		base:       base,
-		cancel:     cancel,
+		opts:      opts,
+		mgr:       opts.Manager,
+		out:       opts.Stdout,
+		tasks:     make(map[*lua.LState]*task),
+		timers:    make(map[int]*callback),
+		work:      make(chan func(), 256),
+		asyncPoke: make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+		base:      base,
+		cancel:    cancel,
 	}
 	r.L = newState(opts.ScriptDir)
 	r.install()
-	sub := opts.Manager.Bus().Subscribe(events.SubscribeOptions{QueueSize: 4096})
+	r.sub = opts.Manager.Bus().Subscribe(events.SubscribeOptions{QueueSize: 4096})
 	go r.loop()
-	go r.watchEvents(sub)
 	return r, nil
 }
 
@@ -146,6 +146,8 @@ func (r *Runtime) loop() {
 		select {
 		case f := <-r.work:
 			f()
+		case <-r.sub.Ready():
+			r.drainEvents()
 		case <-r.asyncPoke:
 			r.asyncMu.Lock()
 			batch := r.async
@@ -209,10 +211,10 @@ func (r *Runtime) Close() {
 		if r.post(func() { r.closing = true; r.stopTimers(); close(sealed) }) {
 			<-sealed
 		}
-		<-r.eventsDone
 		r.pending.Wait()
 		close(r.stop)
 		<-r.done
+		r.sub.Close()
 		r.L.Close()
 	})
 }

@@ -76,20 +76,35 @@ func (r *Runtime) spawn(ctx context.Context, fn *lua.LFunction, args []lua.LValu
 // spawnWith is spawn with a budget, an origin or a config collector.
 func (r *Runtime) spawnWith(ctx context.Context, fn *lua.LFunction, args []lua.LValue, o taskOptions, done func([]lua.LValue, error)) {
 	co := r.thread()
-	tctx, cancel := context.WithCancel(ctx)
-	stopOnClose := context.AfterFunc(r.base, cancel)
-	t := &task{co: co, ctx: tctx, done: done, budget: o.budget, origin: o.origin, config: o.config}
-	t.cancel = func() { stopOnClose(); cancel() }
+	t := &task{co: co, done: done, budget: o.budget, origin: o.origin, config: o.config}
+	if ctx == r.base {
+		// Hooks and timers: Close cancels r.base itself, and each slice gets
+		// its own budget context anyway.
+		t.ctx, t.cancel = ctx, func() {}
+	} else {
+		tctx, cancel := context.WithCancel(ctx)
+		stopOnClose := context.AfterFunc(r.base, cancel)
+		t.ctx, t.cancel = tctx, func() { stopOnClose(); cancel() }
+	}
 	r.tasks[co] = t
-	arm := r.L.NewFunction(func(L *lua.LState) int {
-		L.Panic = func(L *lua.LState) {
+	if r.arm == nil {
+		r.arm = r.L.NewFunction(r.armTraceback)
+		r.root = r.L.NewFunctionFromProto(bootstrapProto())
+	}
+	r.resume(t, r.root, append([]lua.LValue{r.arm, fn}, args...))
+}
+
+// armTraceback is the bootstrap's arm(): it makes the task's thread record
+// a traceback when an error is raised in it.
+func (r *Runtime) armTraceback(L *lua.LState) int {
+	t := r.tasks[L]
+	L.Panic = func(L *lua.LState) {
+		if t != nil {
 			t.trace = traceback(L)
-			panic(&lua.ApiError{Type: lua.ApiErrorRun, Object: L.Get(-1)})
 		}
-		return 0
-	})
-	root := r.L.NewFunctionFromProto(bootstrapProto())
-	r.resume(t, root, append([]lua.LValue{arm, fn}, args...))
+		panic(&lua.ApiError{Type: lua.ApiErrorRun, Object: L.Get(-1)})
+	}
+	return 0
 }
 
 // resume runs the task's next slice and settles what happened: suspended in
