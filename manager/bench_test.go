@@ -13,12 +13,10 @@ package manager_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +27,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sys/unix"
 
 	"github.com/mcpvisor/mcpvisor/manager"
 )
@@ -54,8 +51,7 @@ func benchServers(b *testing.B) benchSetup {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	logf, _ := os.Create(fmt.Sprintf("/tmp/bench/wd-server-%d-%s.log", os.Getpid(), strings.ReplaceAll(b.Name(), "/", "_"))) // TEMPORARY
-	m := manager.New(manager.Options{Logger: slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	m := manager.New(manager.Options{})
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -75,7 +71,6 @@ func benchServers(b *testing.B) benchSetup {
 
 	cmd := exec.Command(bin, "demo-server")
 	cmd.Env = append(os.Environ(), "GOGC="+childGOGC)
-	cmd.Stderr, _ = os.Create(fmt.Sprintf("/tmp/bench/wd-direct-%d-%s.log", os.Getpid(), strings.ReplaceAll(b.Name(), "/", "_"))) // TEMPORARY
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"},
 		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}) // as the manager's
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -124,80 +119,24 @@ type callPaths struct {
 func newCallPaths(setup benchSetup) callPaths {
 	m, cs := setup.m, setup.cs
 	ctx := context.Background()
-	wd := startWatchdog(setup) // TEMPORARY
 	return callPaths{
 		manager: func() error {
-			wd.begin(0)
-			defer wd.end(0)
 			res, err := m.Call(ctx, "demo.echo", map[string]any{"text": "x"}, manager.CallOptions{})
-			return checkEcho(res, err)
+			return checkEcho("manager path", res, err)
 		},
 		direct: func() error {
-			wd.begin(1)
-			defer wd.end(1)
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
-			return checkEcho(res, err)
+			return checkEcho("direct path", res, err)
 		},
 	}
 }
 
-// TEMPORARY stall watchdog.
-type watchdog struct {
-	completed, inflight [2]atomic.Int64
-}
-
-func (w *watchdog) begin(i int) { w.inflight[i].Add(1) }
-func (w *watchdog) end(i int)   { w.inflight[i].Add(-1); w.completed[i].Add(1) }
-
-func startWatchdog(setup benchSetup) *watchdog {
-	w := &watchdog{}
-	pids := [2]int{setup.managerPID, setup.directPID}
-	pending := func(pid, fd int) string {
-		f, err := os.Open(fmt.Sprintf("/proc/%d/fd/%d", pid, fd))
-		if err != nil {
-			return err.Error()
-		}
-		defer f.Close()
-		n, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCINQ)
-		return fmt.Sprintf("%d bytes (err %v)", n, err)
-	}
-	go func() {
-		var last [2]int64
-		var since [2]time.Time
-		since[0], since[1] = time.Now(), time.Now()
-		for {
-			time.Sleep(100 * time.Millisecond)
-			for i := range 2 {
-				c := w.completed[i].Load()
-				if c != last[i] {
-					last[i], since[i] = c, time.Now()
-					continue
-				}
-				if w.inflight[i].Load() > 0 && time.Since(since[i]) > 3*time.Second {
-					f, _ := os.Create(fmt.Sprintf("/tmp/bench/stall-%d.txt", time.Now().UnixNano()))
-					fmt.Fprintf(f, "path %d stalled %v, inflight %d, completed %d, GOGC=%s\n", i, time.Since(since[i]), w.inflight[i].Load(), c, os.Getenv("GOGC"))
-					for j := range 2 {
-						fmt.Fprintf(f, "server %d (pid %d) stdin unread: %s; stdout unread: %s\n", j, pids[j], pending(pids[j], 0), pending(pids[j], 1))
-						raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pids[j]))
-						fmt.Fprintf(f, "server %d wchan %s\n", j, raw)
-					}
-					_ = pprof.Lookup("goroutine").WriteTo(f, 2)
-					f.Close()
-					since[i] = time.Now().Add(time.Hour) // once per stall
-					_ = syscall.Kill(pids[i], syscall.SIGQUIT)
-				}
-			}
-		}
-	}()
-	return w
-}
-
-func checkEcho(res *mcp.CallToolResult, err error) error {
+func checkEcho(path string, res *mcp.CallToolResult, err error) error {
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if res.IsError || len(res.Content) != 1 {
-		return fmt.Errorf("unexpected result %+v", res)
+		return fmt.Errorf("%s: unexpected result %+v", path, res)
 	}
 	return nil
 }
@@ -420,92 +359,4 @@ func percentile(ds []time.Duration, p int) time.Duration {
 	slices.Sort(s)
 	i := (len(s)*p + 99) / 100
 	return s[max(i-1, 0)]
-}
-
-// TEMPORARY: BenchmarkStallRepro hunts an intermittent 30 s stall.
-func BenchmarkStallRepro(b *testing.B) {
-	logf, _ := os.Create("/tmp/bench/stall-server.log")
-	defer logf.Close()
-	bin := benchBinary(b)
-	m := manager.New(manager.Options{Logger: slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = m.Close(ctx)
-	})
-	if err := m.Add("demo", manager.Spec{Transport: manager.TransportStdio, Command: []string{bin, "demo-server"}, Env: map[string]string{"GOGC": "100"}}); err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	st, err := m.Wait(ctx, "demo", manager.StateConnected)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pending := func(fd int) string {
-		f, err := os.Open(fmt.Sprintf("/proc/%d/fd/%d", st.PID, fd))
-		if err != nil {
-			return err.Error()
-		}
-		defer f.Close()
-		n, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCINQ)
-		return fmt.Sprintf("%d bytes (err %v)", n, err)
-	}
-	var completed, inflight atomic.Int64
-	stop := make(chan struct{})
-	go func() { // watchdog
-		last, since := completed.Load(), time.Now()
-		dumped := false
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			c := completed.Load()
-			if c != last {
-				if dumped {
-					f, _ := os.OpenFile("/tmp/bench/stall-host.txt", os.O_APPEND|os.O_WRONLY, 0)
-					fmt.Fprintf(f, "=== progress resumed after %v (completed %d -> %d)\n", time.Since(since), last, c)
-					f.Close()
-					dumped = false
-				}
-				last, since = c, time.Now()
-				continue
-			}
-			if !dumped && inflight.Load() > 0 && time.Since(since) > 2*time.Second {
-				dumped = true
-				f, _ := os.Create("/tmp/bench/stall-host.txt")
-				fmt.Fprintf(f, "stalled %v, inflight %d, completed %d\n", time.Since(since), inflight.Load(), c)
-				fmt.Fprintf(f, "child stdin pipe unread: %s\nchild stdout pipe unread: %s\n", pending(0), pending(1))
-				for _, name := range []string{"status", "wchan"} {
-					raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/%s", st.PID, name))
-					fmt.Fprintf(f, "--- child %s\n%s\n", name, raw)
-				}
-				for _, e := range m.Bus().History(50) {
-					fmt.Fprintln(f, e.Format())
-				}
-				_ = pprof.Lookup("goroutine").WriteTo(f, 2)
-				f.Close()
-				_ = syscall.Kill(st.PID, syscall.SIGQUIT) // the child dumps its goroutines to stderr and exits
-			}
-		}
-	}()
-	defer close(stop)
-	var failed atomic.Bool
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range 16 {
-		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) && !failed.Load() {
-				inflight.Add(1)
-				_, err := m.Call(ctx, "demo.echo", map[string]any{"text": "x"}, manager.CallOptions{Timeout: 20 * time.Second})
-				inflight.Add(-1)
-				completed.Add(1)
-				if err != nil && failed.CompareAndSwap(false, true) {
-					b.Error(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
 }
