@@ -779,7 +779,7 @@ end)`)
 			h.flush(t)
 			require.Len(t, h.bus.of(kindIs(events.KindHookError)), 10, "the disabled hook never ran again")
 			if tt.name == "runaway" {
-						}
+			}
 		})
 	}
 }

@@ -9,13 +9,8 @@
 -- Every server declared here is served by the in-memory demo server,
 -- whatever its command.
 
-local function demo(name)
-  name = name or "demo"
-  mcp_add(name, {command = {MCPVISOR, "demo-server"}})
-  local ok, why = mcp_wait(name, "connected", 10)
-  assert(ok, why)
-  return name
-end
+local lib = require("testlib")
+local demo, eq, has = lib.demo, lib.eq, lib.has
 
 -- wait_event waits until an event of kind for server is in the history.
 -- The manager publishes an event just after storing the state it
@@ -32,21 +27,10 @@ local function wait_event(kind, server)
 end
 
 -- eq asserts equality and says what differed.
-local function eq(got, want, what)
-  if got ~= want then
-    error(string.format("%s: got %s, want %s", what or "value", tostring(got), tostring(want)), 2)
-  end
-end
 
 local function starts(s, prefix, what)
   if type(s) ~= "string" or s:sub(1, #prefix) ~= prefix then
     error(string.format("%s: %q does not start with %q", what or "value", tostring(s), prefix), 2)
-  end
-end
-
-local function has(s, part, what)
-  if type(s) ~= "string" or not s:find(part, 1, true) then
-    error(string.format("%s: %q does not contain %q", what or "value", tostring(s), part), 2)
   end
 end
 

@@ -11,34 +11,10 @@
 -- test waits for them by sleeping in small steps (the loop runs them
 -- meanwhile), within a bound.
 
-local function demo(name)
-  name = name or "demo"
-  mcp_add(name, {command = {MCPVISOR, "demo-server"}})
-  local ok, why = mcp_wait(name, "connected", 10)
-  assert(ok, why)
-  return name
-end
+local lib = require("testlib")
+local demo, eq, has, eventually = lib.demo, lib.eq, lib.has, lib.eventually
 
 -- eventually waits until cond() is true, for at most about 10 seconds.
-local function eventually(cond, what)
-  for _ = 1, 10000 do
-    if cond() then return end
-    sleep(0.001)
-  end
-  error("timed out waiting for " .. what, 2)
-end
-
-local function eq(got, want, what)
-  if got ~= want then
-    error(string.format("%s: got %s, want %s", what or "value", tostring(got), tostring(want)), 2)
-  end
-end
-
-local function has(s, part, what)
-  if type(s) ~= "string" or not s:find(part, 1, true) then
-    error(string.format("%s: %q does not contain %q", what or "value", tostring(s), part), 2)
-  end
-end
 
 function test_on_gets_event_table()
   local seen

@@ -6,25 +6,8 @@
 --
 --   go test ./luaapi -run TestLuaScripts/test_discover_cached
 
-local function demo(name)
-  name = name or "demo"
-  mcp_add(name, {command = {MCPVISOR, "demo-server"}})
-  local ok, why = mcp_wait(name, "connected", 10)
-  assert(ok, why)
-  return name
-end
-
-local function eq(got, want, what)
-  if got ~= want then
-    error(string.format("%s: got %s, want %s", what or "value", tostring(got), tostring(want)), 2)
-  end
-end
-
-local function has(s, part, what)
-  if type(s) ~= "string" or not s:find(part, 1, true) then
-    error(string.format("%s: %q does not contain %q", what or "value", tostring(s), part), 2)
-  end
-end
+local lib = require("testlib")
+local demo, eq, has = lib.demo, lib.eq, lib.has
 
 local function names(list)
   local out = {}
