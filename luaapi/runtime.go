@@ -183,22 +183,6 @@ func (r *Runtime) postAsync(f func()) {
 	}
 }
 
-// reportCallbackError returns a task's done function that reports a failed
-// callback as a hook_error event and a log line, with its traceback.
-func (r *Runtime) reportCallbackError(name string) func([]lua.LValue, error) {
-	return func(_ []lua.LValue, err error) {
-		if err == nil {
-			return
-		}
-		trace := ""
-		var le *Error
-		if errors.As(err, &le) {
-			trace = le.Traceback
-		}
-		r.mgr.Bus().Publish(events.KindHookError, "", events.Fields{"hook": name, "error": err.Error(), "traceback": trace})
-	}
-}
-
 // Close cancels every task, waits for their background work and stops
 // the loop. It is idempotent.
 func (r *Runtime) Close() {

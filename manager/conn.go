@@ -108,8 +108,9 @@ func (s *supervisor) connect() (*conn, error) {
 	c.cat = cat
 	if caps := c.session.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {
 		// Servers send log messages only once asked (protocols before
-		// 2026-07-28); they become notification events. A refusal is
-		// not worth failing the connection for.
+		// 2026-07-28, where logging is deprecated but still served); they
+		// become notification events. A refusal is not worth failing the
+		// connection for.
 		_ = c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"})
 	}
 	if !timer.Stop() {

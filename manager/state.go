@@ -50,6 +50,3 @@ func ParseState(s string) (State, error) {
 	}
 	return 0, fmt.Errorf("unknown state %q (want one of %s)", s, strings.Join(stateNames[:], ", "))
 }
-
-// terminal reports whether no further transition can happen on its own.
-func (s State) terminal() bool { return s == StateRemoved }

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 )
@@ -58,7 +57,7 @@ func build() (string, error) {
 	out := filepath.Join(binDir, "fakemcp")
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("the go tool is needed to build the fake server: %w", err)
 	}
 	cmd := exec.Command(goTool, "build", "-o", out, "./internal/fakemcp")
 	cmd.Dir = root
