@@ -7,7 +7,9 @@ import (
 	"time"
 )
 
-// Kind names what happened. The set is fixed by SPEC §11.
+// Kind names what happened: the kinds of SPEC §11, plus closing and
+// disabled (so every state change has its event), health_unsupported and
+// tool_call.
 type Kind string
 
 // The event kinds. Fields each kind carries are listed beside it.
@@ -19,9 +21,13 @@ const (
 	KindDisconnected         Kind = "disconnected"          // error
 	KindBackoff              Kind = "backoff"               // attempt, delay_ms, error
 	KindFailed               Kind = "failed"                // attempts, error
-	KindCircuit              Kind = "circuit"               // from, to
+	KindCircuit              Kind = "circuit"               // from, to, failures, probe_in_ms (to open), error
 	KindHealthFailed         Kind = "health_failed"         // error
-	KindIdle                 Kind = "idle"                  //
+	KindHealthUnsupported    Kind = "health_unsupported"    // error: ping answered -32601, liveness is passive
+	KindIdle                 Kind = "idle"                  // idle_ms
+	KindClosing              Kind = "closing"               // reason
+	KindDisabled             Kind = "disabled"              //
+	KindToolCall             Kind = "tool_call"             // tool, duration_ms, is_error; code, error on failure
 	KindSessionReinitialized Kind = "session_reinitialized" //
 	KindToolsChanged         Kind = "tools_changed"         // added, removed
 	KindResourcesChanged     Kind = "resources_changed"     // added, removed
@@ -33,13 +39,14 @@ const (
 	KindLagged               Kind = "lagged"                // missed
 )
 
-// Kinds lists every event kind, in the order of SPEC §11.
+// Kinds lists every event kind, in the order of SPEC §11, ours last.
 var Kinds = []Kind{
 	KindAdded, KindRemoved, KindConnecting, KindConnected, KindDisconnected,
 	KindBackoff, KindFailed, KindCircuit, KindHealthFailed, KindIdle,
 	KindSessionReinitialized, KindToolsChanged, KindResourcesChanged,
 	KindPromptsChanged, KindNotification, KindConfigApplied, KindConfigError,
 	KindHookError, KindLagged,
+	KindHealthUnsupported, KindClosing, KindDisabled, KindToolCall,
 }
 
 // Fields holds the kind-specific details of an event. Values are plain,

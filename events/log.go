@@ -13,7 +13,8 @@ func LevelOf(k Kind) slog.Level {
 	switch k {
 	case KindAdded, KindConnected, KindRemoved, KindConfigApplied,
 		KindSessionReinitialized, KindToolsChanged, KindResourcesChanged,
-		KindPromptsChanged, KindCircuit, KindIdle, KindConnecting:
+		KindPromptsChanged, KindCircuit, KindIdle, KindConnecting,
+		KindClosing, KindDisabled, KindHealthUnsupported:
 		return slog.LevelInfo
 	case KindBackoff, KindDisconnected, KindHealthFailed, KindHookError, KindLagged:
 		return slog.LevelWarn
@@ -25,19 +26,35 @@ func LevelOf(k Kind) slog.Level {
 }
 
 var logMessages = map[Kind]string{
-	KindAdded:         "server added",
-	KindRemoved:       "server removed",
-	KindConnecting:    "connect attempt",
-	KindConnected:     "server connected",
-	KindDisconnected:  "server disconnected",
-	KindBackoff:       "connect failed, will retry",
-	KindFailed:        "server failed, giving up",
-	KindLagged:        "log subscriber fell behind, events missed",
-	KindConfigApplied: "config applied",
-	KindConfigError:   "config not applied",
-	KindHookError:     "Lua hook failed",
-	KindToolsChanged:  "tools changed",
-	KindNotification:  "server notification",
+	KindAdded:             "server added",
+	KindRemoved:           "server removed",
+	KindConnecting:        "connect attempt",
+	KindConnected:         "server connected",
+	KindDisconnected:      "server disconnected",
+	KindBackoff:           "connect failed, will retry",
+	KindFailed:            "server failed, giving up",
+	KindLagged:            "log subscriber fell behind, events missed",
+	KindConfigApplied:     "config applied",
+	KindConfigError:       "config not applied",
+	KindHookError:         "Lua hook failed",
+	KindToolsChanged:      "tools changed",
+	KindNotification:      "server notification",
+	KindClosing:           "server closing",
+	KindDisabled:          "server disabled",
+	KindToolCall:          "tool call finished",
+	KindIdle:              "server idle, session closed",
+	KindCircuit:           "circuit breaker changed",
+	KindHealthFailed:      "health check failed",
+	KindHealthUnsupported: "ping unsupported, using passive liveness",
+}
+
+// levelOfEvent refines LevelOf with the event's fields: a failed tool call
+// is logged at WARN, a successful one at DEBUG (SPEC §12).
+func levelOfEvent(e Event) slog.Level {
+	if e.Kind == KindToolCall && e.String("error") != "" {
+		return slog.LevelWarn
+	}
+	return LevelOf(e.Kind)
 }
 
 // Log writes every event received on sub to logger until the bus closes or
@@ -57,11 +74,14 @@ func Log(ctx context.Context, sub *Subscription, logger *slog.Logger) error {
 
 // LogEvent writes one event as a structured log record.
 func LogEvent(ctx context.Context, logger *slog.Logger, e Event) {
-	level := LevelOf(e.Kind)
+	level := levelOfEvent(e)
 	if !logger.Enabled(ctx, level) {
 		return
 	}
 	msg, ok := logMessages[e.Kind]
+	if e.Kind == KindToolCall && level == slog.LevelWarn {
+		msg = "tool call failed"
+	}
 	if !ok {
 		msg = string(e.Kind)
 	}

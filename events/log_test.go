@@ -37,6 +37,10 @@ func TestLevelOf(t *testing.T) {
 		{events.KindFailed, slog.LevelError},
 		{events.KindConfigError, slog.LevelError},
 		{events.KindNotification, slog.LevelDebug},
+		{events.KindToolCall, slog.LevelDebug},
+		{events.KindClosing, slog.LevelInfo},
+		{events.KindDisabled, slog.LevelInfo},
+		{events.KindHealthUnsupported, slog.LevelInfo},
 		{events.Kind("unknown"), slog.LevelDebug},
 	}
 	for _, tt := range tests {
@@ -44,6 +48,22 @@ func TestLevelOf(t *testing.T) {
 			require.Equal(t, tt.want, events.LevelOf(tt.kind))
 		})
 	}
+}
+
+func TestLogToolCallLevels(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx := context.Background()
+	events.LogEvent(ctx, logger, events.Event{Seq: 1, Kind: events.KindToolCall, Server: "git",
+		Fields: events.Fields{"tool": "status", "duration_ms": 3}})
+	events.LogEvent(ctx, logger, events.Event{Seq: 2, Kind: events.KindToolCall, Server: "git",
+		Fields: events.Fields{"tool": "status", "duration_ms": 1000, "code": "INVOCATION_FAILED", "error": "timeout after 1s"}})
+	got := decodeJSONLines(t, buf.Bytes())
+	require.Len(t, got, 2)
+	require.Equal(t, "DEBUG", got[0]["level"])
+	require.Equal(t, "tool call finished", got[0]["msg"])
+	require.Equal(t, "WARN", got[1]["level"])
+	require.Equal(t, "tool call failed", got[1]["msg"])
 }
 
 // decodeJSONLines parses a JSON handler's output, dropping the time attribute.
@@ -123,8 +143,8 @@ func TestLogReportsLag(t *testing.T) {
 	require.NoError(t, events.Log(context.Background(), sub, logger))
 	require.Equal(t, []map[string]any{
 		{"level": "WARN", "msg": "log subscriber fell behind, events missed", "kind": "lagged", "missed": 3.0},
-		{"level": "INFO", "msg": "idle", "seq": 4.0, "server": "git", "kind": "idle"},
-		{"level": "INFO", "msg": "idle", "seq": 5.0, "server": "git", "kind": "idle"},
+		{"level": "INFO", "msg": "server idle, session closed", "seq": 4.0, "server": "git", "kind": "idle"},
+		{"level": "INFO", "msg": "server idle, session closed", "seq": 5.0, "server": "git", "kind": "idle"},
 	}, decodeJSONLines(t, buf.Bytes()))
 }
 
