@@ -63,7 +63,11 @@ func TestBackoffSchedule(t *testing.T) {
 				spawnErr := errors.New(`exec: "fake-server": executable file not found in $PATH`)
 				m := newManager(t, manager.Options{Dial: failingDial(spawnErr), Rand: constRand(tt.rand)})
 				tl := watch(t, m)
-				require.NoError(t, m.Add("x", fakeSpec(t, tt.extra)))
+				extra := map[string]any{"breaker": false} // the breaker has its own test
+				for k, v := range tt.extra {
+					extra[k] = v
+				}
+				require.NoError(t, m.Add("x", fakeSpec(t, extra)))
 
 				var evs []ev
 				for range len(tt.want) + 1 { // up to the attempt after the last delay
@@ -153,6 +157,10 @@ func TestMaxRetriesGivesUp(t *testing.T) {
 		require.Zero(t, time.Since(start), "a call to a failed server must not wait")
 		requireCode(t, err, manager.ErrConnectionFailed, "x", `tools/call "echo"`)
 		require.Contains(t, err.Error(), wantErr)
+
+		call := tl.next(time.Second)
+		require.Equal(t, events.KindToolCall, call.Kind, "the refused call is reported")
+		require.Equal(t, "CONNECTION_FAILED", call.Fields["code"])
 
 		// Nothing else happens: no fifth attempt, however long we wait.
 		time.Sleep(time.Hour)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -66,77 +67,152 @@ type Progress struct {
 // or backing off, Call waits for that attempt, up to the timeout; it never
 // starts another. A result with IsError set is a result, not an error
 // (R-INV-2).
-func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOptions) (*mcp.CallToolResult, error) {
+func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOptions) (res *mcp.CallToolResult, err error) {
+	ctx, span := m.tel.toolCall(ctx, name)
+	defer func() { span.end(res, err) }()
 	s, tool, err := m.resolve(name)
 	if err != nil {
 		return nil, err
 	}
+	span.target(s.name, tool)
 	op := fmt.Sprintf("tools/call %q", tool)
 	ctx, cancel := s.requestContext(ctx, opts.Timeout)
 	defer cancel()
 
-	snap, err := s.session(ctx, op)
+	start := time.Now()
+	err = s.request(ctx, op, func(ctx context.Context, snap *snapshot) (bool, error) {
+		if snap.cat.tool(tool) == nil {
+			return false, toolNotFound(s.name, tool, snap.cat.toolNames())
+		}
+		args, err := checkArgs(snap.cat.schemas[tool], args)
+		if err != nil {
+			return false, newError(CodeInvalidArguments, s.name, op, err)
+		}
+		params := &mcp.CallToolParams{Name: tool, Arguments: args}
+		if opts.Progress != nil {
+			token, done := s.progress.add(opts.Progress)
+			defer done()
+			params.SetProgressToken(token)
+		}
+		span.inject(ctx, params)
+		res, err = snap.session.CallTool(ctx, params)
+		if err != nil {
+			return false, newError(CodeInvocationFailed, s.name, op, callFailure(ctx, err, snap.conn))
+		}
+		return res.IsError, nil
+	})
+	s.callEvent(tool, start, res, err)
 	if err != nil {
 		return nil, err
-	}
-	if snap.cat.tool(tool) == nil {
-		return nil, toolNotFound(s.name, tool, snap.cat.toolNames())
-	}
-	args, err = checkArgs(snap.cat.schemas[tool], args)
-	if err != nil {
-		return nil, newError(CodeInvalidArguments, s.name, op, err)
-	}
-	params := &mcp.CallToolParams{Name: tool, Arguments: args}
-	if opts.Progress != nil {
-		token, done := s.progress.add(opts.Progress)
-		defer done()
-		params.SetProgressToken(token)
-	}
-	res, err := snap.session.CallTool(ctx, params)
-	if err != nil {
-		return nil, newError(CodeInvocationFailed, s.name, op, callFailure(ctx, err, snap.conn))
 	}
 	return res, nil
 }
 
-// callFailure turns what CallTool returned into the cause users see. When
+// callEvent publishes a finished tool call (SPEC §12 logs it at DEBUG, at
+// WARN when it failed).
+func (s *supervisor) callEvent(tool string, start time.Time, res *mcp.CallToolResult, err error) {
+	f := events.Fields{"tool": tool, "duration_ms": time.Since(start).Milliseconds(), "is_error": res != nil && res.IsError}
+	if err != nil {
+		f["error"] = err.Error()
+		var e *Error
+		if errors.As(err, &e) {
+			f["code"] = string(e.Code)
+		}
+	}
+	s.m.bus.Publish(events.KindToolCall, s.name, f)
+}
+
+// request runs one request on the server's session: it waits for the
+// session (session), holds the gate while fn runs so neither the idle
+// timeout nor a disposal closes the session under it, and accounts the
+// outcome (R-MET). fn reports whether a tool answered with isError.
+func (s *supervisor) request(ctx context.Context, op string, fn func(context.Context, *snapshot) (bool, error)) error {
+	snap, err := s.session(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer s.gate.exit()
+	start := time.Now()
+	s.stats.touch(start)
+	toolErr, err := fn(ctx, snap)
+	var e *Error
+	if errors.As(err, &e) && (e.Code == CodeInvalidArguments || e.Code == CodeToolNotFound) {
+		s.stats.touch(time.Now()) // rejected before reaching the server
+		return err
+	}
+	if err == nil || !(errors.Is(err, ErrDisconnected) || errors.Is(err, ErrTimeout)) {
+		s.heard()
+	}
+	s.stats.record(start, time.Now(), err, toolErr)
+	if errors.Is(err, mcp.ErrSessionMissing) {
+		// Only the supervisor starts the new session; concurrent failures
+		// of the same session ask once (single-flight).
+		s.reinit.CompareAndSwap(nil, snap.session)
+		s.wake()
+	}
+	return err
+}
+
+// callFailure turns what the SDK returned into the cause users see. When
 // the session died under the call, it says so, with the process's exit
 // status if that is why.
 func callFailure(ctx context.Context, err error, c *conn) error {
 	if cause := context.Cause(ctx); cause != nil {
 		var te timeoutError
-		if errors.As(cause, &te) {
+		switch {
+		case errors.As(cause, &te):
 			return te
+		case errors.Is(cause, errAbandoned):
+			return fmt.Errorf("%w (%w)", errAbandoned, ErrDisconnected)
 		}
 		return fmt.Errorf("cancelled: %w", cause)
+	}
+	if errors.Is(err, mcp.ErrSessionMissing) {
+		return fmt.Errorf("the server no longer knows this HTTP session; a new session is being started; the request may not have run, retry it: %w", err)
 	}
 	// A session that ends under a call fails it with ErrConnectionClosed or,
 	// when the peer hung up mid-read, a wrapped EOF (NOTES.md).
 	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		if exit := c.awaitExit(); exit != nil {
-			return fmt.Errorf("the call was cut off: server %w; it may or may not have run", exit)
+			return fmt.Errorf("the call was cut off: server %w; it may or may not have run (%w)", exit, ErrDisconnected)
 		}
-		return fmt.Errorf("connection lost during the call; it may or may not have run: %w", err)
+		return fmt.Errorf("connection lost during the call; it may or may not have run: %w (%w)", err, ErrDisconnected)
 	}
 	return err
 }
 
-// session waits until the server is connected, then returns the snapshot
-// holding its session. It never starts a connection itself: the supervisor
-// is already trying (single-flight by construction, R-LIFE-1).
+// session waits until the server is connected, then admits the caller
+// through the gate and returns the snapshot holding its session; the
+// caller must call s.gate.exit when done. It never starts a connection
+// itself: the supervisor is already trying, or is woken for an idle
+// server (single-flight by construction, R-LIFE-1).
 func (s *supervisor) session(ctx context.Context, op string) (*snapshot, error) {
 	for {
 		snap, changed := s.watch()
 		st := snap.status
 		switch st.State {
 		case StateConnected:
-			return snap, nil
+			if s.gate.enter() {
+				if s.snap.Load() == snap {
+					return snap, nil
+				}
+				s.gate.exit() // it changed meanwhile; look again
+				continue
+			}
+			// The gate is closed: the session is about to go idle or be
+			// disposed; the next snapshot says which.
 		case StateRemoved, StateClosing:
 			return nil, errorf(CodeClosed, s.name, op, "server is being removed")
 		case StateFailed:
 			return nil, errorf(CodeConnectionFailed, s.name, op, "server is failed: %s; mcp_reconnect(%q) to try again", st.LastError, s.name)
 		case StateDisabled:
-			return nil, errorf(CodeServerDisabled, s.name, op, "server is disabled; enable it to connect")
+			return nil, errorf(CodeServerDisabled, s.name, op, "server is disabled; mcp_enable(%q) to connect it", s.name)
+		case StateOpen:
+			return nil, errorf(CodeCircuitOpen, s.name, op, "circuit open after %d failed attempts (last error: %s); the next probe is in %s, or mcp_reconnect(%q) to try now",
+				st.Attempts, st.LastError, time.Until(st.NextAttempt).Round(100*time.Millisecond), s.name)
+		case StateIdle:
+			s.demand.Store(true)
+			s.wake()
 		}
 		select {
 		case <-changed:

@@ -61,16 +61,24 @@ func (c *conn) close() {
 // connect timeout fires.
 var errConnectTimeout = errors.New("connect timeout")
 
+// errRemoving is the cause given to an attempt's context when the server
+// is removed during the attempt.
+var errRemoving = errors.New("server removed")
+
 // connect makes one attempt. The session's context lives as long as the
 // session (the legacy SSE client dies with it, NOTES.md); a timer bounds the
 // handshake and first discovery.
 func (s *supervisor) connect() (*conn, error) {
-	ctx, cancel := context.WithCancelCause(s.ctx)
+	// The session must outlive a removal request until its requests are
+	// drained, so removal cancels only the attempt, not the session.
+	ctx, cancel := context.WithCancelCause(context.Background())
 	c := &conn{cancel: func() { cancel(nil) }}
+	unlink := context.AfterFunc(s.ctx, func() { cancel(errRemoving) })
 	limit := s.spec.Timeouts.Connect
 	timer := time.AfterFunc(limit, func() { cancel(errConnectTimeout) })
 	fail := func(op string, err error) (*conn, error) {
 		timer.Stop()
+		unlink()
 		c.close()
 		if context.Cause(ctx) == errConnectTimeout {
 			return nil, newError(CodeConnectionTimeout, s.name, op, timeoutError{limit})
@@ -113,7 +121,7 @@ func (s *supervisor) connect() (*conn, error) {
 		// connection for.
 		_ = c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"})
 	}
-	if !timer.Stop() {
+	if !timer.Stop() || !unlink() {
 		return fail("connect", context.Cause(ctx))
 	}
 	return c, nil
@@ -140,6 +148,7 @@ func (c *conn) awaitExit() error {
 // server notifications published as events (R-REQ-3).
 func (m *Manager) newClient(s *supervisor) *mcp.Client {
 	notify := func(method string, params any) {
+		s.heard()
 		m.bus.Publish(events.KindNotification, s.name, events.Fields{"method": method, "params": params})
 	}
 	return mcp.NewClient(&mcp.Implementation{Name: "mcpvisor", Version: m.opts.Version}, &mcp.ClientOptions{

@@ -20,8 +20,9 @@ type DecodeOptions struct {
 // specFields are the accepted keys of a declaration, for unknown-field
 // errors and did-you-mean suggestions.
 var specFields = map[string][]string{
-	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "max_retries", "max_frame_bytes"},
-	"timeouts": {"connect", "request"},
+	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "breaker", "max_retries", "max_frame_bytes"},
+	"timeouts": {"connect", "request", "health_interval", "health_timeout", "keepalive", "server", "idle"},
+	"breaker":  {"failures", "window", "open_for"},
 	"backoff":  {"initial", "max", "multiplier", "jitter"},
 }
 
@@ -108,6 +109,36 @@ func (d *decoder) spec(raw map[string]any) Spec {
 	if t, ok := d.table("timeouts", raw["timeouts"]); ok {
 		s.Timeouts.Connect = d.duration("timeouts.connect", t["connect"])
 		s.Timeouts.Request = d.duration("timeouts.request", t["request"])
+		s.Timeouts.HealthInterval = d.duration("timeouts.health_interval", t["health_interval"])
+		s.Timeouts.HealthTimeout = d.duration("timeouts.health_timeout", t["health_timeout"])
+		s.Timeouts.Keepalive = d.duration("timeouts.keepalive", t["keepalive"])
+		s.Timeouts.Server = d.duration("timeouts.server", t["server"])
+		switch v := t["idle"]; v {
+		case 0, 0.0, int64(0), "0", "0s":
+			s.Timeouts.Idle = Never // idle = 0 disables idle close (SPEC §6)
+		default:
+			s.Timeouts.Idle = d.duration("timeouts.idle", v)
+		}
+	}
+	switch v := raw["breaker"].(type) {
+	case nil:
+	case bool:
+		if v {
+			d.probs.add("breaker", "must be false (to turn it off) or a table like {failures = 5, window = \"2m\", open_for = \"30s\"}, got true")
+		}
+		s.Breaker.Disabled = !v
+	default:
+		if b, ok := d.table("breaker", v); ok {
+			if f, ok := b["failures"]; ok {
+				n := d.number("breaker.failures", f, 0)
+				if n < 1 || n != math.Trunc(n) || n > 1000 {
+					d.probs.add("breaker.failures", "must be a whole number within 1..1000, got %s", describe(f))
+				}
+				s.Breaker.Failures = int(n)
+			}
+			s.Breaker.Window = d.duration("breaker.window", b["window"])
+			s.Breaker.OpenFor = d.duration("breaker.open_for", b["open_for"])
+		}
 	}
 	if b, ok := d.table("backoff", raw["backoff"]); ok {
 		s.Backoff.Initial = d.duration("backoff.initial", b["initial"])

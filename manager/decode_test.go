@@ -24,7 +24,10 @@ func decodeWithEnv(raw map[string]any) (manager.Spec, error) {
 // R-DECL-2: what a valid declaration turns into, defaults included.
 func TestDecodeSpecValid(t *testing.T) {
 	defaults := func(s manager.Spec) manager.Spec {
-		s.Timeouts = manager.Timeouts{Connect: 60 * time.Second, Request: 30 * time.Second}
+		s.Timeouts = manager.Timeouts{Connect: 60 * time.Second, Request: 30 * time.Second,
+			HealthInterval: 10 * time.Second, HealthTimeout: 5 * time.Second, Keepalive: 15 * time.Second,
+			Server: 10 * time.Minute, Idle: 10 * time.Minute}
+		s.Breaker = manager.Breaker{Failures: 5, Window: 2 * time.Minute, OpenFor: 30 * time.Second}
 		s.Backoff = manager.Backoff{Initial: 100 * ms, Max: 3 * time.Second, Multiplier: 2, Jitter: 0.25}
 		s.MaxFrameBytes = 16 << 20
 		return s
@@ -87,8 +90,11 @@ func TestDecodeSpecValid(t *testing.T) {
 				Command:       []string{"x"},
 				Disabled:      true,
 				MaxRetries:    manager.NoRetries,
-				Timeouts:      manager.Timeouts{Connect: 250 * ms, Request: 1500 * ms},
+				Timeouts: manager.Timeouts{Connect: 250 * ms, Request: 1500 * ms,
+					HealthInterval: 10 * time.Second, HealthTimeout: 5 * time.Second, Keepalive: 15 * time.Second,
+					Server: 10 * time.Minute, Idle: 10 * time.Minute},
 				Backoff:       manager.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 3, Jitter: 0.5},
+				Breaker:       manager.Breaker{Failures: 5, Window: 2 * time.Minute, OpenFor: 30 * time.Second},
 				MaxFrameBytes: 1 << 20,
 			},
 		},
@@ -98,6 +104,31 @@ func TestDecodeSpecValid(t *testing.T) {
 			want: func() manager.Spec {
 				s := defaults(manager.Spec{Transport: manager.TransportStdio, Command: []string{"x"}})
 				s.Backoff.Jitter = manager.NoJitter
+				return s
+			}(),
+		},
+		{
+			name: "every timeout, idle 0 disables idle close, breaker settings",
+			raw: map[string]any{"command": []any{"x"},
+				"timeouts": map[string]any{"health_interval": "20s", "health_timeout": 2, "keepalive": "5s", "server": "1h", "idle": 0},
+				"breaker":  map[string]any{"failures": 3, "window": "1m", "open_for": "10s"}},
+			want: func() manager.Spec {
+				s := defaults(manager.Spec{Transport: manager.TransportStdio, Command: []string{"x"}})
+				s.Timeouts.HealthInterval = 20 * time.Second
+				s.Timeouts.HealthTimeout = 2 * time.Second
+				s.Timeouts.Keepalive = 5 * time.Second
+				s.Timeouts.Server = time.Hour
+				s.Timeouts.Idle = manager.Never
+				s.Breaker = manager.Breaker{Failures: 3, Window: time.Minute, OpenFor: 10 * time.Second}
+				return s
+			}(),
+		},
+		{
+			name: "breaker = false turns it off",
+			raw:  map[string]any{"command": []any{"x"}, "breaker": false},
+			want: func() manager.Spec {
+				s := defaults(manager.Spec{Transport: manager.TransportStdio, Command: []string{"x"}})
+				s.Breaker.Disabled = true
 				return s
 			}(),
 		},
@@ -141,7 +172,7 @@ func TestDecodeSpecInvalid(t *testing.T) {
 		{
 			name: "unknown field, nothing close",
 			raw:  map[string]any{"command": cmd, "zzzzzz": 1},
-			want: []string{`zzzzzz: unknown field; known fields: command, url, transport, env, cwd, headers, enabled, timeouts, backoff, max_retries, max_frame_bytes`},
+			want: []string{`zzzzzz: unknown field; known fields: command, url, transport, env, cwd, headers, enabled, timeouts, backoff, breaker, max_retries, max_frame_bytes`},
 		},
 		{
 			name: "nested unknown field",
@@ -239,6 +270,30 @@ func TestDecodeSpecInvalid(t *testing.T) {
 				`backoff: must be a table of settings, got string "fast"`,
 				`max_frame_bytes: must be within 1024..1073741824, got number 100`,
 			},
+		},
+		{
+			name: "health timeout not below interval, zero interval, negative idle",
+			raw: map[string]any{"command": cmd,
+				"timeouts": map[string]any{"health_interval": "5s", "health_timeout": "5s", "keepalive": 0, "idle": "-1s"}},
+			want: []string{
+				`timeouts.keepalive: must be > 0, got 0`,
+				`timeouts.idle: must be > 0, got "-1s"`,
+				`timeouts.health_timeout: must be below timeouts.health_interval (5s), got 5s`,
+			},
+		},
+		{
+			name: "breaker: true is not a setting, bad counts and typos",
+			raw:  map[string]any{"command": cmd, "breaker": map[string]any{"failures": 0, "open_for": "-3s", "windw": "1m"}},
+			want: []string{
+				`breaker.windw: unknown field; did you mean "window"?`,
+				`breaker.failures: must be a whole number within 1..1000, got number 0`,
+				`breaker.open_for: must be > 0, got "-3s"`,
+			},
+		},
+		{
+			name: "breaker = true",
+			raw:  map[string]any{"command": cmd, "breaker": true},
+			want: []string{`breaker: must be false (to turn it off) or a table like {failures = 5, window = "2m", open_for = "30s"}, got true`},
 		},
 		{
 			name: "empty command",

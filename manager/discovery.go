@@ -25,7 +25,7 @@ func (s *supervisor) markDirty(k listKind) {
 		}
 	}
 	select {
-	case s.poke <- struct{}{}:
+	case s.kick <- struct{}{}:
 	default:
 	}
 }
@@ -92,6 +92,7 @@ func (s *supervisor) refresh(ctx context.Context) error {
 	if _, err := s.session(ctx, "discover"); err != nil {
 		return err
 	}
+	s.gate.exit() // the supervisor does the listing
 	req := refreshReq{kinds: listAll, reply: make(chan error, 1)}
 	select {
 	case s.requests <- req:

@@ -99,3 +99,8 @@ func newError(code Code, server, op string, err error) *Error {
 func errorf(code Code, server, op, format string, args ...any) *Error {
 	return &Error{Code: code, Server: server, Op: op, Err: fmt.Errorf(format, args...)}
 }
+
+// ErrDisconnected is in the chain of every error caused by a session that
+// was lost under a request (the process exited, the stream broke): the
+// request may or may not have run.
+var ErrDisconnected = errors.New("disconnected")

@@ -52,7 +52,7 @@ func TestCallsWaitForTheSingleConnectAttempt(t *testing.T) {
 		require.Equal(t, "b", resB.Content[0].(*mcp.TextContent).Text)
 
 		require.Equal(t, 1, p.dialCount(), "A's timeout must neither cancel nor restart the attempt")
-		evs := tl.until("x", events.KindConnected, time.Second)
+		evs := lifecycle(tl.until("x", events.KindConnected, time.Second))
 		require.Equal(t, []events.Kind{events.KindAdded, events.KindConnecting, events.KindConnected}, kinds(evs))
 		require.Equal(t, 2*time.Second, evs[2].At)
 	})
@@ -162,9 +162,10 @@ func TestRemoveDuringBackoff(t *testing.T) {
 		require.Equal(t, backoffAt, time.Since(tl.start), "disposal must not wait for the backoff timer")
 		requireCode(t, <-callErr, manager.ErrClosed, "x", `tools/call "echo"`)
 		require.Equal(t, backoffAt, time.Since(tl.start), "the waiting call is refused at once")
-		evs = tl.until("x", events.KindRemoved, time.Second)
-		require.Equal(t, []events.Kind{events.KindRemoved}, kinds(evs))
-		require.Equal(t, backoffAt, evs[0].At)
+		evs = lifecycle(tl.until("x", events.KindRemoved, time.Second))
+		require.Equal(t, []events.Kind{events.KindClosing, events.KindRemoved}, kinds(evs))
+		require.Equal(t, "removed", evs[0].Fields["reason"])
+		require.Equal(t, backoffAt, evs[1].At)
 
 		_, err = m.Status("x")
 		requireCode(t, err, manager.ErrServerNotFound, "x", "status")
@@ -254,6 +255,8 @@ func TestStatusSnapshot(t *testing.T) {
 			// go-sdk v1.8.0 on both ends negotiates the newest version
 			// through server/discover.
 			Protocol: "2026-07-28",
+			Healthy:  true, // no ping has failed (none is due before 10s)
+			Circuit:  manager.CircuitClosed,
 		}
 		require.Equal(t, want, st)
 		require.Equal(t, st.Protocol, connected.Fields["protocol"])

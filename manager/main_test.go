@@ -203,6 +203,18 @@ func kinds(evs []ev) []events.Kind {
 	return out
 }
 
+// lifecycle drops tool_call events, which concurrent calls interleave with
+// the lifecycle at no fixed place.
+func lifecycle(evs []ev) []ev {
+	var out []ev
+	for _, e := range evs {
+		if e.Kind != events.KindToolCall {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // only keeps the events of one kind.
 func only(evs []ev, kind events.Kind) []ev {
 	var out []ev

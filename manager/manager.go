@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpvisor/mcpvisor/events"
 )
 
@@ -31,8 +34,20 @@ type Options struct {
 	// StopGrace is how long a stdio server gets after stdin closes, and
 	// again after SIGTERM, before its process group is killed. If zero, 2s.
 	StopGrace time.Duration
+	// DrainTimeout bounds how long removing or disabling a server waits
+	// for its requests in flight before abandoning them (each is also
+	// bounded by its own timeout). If zero, 10s.
+	DrainTimeout time.Duration
 	// Version is reported to servers as the client version. If empty, "dev".
 	Version string
+	// TracerProvider makes the tracer of the manager's spans (mcp.add,
+	// mcp.connect_loop, mcp.tool_call, …; see README). If nil, the otel
+	// global provider (otel.GetTracerProvider), which records nothing
+	// unless a program sets it.
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the manager's metric instruments. If nil, the
+	// otel global provider (otel.GetMeterProvider).
+	MeterProvider metric.MeterProvider
 }
 
 // Manager keeps a set of MCP servers connected. Create it with [New]; it is
@@ -45,6 +60,7 @@ type Manager struct {
 	http    *http.Transport
 	dial    DialFunc
 	rand    func() float64
+	tel     *telemetry
 
 	mu sync.Mutex
 	// mu guards the following.
@@ -68,10 +84,14 @@ func New(opts Options) *Manager {
 	if m.opts.StopGrace <= 0 {
 		m.opts.StopGrace = 2 * time.Second
 	}
+	if m.opts.DrainTimeout <= 0 {
+		m.opts.DrainTimeout = 10 * time.Second
+	}
 	if m.opts.Version == "" {
 		m.opts.Version = "dev"
 	}
 	m.http = newHTTPTransport()
+	m.tel = newTelemetry(opts.TracerProvider, opts.MeterProvider, m.Statuses, m.log)
 	if m.dial == nil {
 		m.dial = m.defaultDial
 	}
@@ -84,7 +104,9 @@ func (m *Manager) Bus() *events.Bus { return m.bus }
 // Add declares a server and returns at once (R-DECL-1): its supervisor
 // connects in the background. Adding a name that exists with an identical
 // spec is a no-op; with a different spec it is a NAME_CONFLICT.
-func (m *Manager) Add(name string, spec Spec) error {
+func (m *Manager) Add(name string, spec Spec) (err error) {
+	endSpan := m.tel.add(strings.TrimSpace(name), spec)
+	defer func() { endSpan(err) }()
 	n, err := NormalizeName(name)
 	if err != nil {
 		return newError(CodeInvalidConfig, strings.TrimSpace(name), "add", err)
@@ -130,7 +152,9 @@ var errShutdown = fmt.Errorf("the host is shutting down")
 // Remove takes a server away and returns at once (R-DECL-5); the returned
 // channel is closed when its disposal is complete: session closed, process
 // reaped and the removed event published.
-func (m *Manager) Remove(name string) (<-chan struct{}, error) {
+func (m *Manager) Remove(name string) (done <-chan struct{}, err error) {
+	endSpan := m.tel.remove(strings.TrimSpace(name))
+	defer func() { endSpan(done, err) }()
 	m.mu.Lock()
 	s, ok := m.servers[nameKey(strings.TrimSpace(name))]
 	if ok {
@@ -140,7 +164,7 @@ func (m *Manager) Remove(name string) (<-chan struct{}, error) {
 	if !ok {
 		return nil, m.notFound(name, "remove")
 	}
-	s.cancel()
+	s.stop("removed")
 	return s.done, nil
 }
 
@@ -260,7 +284,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	clear(m.servers)
 	m.mu.Unlock()
 	for _, s := range list {
-		s.cancel()
+		s.stop("shutdown")
 	}
 	var err error
 	for _, s := range list {
@@ -274,6 +298,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		}
 	}
 	m.http.CloseIdleConnections()
+	m.tel.close()
 	if m.ownsBus && err == nil {
 		m.bus.Close()
 	}

@@ -109,15 +109,16 @@ func (m *Manager) ReadResource(ctx context.Context, uri, server string, timeout 
 	}
 	ctx, cancel := s.requestContext(ctx, timeout)
 	defer cancel()
-	snap, err := s.session(ctx, op)
-	if err != nil {
-		return nil, err
-	}
-	res, err := snap.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-	if err != nil {
-		return nil, newError(CodeInvocationFailed, s.name, op, callFailure(ctx, err, snap.conn))
-	}
-	return res, nil
+	var res *mcp.ReadResourceResult
+	err := s.request(ctx, op, func(ctx context.Context, snap *snapshot) (bool, error) {
+		var err error
+		res, err = snap.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		if err != nil {
+			return false, newError(CodeInvocationFailed, s.name, op, callFailure(ctx, err, snap.conn))
+		}
+		return false, nil
+	})
+	return res, err
 }
 
 // Prompts lists the prompts of one server, or of every server when server
@@ -159,18 +160,19 @@ func (m *Manager) GetPrompt(ctx context.Context, name string, args map[string]st
 	op := fmt.Sprintf("prompts/get %q", prompt)
 	ctx, cancel := s.requestContext(ctx, timeout)
 	defer cancel()
-	snap, err := s.session(ctx, op)
-	if err != nil {
-		return nil, err
-	}
-	if !snap.cat.hasPrompt(prompt) {
-		return nil, errorf(CodeToolNotFound, s.name, op, "server has no prompt %q; its prompts: %s", prompt, strings.Join(snap.cat.promptNames(), ", "))
-	}
-	res, err := snap.session.GetPrompt(ctx, &mcp.GetPromptParams{Name: prompt, Arguments: args})
-	if err != nil {
-		return nil, newError(CodeInvocationFailed, s.name, op, callFailure(ctx, err, snap.conn))
-	}
-	return res, nil
+	var res *mcp.GetPromptResult
+	err = s.request(ctx, op, func(ctx context.Context, snap *snapshot) (bool, error) {
+		if !snap.cat.hasPrompt(prompt) {
+			return false, errorf(CodeToolNotFound, s.name, op, "server has no prompt %q; its prompts: %s", prompt, strings.Join(snap.cat.promptNames(), ", "))
+		}
+		var err error
+		res, err = snap.session.GetPrompt(ctx, &mcp.GetPromptParams{Name: prompt, Arguments: args})
+		if err != nil {
+			return false, newError(CodeInvocationFailed, s.name, op, callFailure(ctx, err, snap.conn))
+		}
+		return false, nil
+	})
+	return res, err
 }
 
 // requestContext bounds one request by timeout, or by the server's request
@@ -179,5 +181,13 @@ func (s *supervisor) requestContext(ctx context.Context, timeout time.Duration) 
 	if timeout <= 0 {
 		timeout = s.spec.Timeouts.Request
 	}
-	return context.WithTimeoutCause(ctx, timeout, timeoutError{timeout})
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, timeoutError{timeout})
+	// A disposal that runs out of drain time abandons the request.
+	ctx, abandon := context.WithCancelCause(ctx)
+	unlink := context.AfterFunc(s.calls, func() { abandon(context.Cause(s.calls)) })
+	return ctx, func() {
+		unlink()
+		abandon(nil)
+		cancel()
+	}
 }

@@ -34,6 +34,7 @@ type Spec struct {
 
 	Timeouts Timeouts
 	Backoff  Backoff
+	Breaker  Breaker
 	// MaxRetries bounds reconnection: at most MaxRetries+1 consecutive
 	// failed attempts, then the server is failed. If zero, it retries
 	// forever; NoRetries gives up after the first failure.
@@ -50,6 +51,38 @@ type Timeouts struct {
 	Connect time.Duration
 	// Request is the default limit of one request. If zero, 30s.
 	Request time.Duration
+	// HealthInterval is how often a connected session is pinged. If zero, 10s.
+	HealthInterval time.Duration
+	// HealthTimeout bounds one ping; no pong in time closes the session.
+	// If zero, 5s. It must be below HealthInterval.
+	HealthTimeout time.Duration
+	// Keepalive is the longest an HTTP or SSE session goes without a
+	// request, so proxies keep its connections open: pings come at least
+	// this often. If zero, 15s. Stdio ignores it.
+	Keepalive time.Duration
+	// Server is how long the server may send nothing at all before the
+	// connection is considered lost. If zero, 10m.
+	Server time.Duration
+	// Idle closes a session after this long with no calls and none in
+	// flight; the next call reconnects it. If zero, 10m; Never disables.
+	Idle time.Duration
+}
+
+// Never, as a Timeouts field that allows it (Idle), disables that timeout.
+const Never time.Duration = -1
+
+// Breaker is the circuit breaker (SPEC §5). Zero fields take defaults.
+type Breaker struct {
+	// Disabled turns the breaker off (breaker = false): failures follow
+	// the backoff schedule forever.
+	Disabled bool
+	// Failures is how many consecutive failed attempts within Window open
+	// the circuit. If zero, 5.
+	Failures int
+	Window   time.Duration // if zero, 2m
+	// OpenFor is how long the circuit stays open before one probe attempt.
+	// If zero, 30s.
+	OpenFor time.Duration
 }
 
 // Backoff is the reconnection schedule (SPEC §4). Zero fields take defaults.
@@ -76,6 +109,16 @@ const (
 	DefaultMultiplier     = 2.0
 	DefaultJitter         = 0.25
 	DefaultMaxFrameBytes  = 16 << 20
+
+	DefaultHealthInterval = 10 * time.Second
+	DefaultHealthTimeout  = 5 * time.Second
+	DefaultKeepalive      = 15 * time.Second
+	DefaultServerSilence  = 10 * time.Minute
+	DefaultIdle           = 10 * time.Minute
+
+	DefaultBreakerFailures = 5
+	DefaultBreakerWindow   = 2 * time.Minute
+	DefaultBreakerOpenFor  = 30 * time.Second
 )
 
 // retryLimit is how many consecutive failures are tolerated, or -1 for
@@ -99,6 +142,16 @@ func (s Spec) withDefaults() Spec {
 	}
 	def(&s.Timeouts.Connect, DefaultConnectTimeout)
 	def(&s.Timeouts.Request, DefaultRequestTimeout)
+	def(&s.Timeouts.HealthInterval, DefaultHealthInterval)
+	def(&s.Timeouts.HealthTimeout, DefaultHealthTimeout)
+	def(&s.Timeouts.Keepalive, DefaultKeepalive)
+	def(&s.Timeouts.Server, DefaultServerSilence)
+	def(&s.Timeouts.Idle, DefaultIdle)
+	if s.Breaker.Failures == 0 {
+		s.Breaker.Failures = DefaultBreakerFailures
+	}
+	def(&s.Breaker.Window, DefaultBreakerWindow)
+	def(&s.Breaker.OpenFor, DefaultBreakerOpenFor)
 	def(&s.Backoff.Initial, DefaultBackoffInitial)
 	def(&s.Backoff.Max, DefaultBackoffMax)
 	if s.Backoff.Multiplier == 0 {
@@ -133,6 +186,23 @@ func (s Spec) validate() []string {
 	}
 	p.duration("timeouts.connect", s.Timeouts.Connect, time.Hour)
 	p.duration("timeouts.request", s.Timeouts.Request, 24*time.Hour)
+	p.duration("timeouts.health_interval", s.Timeouts.HealthInterval, 24*time.Hour)
+	p.duration("timeouts.health_timeout", s.Timeouts.HealthTimeout, time.Hour)
+	if s.Timeouts.HealthTimeout >= s.Timeouts.HealthInterval && s.Timeouts.HealthTimeout > 0 {
+		p.add("timeouts.health_timeout", "must be below timeouts.health_interval (%s), got %s", s.Timeouts.HealthInterval, s.Timeouts.HealthTimeout)
+	}
+	p.duration("timeouts.keepalive", s.Timeouts.Keepalive, 24*time.Hour)
+	p.duration("timeouts.server", s.Timeouts.Server, 7*24*time.Hour)
+	if s.Timeouts.Idle != Never {
+		p.duration("timeouts.idle", s.Timeouts.Idle, 7*24*time.Hour)
+	}
+	if !s.Breaker.Disabled {
+		if s.Breaker.Failures < 1 || s.Breaker.Failures > 1000 {
+			p.add("breaker.failures", "must be within 1..1000, got %d", s.Breaker.Failures)
+		}
+		p.duration("breaker.window", s.Breaker.Window, 24*time.Hour)
+		p.duration("breaker.open_for", s.Breaker.OpenFor, 24*time.Hour)
+	}
 	p.duration("backoff.initial", s.Backoff.Initial, time.Hour)
 	p.duration("backoff.max", s.Backoff.Max, 24*time.Hour)
 	if s.Backoff.Max < s.Backoff.Initial {

@@ -24,7 +24,8 @@ type Status struct {
 	Since time.Time
 	// ConnectedAt is when the current session came up (zero if none).
 	ConnectedAt time.Time
-	// NextAttempt is when the next attempt starts, while in backoff.
+	// NextAttempt is when the next attempt starts: in backoff, or the
+	// breaker's probe while the circuit is open.
 	NextAttempt time.Time
 	// Tools is how many tools the server offers (the last known set while
 	// it is not connected).
@@ -39,6 +40,16 @@ type Status struct {
 	Protocol string
 	// PID is the process id of a stdio server while it runs.
 	PID int
+	// Circuit is the breaker's state.
+	Circuit Circuit
+	// Healthy is true while connected and the last ping (if any) was
+	// answered in time.
+	Healthy bool
+	// LastPing is the latency of the last answered ping (zero if none yet).
+	LastPing time.Duration
+	// PingUnsupported is true when the server answered ping with -32601;
+	// its liveness is then judged from the session and request errors.
+	PingUnsupported bool
 }
 
 // snapshot is a supervisor's published view: its status and what a caller

@@ -15,41 +15,72 @@ import (
 
 // supervisor owns one server: its goroutine is the only one that connects,
 // holds the session and changes the status. Everyone else reads the
-// published snapshot or waits for the next one.
+// published snapshot, waits for the next one, or asks for something by
+// setting a flag and kicking the goroutine (level-based: repeated requests
+// coalesce).
 type supervisor struct {
 	name string // as declared
 	spec Spec   // defaults applied
 	m    *Manager
 
-	ctx    context.Context // cancelled to remove the server
+	ctx    context.Context // cancelled when removal is requested
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run returns
+	reason atomic.Value  // string: why it is being closed (removed, replaced, shutdown)
+
+	// calls is cancelled when in-flight requests must be abandoned (the
+	// drain of a disposal or disable ran out).
+	calls      context.Context
+	abortCalls context.CancelCauseFunc
 
 	snap atomic.Pointer[snapshot]
 
-	dirty    atomic.Int32    // listKinds a list_changed asked to re-list
-	poke     chan struct{}   // capacity 1: dirty has bits
-	requests chan refreshReq // forced discovery from callers
-	progress progressRoutes  // progress tokens of calls in flight
+	// Requests from other goroutines: set the flag, then kick.
+	dirty     atomic.Int32                      // listKinds a list_changed asked to re-list
+	disabled  atomic.Bool                       // desired: no session (mcp_disable)
+	reconnect atomic.Bool                       // reset backoff and breaker, try now
+	demand    atomic.Bool                       // a caller waits for the idle server
+	reinit    atomic.Pointer[mcp.ClientSession] // this session's HTTP session expired
+	kick      chan struct{}                     // capacity 1: some flag is set
+	requests  chan refreshReq                   // forced discovery from callers
+	progress  progressRoutes                    // progress tokens of calls in flight
+
+	gate     gate         // requests using the session
+	stats    callStats    // request metrics
+	lastRecv atomic.Int64 // UnixNano when the server was last heard from
 
 	mu sync.Mutex
 	// mu guards changed, which is closed and replaced on every publish.
 	changed chan struct{}
+
+	// Owned by the supervisor goroutine.
+	failures  int      // consecutive failures (attempts and unproven sessions)
+	brk       *breaker // the circuit breaker
+	sessions  int      // sessions established so far
+	reiniting bool     // the next attempt replaces an expired HTTP session
+	reinited  bool     // the current session replaced an expired one
+	idleTimer *time.Timer
 }
 
 func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 	ctx, cancel := context.WithCancel(context.Background())
+	calls, abort := context.WithCancelCause(context.Background())
 	s := &supervisor{
-		name:     name,
-		spec:     spec,
-		m:        m,
-		ctx:      ctx,
-		cancel:   cancel,
-		done:     make(chan struct{}),
-		changed:  make(chan struct{}),
-		poke:     make(chan struct{}, 1),
-		requests: make(chan refreshReq),
+		name:       name,
+		spec:       spec,
+		m:          m,
+		ctx:        ctx,
+		cancel:     cancel,
+		calls:      calls,
+		abortCalls: abort,
+		done:       make(chan struct{}),
+		changed:    make(chan struct{}),
+		kick:       make(chan struct{}, 1),
+		requests:   make(chan refreshReq),
+		brk:        newBreaker(spec.Breaker),
 	}
+	s.reason.Store("removed")
+	s.disabled.Store(spec.Disabled)
 	state := StateConnecting
 	if spec.Disabled {
 		state = StateDisabled
@@ -64,6 +95,20 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 	return s
 }
 
+// wake kicks the supervisor goroutine after a flag was set. It never blocks.
+func (s *supervisor) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// stop asks the supervisor to dispose of the server, saying why.
+func (s *supervisor) stop(reason string) {
+	s.reason.Store(reason)
+	s.cancel()
+}
+
 // watch returns the current snapshot and a channel closed at the next change.
 func (s *supervisor) watch() (*snapshot, <-chan struct{}) {
 	s.mu.Lock()
@@ -74,7 +119,7 @@ func (s *supervisor) watch() (*snapshot, <-chan struct{}) {
 // transition publishes the next snapshot, built by edit from a copy of the
 // current one, then the event describing it. It is the only writer of the
 // snapshot and runs on the supervisor goroutine. Leaving StateRemoved is
-// refused.
+// refused. With kind "" only the snapshot changes (health readings).
 func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind, fields events.Fields) {
 	cur := s.snap.Load()
 	if cur.status.State == StateRemoved {
@@ -85,11 +130,14 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 	if to != cur.status.State {
 		next.status.Since = time.Now()
 	}
+	next.status.Circuit = s.brk.state
 	if edit != nil {
 		edit(&next)
 	}
 	if to != StateConnected {
 		next.session, next.conn = nil, nil
+		next.status.Healthy = false
+		next.status.PID = 0
 	}
 	s.mu.Lock()
 	s.snap.Store(&next)
@@ -102,145 +150,202 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 	}
 }
 
-// run is the supervisor goroutine: connect, serve, back off, repeat, until
+// run is the supervisor goroutine: connect, serve, recover, repeat, until
 // the server is removed.
 func (s *supervisor) run() {
 	defer close(s.done)
-	defer s.transition(StateRemoved, nil, events.KindRemoved, nil)
-	if s.spec.Disabled {
-		<-s.ctx.Done()
-		return
-	}
-	failures := 0
+	defer s.finish()
 	for s.ctx.Err() == nil {
-		c, err := s.attempt(failures + 1)
-		if err != nil {
-			if s.ctx.Err() != nil {
-				return
-			}
-			failures++
-			if !s.backoff(failures, err) {
-				return
-			}
+		if s.disabled.Load() {
+			s.parkDisabled()
 			continue
 		}
-		c.attempt = failures + 1
-		up := time.Now()
-		lost := s.serve(c)
-		if s.ctx.Err() != nil {
-			s.transition(StateClosing, nil, "", nil) // withdraw the session first
-			c.close()
+		c := s.connectLoop()
+		if c == nil {
+			continue
+		}
+		end := s.serve(c)
+		if end.kind == endStop {
+			s.dispose(c)
 			return
 		}
-		c.close()
-		// A connection that dies right after the handshake has not proven
-		// itself: the schedule continues rather than resetting (FAULTS #2).
-		if time.Since(up) >= s.spec.Backoff.Max {
-			failures = 0
-		}
-		failures++
-		lost = newError(CodeConnectionFailed, s.name, "session", lost)
-		s.m.bus.Publish(events.KindDisconnected, s.name, events.Fields{"error": lost.Error()})
-		if !s.backoff(failures, lost) {
-			return
-		}
+		s.after(c, end)
 	}
 }
 
-// backoff waits out the delay after the n-th consecutive failure, or moves
-// to failed when retries are exhausted. It reports whether to try again.
-func (s *supervisor) backoff(n int, cause error) bool {
+// connectLoop makes attempts until one succeeds, paced by the backoff
+// schedule and the breaker. It returns nil when the server is to be
+// removed or disabled.
+func (s *supervisor) connectLoop() *conn {
+	for s.ctx.Err() == nil && !s.disabled.Load() {
+		probe := false
+		if s.brk.state == CircuitOpen {
+			if !s.pause(s.brk.probeAt()) {
+				return nil
+			}
+			if s.brk.state == CircuitOpen { // not reset by mcp_reconnect meanwhile
+				s.brk.halfOpen()
+				s.m.bus.Publish(events.KindCircuit, s.name, events.Fields{"from": "open", "to": "half_open"})
+				probe = true
+			}
+		}
+		c, err := s.attempt(s.failures+1, probe)
+		if err == nil {
+			c.attempt = s.failures + 1
+			return c
+		}
+		if s.ctx.Err() != nil {
+			return nil
+		}
+		if !s.failed(err) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// failed records a failed attempt or an unproven session and waits as the
+// retry limit, the breaker and the backoff schedule say. It reports
+// whether to attempt again (false: the server is being removed or
+// disabled).
+func (s *supervisor) failed(cause error) bool {
+	s.failures++
+	n := s.failures
+	s.reiniting = false
 	if limit := s.spec.retryLimit(); limit >= 0 && n > limit {
 		msg := fmt.Sprintf("gave up after %d %s: %v", n, plural(n, "attempt", "attempts"), cause)
-		s.transition(StateFailed, func(n *snapshot) { n.status.LastError = msg },
-			events.KindFailed, events.Fields{"attempts": n, "error": msg})
-		<-s.ctx.Done()
-		return false
+		s.transition(StateFailed, func(snap *snapshot) {
+			snap.status.Attempts = n
+			snap.status.LastError = msg
+			snap.status.NextAttempt = time.Time{}
+		}, events.KindFailed, events.Fields{"attempts": n, "error": msg})
+		return s.parkFailed()
+	}
+	from := s.brk.state
+	now := time.Now()
+	if s.brk.failure(now) {
+		probe := s.brk.probeAt()
+		s.transition(StateOpen, func(snap *snapshot) {
+			snap.status.Attempts = n
+			snap.status.LastError = cause.Error()
+			snap.status.NextAttempt = probe
+		}, events.KindCircuit, events.Fields{"from": from.String(), "to": "open", "failures": n,
+			"probe_in_ms": probe.Sub(now).Milliseconds(), "error": cause.Error()})
+		return true // connectLoop waits for the probe
 	}
 	delay := s.spec.Backoff.Delay(n, s.m.rand())
-	next := time.Now().Add(delay)
+	next := now.Add(delay)
 	s.transition(StateBackoff, func(snap *snapshot) {
 		snap.status.Attempts = n
 		snap.status.LastError = cause.Error()
 		snap.status.NextAttempt = next
-		snap.status.PID = 0
 	}, events.KindBackoff, events.Fields{"attempt": n, "delay_ms": delay.Milliseconds(), "error": cause.Error()})
-	t := time.NewTimer(delay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-s.ctx.Done():
-		return false
-	}
+	return s.pause(next)
 }
 
-// serve publishes the connection and blocks until it is lost (returning
-// why) or the server is removed (returning nil). Meanwhile it re-lists what
-// list_changed notifications and forced discoveries ask for.
-func (s *supervisor) serve(c *conn) error {
-	init := c.session.InitializeResult()
-	prev := s.snap.Load().cat
-	now := time.Now()
-	s.transition(StateConnected, func(n *snapshot) {
-		n.session, n.conn = c.session, c
-		n.cat = c.cat
-		n.status.Attempts = 0
-		n.status.LastError = ""
-		n.status.NextAttempt = time.Time{}
-		n.status.ConnectedAt = now
-		n.status.PID = c.pid()
-		n.status.setCatalog(c.cat)
-		if init != nil {
-			n.status.Protocol = init.ProtocolVersion
-			if init.ServerInfo != nil {
-				n.status.ServerName = init.ServerInfo.Name
-				n.status.ServerVersion = init.ServerInfo.Version
-			}
-		}
-	}, events.KindConnected, connectedFields(c, init))
-	if prev != nil { // a reconnect: the server may have changed (R-DISC-3)
-		s.publishChanges(prev, c.cat, listAll)
-	}
-	lost := make(chan error, 1)
-	go func() { lost <- c.session.Wait() }()
+// pause waits until the given time. It reports true when it is time to
+// attempt (the time came, or mcp_reconnect asked to try now) and false
+// when the server is being removed or disabled.
+func (s *supervisor) pause(until time.Time) bool {
+	t := time.NewTimer(time.Until(until))
+	defer t.Stop()
 	for {
 		select {
-		case err := <-lost:
-			return c.lostReason(err)
+		case <-t.C:
+			return true
 		case <-s.ctx.Done():
-			return nil
-		case <-s.poke:
-			_ = s.rediscover(c, listKind(s.dirty.Swap(0)))
-		case req := <-s.requests:
-			req.reply <- s.rediscover(c, req.kinds)
+			return false
+		case <-s.kick:
+			if s.disabled.Load() {
+				return false
+			}
+			if s.takeReconnect() {
+				return true
+			}
 		}
 	}
 }
 
-// connectedFields describe a new connection in its event.
-func connectedFields(c *conn, init *mcp.InitializeResult) events.Fields {
-	f := events.Fields{"attempt": c.attempt, "tools": len(c.cat.tools)}
-	if pid := c.pid(); pid != 0 {
-		f["pid"] = pid
-	}
-	if init != nil {
-		f["protocol"] = init.ProtocolVersion
-		if init.ServerInfo != nil {
-			f["server_name"] = init.ServerInfo.Name
-			f["server_version"] = init.ServerInfo.Version
+// parkFailed waits in StateFailed for mcp_reconnect or mcp_enable.
+func (s *supervisor) parkFailed() bool {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return false
+		case <-s.kick:
+			if s.disabled.Load() {
+				return false
+			}
+			if s.takeReconnect() {
+				return true
+			}
 		}
 	}
-	return f
+}
+
+// parkDisabled publishes StateDisabled (once) and waits to be enabled.
+func (s *supervisor) parkDisabled() {
+	if s.snap.Load().status.State != StateDisabled {
+		s.transition(StateDisabled, func(snap *snapshot) { snap.status.NextAttempt = time.Time{} }, events.KindDisabled, nil)
+	}
+	for s.disabled.Load() {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.kick:
+		}
+	}
+	s.reconnect.Store(false)
+	s.resetFailures()
+}
+
+// parkIdle waits in StateIdle until a caller needs the server.
+func (s *supervisor) parkIdle() {
+	for {
+		if s.demand.Swap(false) || s.reconnect.Swap(false) {
+			return
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.kick:
+			if s.disabled.Load() {
+				return
+			}
+		}
+	}
+}
+
+// takeReconnect consumes an mcp_reconnect request: the schedule and the
+// breaker start over.
+func (s *supervisor) takeReconnect() bool {
+	if !s.reconnect.Swap(false) {
+		return false
+	}
+	s.resetFailures()
+	return true
+}
+
+func (s *supervisor) resetFailures() {
+	s.failures = 0
+	if was := s.brk.state; was != CircuitClosed {
+		s.brk.reset()
+		s.m.bus.Publish(events.KindCircuit, s.name, events.Fields{"from": was.String(), "to": "closed", "reason": "reset"})
+	}
+	s.brk.reset()
 }
 
 // attempt makes connection attempt n: dial (spawn), handshake and first
 // discovery, all bounded by the connect timeout. A panic inside is
 // recovered and reported as the attempt's error (R-LIFE-5).
-func (s *supervisor) attempt(n int) (c *conn, err error) {
+func (s *supervisor) attempt(n int, probe bool) (c *conn, err error) {
+	fields := events.Fields{"attempt": n}
+	if probe {
+		fields["probe"] = true
+	}
 	s.transition(StateConnecting, func(snap *snapshot) {
 		snap.status.NextAttempt = time.Time{}
-	}, events.KindConnecting, events.Fields{"attempt": n})
+	}, events.KindConnecting, fields)
 	defer func() {
 		if r := recover(); r != nil {
 			s.m.log.Error("panic in connection attempt", "server", s.name, "panic", r, "stack", string(debug.Stack()))
@@ -251,6 +356,80 @@ func (s *supervisor) attempt(n int) (c *conn, err error) {
 		}
 	}()
 	return s.connect()
+}
+
+// after handles a session that ended for a reason other than removal.
+func (s *supervisor) after(c *conn, end ending) {
+	switch end.kind {
+	case endIdle:
+		s.transition(StateIdle, nil, events.KindIdle, events.Fields{"idle_ms": s.spec.Timeouts.Idle.Milliseconds()})
+		c.close()
+		s.failures = 0
+		s.parkIdle()
+	case endDisable:
+		s.transition(StateDisabled, nil, events.KindDisabled, nil)
+		s.drainAndClose(c)
+		s.resetFailures()
+	case endReconnect:
+		s.resetFailures()
+		s.transition(StateConnecting, nil, events.KindDisconnected, events.Fields{"error": "reconnect requested"})
+		c.close()
+	case endReinit, endLost:
+		cause := end.err
+		if end.kind == endReinit {
+			cause = fmt.Errorf("the server no longer knows the HTTP session: %w", mcp.ErrSessionMissing)
+		}
+		lost := newError(CodeConnectionFailed, s.name, "session", cause)
+		s.transition(StateConnecting, func(snap *snapshot) { snap.status.LastError = lost.Error() },
+			events.KindDisconnected, events.Fields{"error": lost.Error()})
+		c.close()
+		// A connection that dies right after the handshake has not proven
+		// itself: the schedule continues rather than resetting (FAULTS #2).
+		proven := time.Since(s.snap.Load().status.ConnectedAt) >= s.spec.Backoff.Max
+		if proven {
+			s.failures = 0
+			s.brk.reset()
+		}
+		// An expired HTTP session is replaced at once, single-flight (this
+		// goroutine), but not twice in a row: a server that forgets every
+		// new session fails like any other (FAULTS #18).
+		if errors.Is(cause, mcp.ErrSessionMissing) && (proven || !s.reinited) {
+			s.reiniting = true
+			return
+		}
+		s.failed(lost)
+	}
+}
+
+// dispose ends the session for removal (SPEC §13): no new requests, the
+// ones in flight drained up to the drain timeout, then abandoned, then the
+// session closed and (stdio) the process group stopped and reaped.
+func (s *supervisor) dispose(c *conn) {
+	s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
+	s.drainAndClose(c)
+}
+
+func (s *supervisor) drainAndClose(c *conn) {
+	limit := min(s.spec.Timeouts.Request, s.m.opts.DrainTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	drained := s.gate.drain(ctx)
+	cancel()
+	if !drained {
+		s.abortCalls(errAbandoned)
+	}
+	c.close()
+}
+
+// errAbandoned cancels requests still in flight when a drain runs out.
+var errAbandoned = errors.New("the server was closed while the request ran")
+
+// finish publishes closing (if not yet) and removed, last of all.
+func (s *supervisor) finish() {
+	s.abortCalls(errAbandoned)
+	if st := s.snap.Load().status.State; st != StateClosing {
+		s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
+	}
+	s.transition(StateRemoved, nil, events.KindRemoved, events.Fields{"reason": s.reason.Load()})
 }
 
 // lostReason explains why a session ended.

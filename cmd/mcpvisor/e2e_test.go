@@ -303,7 +303,7 @@ func TestLogFormatJSON(t *testing.T) {
 			kinds = append(kinds, rec["kind"].(string))
 		}
 	}
-	require.Equal(t, []string{"added", "connecting", "connected", "removed"}, kinds)
+	require.Equal(t, []string{"added", "connecting", "connected", "closing", "removed"}, kinds)
 }
 
 // -e is a one-shot command: unless --log-level says otherwise it logs only

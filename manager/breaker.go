@@ -1,0 +1,94 @@
+package manager
+
+import (
+	"fmt"
+	"time"
+)
+
+// Circuit is the state of a server's circuit breaker (SPEC §5).
+type Circuit int
+
+// The breaker states. The zero value is CircuitClosed.
+const (
+	CircuitClosed   Circuit = iota // attempts follow the backoff schedule
+	CircuitOpen                    // no attempts until the probe is due
+	CircuitHalfOpen                // exactly one probe attempt is in progress
+)
+
+var circuitNames = [...]string{CircuitClosed: "closed", CircuitOpen: "open", CircuitHalfOpen: "half_open"}
+
+func (c Circuit) String() string {
+	if c >= 0 && int(c) < len(circuitNames) {
+		return circuitNames[c]
+	}
+	return fmt.Sprintf("Circuit(%d)", int(c))
+}
+
+// breaker decides when a server's circuit opens and when it may probe. It
+// is pure: the supervisor feeds it outcomes with the time they happened and
+// asks what to do; it owns no goroutine and no timer.
+type breaker struct {
+	cfg   Breaker
+	state Circuit
+	// fails are the times of the consecutive failed attempts, oldest
+	// first, at most cfg.Failures of them.
+	fails    []time.Time
+	openedAt time.Time
+}
+
+func newBreaker(cfg Breaker) *breaker {
+	return &breaker{cfg: cfg}
+}
+
+// failure records a failed attempt at now and reports whether the circuit
+// opened because of it: the cfg.Failures-th consecutive failure within
+// cfg.Window, or a failed half-open probe (which restarts the open timer).
+func (b *breaker) failure(now time.Time) bool {
+	if b.cfg.Disabled {
+		return false
+	}
+	if b.state == CircuitHalfOpen {
+		b.open(now)
+		return true
+	}
+	if len(b.fails) == b.cfg.Failures {
+		b.fails = b.fails[1:]
+	}
+	b.fails = append(b.fails, now)
+	if len(b.fails) == b.cfg.Failures && now.Sub(b.fails[0]) <= b.cfg.Window {
+		b.open(now)
+		return true
+	}
+	return false
+}
+
+func (b *breaker) open(now time.Time) {
+	b.state = CircuitOpen
+	b.openedAt = now
+	b.fails = b.fails[:0]
+}
+
+// success records a successful attempt: the circuit closes and the count
+// resets. It reports the state the circuit was in.
+func (b *breaker) success() Circuit {
+	was := b.state
+	b.reset()
+	return was
+}
+
+// reset closes the circuit and forgets every failure (mcp_reconnect).
+func (b *breaker) reset() {
+	b.state = CircuitClosed
+	b.fails = b.fails[:0]
+	b.openedAt = time.Time{}
+}
+
+// probeAt is when an open circuit lets one probe attempt through.
+func (b *breaker) probeAt() time.Time {
+	return b.openedAt.Add(b.cfg.OpenFor)
+}
+
+// halfOpen lets the probe through.
+func (b *breaker) halfOpen() {
+	b.state = CircuitHalfOpen
+}

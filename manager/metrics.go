@@ -1,0 +1,161 @@
+package manager
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// Metrics are one server's counters (R-MET). Counts cover the server's
+// whole life, across reconnects.
+type Metrics struct {
+	Server  string
+	State   State
+	Circuit Circuit
+	// ConnectedFor is how long the current session has been up (zero when
+	// not connected).
+	ConnectedFor time.Duration
+	// Requests counts requests that reached the server (tool calls,
+	// resource reads, prompt gets), whatever their outcome.
+	Requests uint64
+	Errors   ErrorCounts
+	// Latency is an exponential moving average of request durations
+	// (weight 0.2 for the newest).
+	Latency time.Duration
+	// LastActivity is when a request last started or finished.
+	LastActivity time.Time
+	// InFlight is how many requests are running now.
+	InFlight int
+	// Reconnects counts sessions established after the first.
+	Reconnects uint64
+}
+
+// ErrorCounts splits failed requests by cause.
+type ErrorCounts struct {
+	Timeout    uint64 // our deadline or the caller's ran out
+	Disconnect uint64 // the session was lost under the request
+	Protocol   uint64 // the server answered with a JSON-RPC error or garbage
+	Tool       uint64 // a tool result with isError set
+}
+
+// Total is the sum of every kind.
+func (e ErrorCounts) Total() uint64 { return e.Timeout + e.Disconnect + e.Protocol + e.Tool }
+
+// PoolMetrics are the totals over every server.
+type PoolMetrics struct {
+	Servers    int
+	ByState    map[State]int
+	Requests   uint64
+	Errors     ErrorCounts
+	InFlight   int
+	Reconnects uint64
+}
+
+// emaWeight is the newest sample's weight in Metrics.Latency.
+const emaWeight = 0.2
+
+// callStats accumulates a supervisor's request metrics. Requests update it
+// from any goroutine.
+type callStats struct {
+	mu sync.Mutex
+	// mu guards the following.
+	requests   uint64
+	errors     ErrorCounts
+	latency    float64 // nanoseconds, EMA
+	lastUse    time.Time
+	reconnects uint64
+}
+
+// touch records activity now (a request starting).
+func (c *callStats) touch(now time.Time) {
+	c.mu.Lock()
+	c.lastUse = now
+	c.mu.Unlock()
+}
+
+// lastActivity is when a request last started or finished.
+func (c *callStats) lastActivity() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastUse
+}
+
+// record accounts one request that reached the server, started at start
+// and ended now with err (nil on success) or a tool error result.
+func (c *callStats) record(start, now time.Time, err error, toolError bool) {
+	d := float64(now.Sub(start))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requests++
+	if c.requests == 1 {
+		c.latency = d
+	} else {
+		c.latency += emaWeight * (d - c.latency)
+	}
+	c.lastUse = now
+	switch {
+	case toolError:
+		c.errors.Tool++
+	case err == nil:
+	case errors.Is(err, ErrTimeout):
+		c.errors.Timeout++
+	case errors.Is(err, ErrDisconnected):
+		c.errors.Disconnect++
+	default:
+		c.errors.Protocol++
+	}
+}
+
+func (c *callStats) reconnected() {
+	c.mu.Lock()
+	c.reconnects++
+	c.mu.Unlock()
+}
+
+// metrics fills the counters of m.
+func (c *callStats) fill(m *Metrics) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m.Requests = c.requests
+	m.Errors = c.errors
+	m.Latency = time.Duration(c.latency)
+	m.LastActivity = c.lastUse
+	m.Reconnects = c.reconnects
+}
+
+// Metrics returns one server's counters.
+func (m *Manager) Metrics(name string) (Metrics, error) {
+	s, err := m.lookup(name, "metrics")
+	if err != nil {
+		return Metrics{}, err
+	}
+	return s.metrics(), nil
+}
+
+func (s *supervisor) metrics() Metrics {
+	st := s.snap.Load().status
+	out := Metrics{Server: s.name, State: st.State, Circuit: st.Circuit, InFlight: s.gate.inFlight()}
+	if st.State == StateConnected {
+		out.ConnectedFor = time.Since(st.ConnectedAt)
+	}
+	s.stats.fill(&out)
+	return out
+}
+
+// PoolMetrics returns the totals over every server.
+func (m *Manager) PoolMetrics() PoolMetrics {
+	p := PoolMetrics{ByState: make(map[State]int)}
+	for _, s := range m.supervisors() {
+		sm := s.metrics()
+		p.Servers++
+		p.ByState[sm.State]++
+		p.Requests += sm.Requests
+		p.Errors.Timeout += sm.Errors.Timeout
+		p.Errors.Disconnect += sm.Errors.Disconnect
+		p.Errors.Protocol += sm.Errors.Protocol
+		p.Errors.Tool += sm.Errors.Tool
+		p.InFlight += sm.InFlight
+		p.Reconnects += sm.Reconnects
+	}
+	return p
+}

@@ -1,0 +1,228 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// endKind is why serve returned.
+type endKind int
+
+const (
+	endStop      endKind = iota // the server is being removed
+	endLost                     // the session died (err says why)
+	endIdle                     // idle timeout with nothing in flight
+	endDisable                  // mcp_disable
+	endReconnect                // mcp_reconnect
+	endReinit                   // the HTTP session expired under a request
+)
+
+type ending struct {
+	kind endKind
+	err  error // for endLost
+}
+
+// pingResult is the outcome of one health ping.
+type pingResult struct {
+	latency time.Duration
+	err     error
+}
+
+// serve publishes the connection and keeps it until it ends: the session
+// dies, a ping goes unanswered, the server falls silent, the idle timeout
+// passes with nothing in flight, or a caller asks for something. Meanwhile
+// it re-lists what list_changed notifications and forced discoveries ask
+// for.
+func (s *supervisor) serve(c *conn) ending {
+	s.connected(c)
+	t := s.spec.Timeouts
+
+	lost := make(chan error, 1)
+	go func() { lost <- c.session.Wait() }()
+
+	interval := t.HealthInterval
+	if s.spec.Transport != TransportStdio && t.Keepalive < interval {
+		interval = t.Keepalive // traffic often enough for proxies
+	}
+	pingT := time.NewTimer(interval)
+	defer pingT.Stop()
+	pings := make(chan pingResult, 1)
+	pinging, unsupported := false, false
+
+	silence := time.NewTimer(t.Server)
+	defer silence.Stop()
+
+	var idleC <-chan time.Time
+	if t.Idle != Never {
+		// Re-armed from the last activity by checkIdle.
+		s.idleTimer = time.NewTimer(t.Idle)
+		defer s.idleTimer.Stop()
+		idleC = s.idleTimer.C
+	}
+
+	for {
+		select {
+		case err := <-lost:
+			return ending{kind: endLost, err: c.lostReason(err)}
+		case <-s.ctx.Done():
+			return ending{kind: endStop}
+		case <-pingT.C:
+			if !pinging && !unsupported {
+				pinging = true
+				go s.ping(c, pings)
+			}
+			pingT.Reset(interval)
+		case r := <-pings:
+			pinging = false
+			switch {
+			case r.err == nil:
+				s.heard()
+				s.transition(StateConnected, func(n *snapshot) {
+					n.status.Healthy = true
+					n.status.LastPing = r.latency
+				}, "", nil)
+			case isMethodNotFound(r.err):
+				s.heard()
+				unsupported = true
+				s.transition(StateConnected, func(n *snapshot) { n.status.PingUnsupported = true }, events.KindHealthUnsupported,
+					events.Fields{"error": "the server does not support ping (-32601); watching the session and request errors instead"})
+			default:
+				err := fmt.Errorf("health check failed: ping: %w", r.err)
+				s.m.bus.Publish(events.KindHealthFailed, s.name, events.Fields{"error": err.Error()})
+				return ending{kind: endLost, err: err}
+			}
+		case <-silence.C:
+			quiet := time.Since(time.Unix(0, s.lastRecv.Load()))
+			if quiet >= t.Server {
+				return ending{kind: endLost, err: fmt.Errorf("nothing received from the server for %s", t.Server)}
+			}
+			silence.Reset(t.Server - quiet)
+		case <-idleC:
+			if s.checkIdle() {
+				return ending{kind: endIdle}
+			}
+		case <-s.kick:
+			if s.disabled.Load() {
+				return ending{kind: endDisable}
+			}
+			if s.reconnect.Swap(false) {
+				return ending{kind: endReconnect}
+			}
+			if s.reinit.CompareAndSwap(c.session, nil) {
+				return ending{kind: endReinit}
+			}
+			s.demand.Store(false)
+			_ = s.rediscover(c, listKind(s.dirty.Swap(0)))
+		case req := <-s.requests:
+			req.reply <- s.rediscover(c, req.kinds)
+		}
+	}
+}
+
+// connected publishes a new session: status, events, catalog changes.
+func (s *supervisor) connected(c *conn) {
+	init := c.session.InitializeResult()
+	prev := s.snap.Load().cat
+	now := time.Now()
+	s.dirty.Store(0)
+	s.demand.Store(false)
+	s.reinit.Store(nil)
+	s.heard()
+	s.sessions++
+	if s.sessions > 1 {
+		s.stats.reconnected()
+	}
+	was := s.brk.success()
+	s.gate.open()
+	s.transition(StateConnected, func(n *snapshot) {
+		n.session, n.conn = c.session, c
+		n.cat = c.cat
+		n.status.Attempts = 0
+		n.status.LastError = ""
+		n.status.NextAttempt = time.Time{}
+		n.status.ConnectedAt = now
+		n.status.PID = c.pid()
+		n.status.Healthy = true
+		n.status.LastPing = 0
+		n.status.PingUnsupported = false
+		n.status.setCatalog(c.cat)
+		if init != nil {
+			n.status.Protocol = init.ProtocolVersion
+			if init.ServerInfo != nil {
+				n.status.ServerName = init.ServerInfo.Name
+				n.status.ServerVersion = init.ServerInfo.Version
+			}
+		}
+	}, events.KindConnected, connectedFields(c, init))
+	if was != CircuitClosed {
+		s.m.bus.Publish(events.KindCircuit, s.name, events.Fields{"from": was.String(), "to": "closed"})
+	}
+	s.reinited = s.reiniting
+	if s.reiniting {
+		s.reiniting = false
+		s.m.bus.Publish(events.KindSessionReinitialized, s.name, nil)
+	}
+	if prev != nil { // a reconnect: the server may have changed (R-DISC-3)
+		s.publishChanges(prev, c.cat, listAll)
+	}
+}
+
+// checkIdle closes the gate and reports true when the idle timeout has
+// passed since the last activity with nothing in flight; otherwise it
+// re-arms the timer for when it next could.
+func (s *supervisor) checkIdle() bool {
+	limit := s.spec.Timeouts.Idle
+	last := s.stats.lastActivity()
+	if up := s.snap.Load().status.ConnectedAt; up.After(last) {
+		last = up
+	}
+	if rest := limit - time.Since(last); rest > 0 {
+		s.idleTimer.Reset(rest)
+		return false
+	}
+	if s.gate.tryClose() {
+		return true
+	}
+	s.idleTimer.Reset(limit) // a request is in flight; its end is activity
+	return false
+}
+
+// ping sends one health ping bounded by the health timeout. It runs on its
+// own goroutine so the supervisor keeps serving; it ends when the ping
+// does, at the latest when the session closes.
+func (s *supervisor) ping(c *conn, out chan<- pingResult) {
+	limit := s.spec.Timeouts.HealthTimeout
+	ctx, cancel := context.WithTimeoutCause(context.Background(), limit, timeoutError{limit})
+	defer cancel()
+	start := time.Now()
+	err := c.session.Ping(ctx, nil)
+	if err != nil && ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
+	out <- pingResult{latency: time.Since(start), err: err}
+}
+
+// heard records that the server was just heard from.
+func (s *supervisor) heard() {
+	s.lastRecv.Store(time.Now().UnixNano())
+}
+
+// connectedFields describe a new connection in its event.
+func connectedFields(c *conn, init *mcp.InitializeResult) events.Fields {
+	f := events.Fields{"attempt": c.attempt, "tools": len(c.cat.tools)}
+	if pid := c.pid(); pid != 0 {
+		f["pid"] = pid
+	}
+	if init != nil {
+		f["protocol"] = init.ProtocolVersion
+		if init.ServerInfo != nil {
+			f["server_name"] = init.ServerInfo.Name
+			f["server_version"] = init.ServerInfo.Version
+		}
+	}
+	return f
+}
