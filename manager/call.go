@@ -27,7 +27,7 @@ func (m *Manager) Tools(server string) ([]ToolInfo, error) {
 	var out []ToolInfo
 	for _, s := range sups {
 		snap := s.snap.Load()
-		avail := snap.status.State == StateConnected
+		avail := snap.status.usable()
 		for _, t := range snap.cat.toolList() {
 			out = append(out, ToolInfo{
 				FullName:    s.name + "." + t.Name,

@@ -64,7 +64,7 @@ func (m *Manager) Resources(server string) ([]ResourceInfo, error) {
 		if snap.cat == nil {
 			continue
 		}
-		avail := snap.status.State == StateConnected
+		avail := snap.status.usable()
 		for _, r := range snap.cat.resources {
 			out = append(out, ResourceInfo{Server: s.name, URI: r.URI, Name: r.Name, Title: r.Title,
 				Description: r.Description, MIMEType: r.MIMEType, Available: avail})
@@ -134,7 +134,7 @@ func (m *Manager) Prompts(server string) ([]PromptInfo, error) {
 		if snap.cat == nil {
 			continue
 		}
-		avail := snap.status.State == StateConnected
+		avail := snap.status.usable()
 		for _, p := range snap.cat.prompts {
 			info := PromptInfo{FullName: s.name + "." + p.Name, Server: s.name, Name: p.Name, Title: p.Title,
 				Description: p.Description, Available: avail}

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -91,6 +92,15 @@ func (s *supervisor) serve(c *conn) ending {
 				s.transition(StateConnected, func(n *snapshot) { n.status.PingUnsupported = true }, events.KindHealthUnsupported,
 					events.Fields{"error": "the server does not support ping (-32601); watching the session and request errors instead"})
 			default:
+				if !errors.Is(r.err, ErrTimeout) {
+					// The ping failed fast: the session is most likely ending
+					// under it, and how it ended is the better explanation.
+					select {
+					case err := <-lost:
+						return ending{kind: endLost, err: c.lostReason(err)}
+					case <-time.After(time.Second):
+					}
+				}
 				err := fmt.Errorf("health check failed: ping: %w", r.err)
 				s.m.bus.Publish(events.KindHealthFailed, s.name, events.Fields{"error": err.Error()})
 				return ending{kind: endLost, err: err}
@@ -137,6 +147,7 @@ func (s *supervisor) connected(c *conn) {
 		s.stats.reconnected()
 	}
 	was := s.brk.success()
+	s.trace.connected()
 	s.gate.open()
 	s.transition(StateConnected, func(n *snapshot) {
 		n.session, n.conn = c.session, c

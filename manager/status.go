@@ -71,8 +71,9 @@ type ToolInfo struct {
 	Description string
 	// InputSchema is the tool's JSON schema as the server sent it.
 	InputSchema any
-	// Available is false while its server is not connected (backoff,
-	// failed, disabled); the tool stays listed with its last known shape.
+	// Available is false while its server cannot serve a call (backoff,
+	// circuit open, failed, disabled); the tool stays listed with its last
+	// known shape. An idle server's tools are available: a call reconnects it.
 	Available bool
 }
 
@@ -82,4 +83,10 @@ func (st *Status) setCatalog(c *catalog) {
 	st.Resources = len(c.resources) + len(c.templates)
 	st.Prompts = len(c.prompts)
 	st.DiscoveredAt = c.at
+}
+
+// usable reports whether a call would be served without waiting out a
+// failure: the server is connected, or idle (the call reconnects it).
+func (st *Status) usable() bool {
+	return st.State == StateConnected || st.State == StateIdle
 }

@@ -60,6 +60,7 @@ type supervisor struct {
 	reiniting bool     // the next attempt replaces an expired HTTP session
 	reinited  bool     // the current session replaced an expired one
 	idleTimer *time.Timer
+	trace     *connectTrace // spans of the connection attempts
 }
 
 func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
@@ -78,6 +79,7 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 		kick:       make(chan struct{}, 1),
 		requests:   make(chan refreshReq),
 		brk:        newBreaker(spec.Breaker),
+		trace:      m.tel.connectTrace(name, spec.Endpoint()),
 	}
 	s.reason.Store("removed")
 	s.disabled.Store(spec.Disabled)
@@ -180,7 +182,10 @@ func (s *supervisor) connectLoop() *conn {
 	for s.ctx.Err() == nil && !s.disabled.Load() {
 		probe := false
 		if s.brk.state == CircuitOpen {
-			if !s.pause(s.brk.probeAt()) {
+			endWait := s.trace.backoffWait(s.failures, time.Until(s.brk.probeAt()))
+			ok := s.pause(s.brk.probeAt())
+			endWait()
+			if !ok {
 				return nil
 			}
 			if s.brk.state == CircuitOpen { // not reset by mcp_reconnect meanwhile
@@ -219,6 +224,7 @@ func (s *supervisor) failed(cause error) bool {
 			snap.status.LastError = msg
 			snap.status.NextAttempt = time.Time{}
 		}, events.KindFailed, events.Fields{"attempts": n, "error": msg})
+		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
 		return s.parkFailed()
 	}
 	from := s.brk.state
@@ -240,6 +246,8 @@ func (s *supervisor) failed(cause error) bool {
 		snap.status.LastError = cause.Error()
 		snap.status.NextAttempt = next
 	}, events.KindBackoff, events.Fields{"attempt": n, "delay_ms": delay.Milliseconds(), "error": cause.Error()})
+	endWait := s.trace.backoffWait(n, delay)
+	defer endWait()
 	return s.pause(next)
 }
 
@@ -346,6 +354,8 @@ func (s *supervisor) attempt(n int, probe bool) (c *conn, err error) {
 	s.transition(StateConnecting, func(snap *snapshot) {
 		snap.status.NextAttempt = time.Time{}
 	}, events.KindConnecting, fields)
+	endSpan := s.trace.attempt(n)
+	defer func() { endSpan(err) }() // after the recovery below has set err
 	defer func() {
 		if r := recover(); r != nil {
 			s.m.log.Error("panic in connection attempt", "server", s.name, "panic", r, "stack", string(debug.Stack()))
@@ -425,6 +435,7 @@ var errAbandoned = errors.New("the server was closed while the request ran")
 
 // finish publishes closing (if not yet) and removed, last of all.
 func (s *supervisor) finish() {
+	s.trace.removed()
 	s.abortCalls(errAbandoned)
 	if st := s.snap.Load().status.State; st != StateClosing {
 		s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
