@@ -1,0 +1,143 @@
+package manager_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// expiringServer serves a streamable HTTP MCP server on loopback whose
+// sessions expire after a number of requests (FAULTS §1
+// expire-session-after=N): from then on the session's requests get 404,
+// as from a server that restarted and forgot it.
+type expiringServer struct {
+	url     string
+	toolRun atomic.Int32 // tool calls that reached the tool
+
+	mu sync.Mutex
+	// mu guards the following.
+	after    int            // requests a session may make; 0 = forever
+	requests map[string]int // by session id
+	news     int            // POSTs without a session id (handshakes)
+}
+
+func newExpiringServer(t *testing.T, after int) *expiringServer {
+	t.Helper()
+	e := &expiringServer{after: after, requests: make(map[string]int)}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "expiring", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			e.toolRun.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
+		if id != "" && r.Method == http.MethodPost {
+			e.mu.Lock()
+			e.requests[id]++
+			expired := e.after > 0 && e.requests[id] > e.after
+			e.mu.Unlock()
+			if expired {
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			}
+		}
+		if id == "" && r.Method == http.MethodPost {
+			e.mu.Lock()
+			e.news++
+			e.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	e.url = ts.URL
+	return e
+}
+
+// sessions counts the POSTs made without a session id: those of handshakes.
+func (e *expiringServer) sessions() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.news
+}
+
+func (e *expiringServer) setAfter(n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.after = n
+}
+
+// FAULTS #18: when the server forgets the HTTP session, the call that
+// found out fails saying it may not have run (it is never re-sent), the
+// host starts one new session at once (session_reinitialized, no backoff),
+// and the next call works.
+func TestSessionExpiryReinitializesOnce(t *testing.T) {
+	e := newExpiringServer(t, 6)
+	m := newManager(t, manager.Options{})
+	tl := watch(t, m)
+	require.NoError(t, m.Add("web", decode(t, map[string]any{"url": e.url,
+		"timeouts": map[string]any{"idle": 0, "health_interval": "1h", "health_timeout": "1s"}})))
+	tl.until("web", events.KindConnected, 10*time.Second)
+	handshake := e.sessions() // POSTs without a session id per handshake
+
+	ctx := context.Background()
+	var failed error
+	for i := 0; i < 10 && failed == nil; i++ {
+		_, failed = m.Call(ctx, "web.echo", nil, manager.CallOptions{Timeout: 5 * time.Second})
+	}
+	require.Error(t, failed, "the session expired after 6 requests")
+	requireCode(t, failed, manager.ErrInvocationFailed, "web", `tools/call "echo"`)
+	require.ErrorIs(t, failed, mcp.ErrSessionMissing)
+	require.Contains(t, failed.Error(), "may not have run")
+	ran := e.toolRun.Load()
+
+	evs := lifecycle(tl.until("web", events.KindSessionReinitialized, 10*time.Second))
+	require.Equal(t, []events.Kind{events.KindDisconnected, events.KindConnecting, events.KindConnected,
+		events.KindSessionReinitialized}, kinds(evs), "a new session at once, without backoff")
+	require.Equal(t, 2*handshake, e.sessions(), "exactly one new handshake")
+
+	res, err := m.Call(ctx, "web.echo", nil, manager.CallOptions{Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.Equal(t, ran+1, e.toolRun.Load(), "the failed call was not re-sent behind our back")
+}
+
+// FAULTS #18: a server that forgets every new session at once is not
+// re-initialized in a loop: the second consecutive expiry is a failure
+// that backs off like any other.
+func TestSessionExpiryTwiceBacksOff(t *testing.T) {
+	e := newExpiringServer(t, 4)
+	m := newManager(t, manager.Options{})
+	tl := watch(t, m)
+	require.NoError(t, m.Add("web", decode(t, map[string]any{"url": e.url,
+		"backoff":  map[string]any{"initial": "10ms", "max": "20ms"},
+		"timeouts": map[string]any{"idle": 0, "health_interval": "1h", "health_timeout": "1s"}})))
+	tl.until("web", events.KindConnected, 10*time.Second)
+
+	ctx := context.Background()
+	for i := 0; i < 10; i++ {
+		if _, err := m.Call(ctx, "web.echo", nil, manager.CallOptions{Timeout: 5 * time.Second}); err != nil {
+			break
+		}
+	}
+	tl.until("web", events.KindSessionReinitialized, 10*time.Second)
+	e.setAfter(1) // the new session expires at its first call
+	_, err := m.Call(ctx, "web.echo", nil, manager.CallOptions{Timeout: 5 * time.Second})
+	require.ErrorIs(t, err, mcp.ErrSessionMissing)
+	evs := lifecycle(tl.until("web", events.KindBackoff, 10*time.Second))
+	require.Equal(t, []events.Kind{events.KindDisconnected, events.KindBackoff}, kinds(evs), "no second re-initialization")
+	e.setAfter(0)
+	_, err = m.Wait(ctx, "web", manager.StateConnected)
+	require.NoError(t, err)
+}
