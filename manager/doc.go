@@ -15,12 +15,33 @@
 // The lifecycle is a typed [State]. Every change publishes a new immutable
 // [Status] snapshot (atomic swap) and one event on the [events.Bus]:
 // added → connecting → connected → (disconnected) backoff → connecting … →
-// removed.
+// closing → removed, plus open (circuit), failed, idle and disabled.
+//
+// Failures are paced by the [Backoff] schedule until the [Breaker] sees
+// its number of consecutive failures within its window: the circuit opens
+// (state open) and only one probe attempt runs every OpenFor. A session
+// that is lost within Backoff.Max of connecting has not proven itself and
+// counts as a failure too (a crash loop right after the handshake backs
+// off and trips the breaker). The breaker, the backoff and the retry limit
+// are owned by the supervisor goroutine; only it decides when to attempt.
+//
+// While connected, the supervisor pings the session every health interval
+// (on its own goroutine, bounded by the health timeout; -32601 means the
+// server has no ping, and it is then judged by the session and the server
+// silence timeout), closes it when the idle timeout passes with no request
+// in flight (state idle: the next request wakes it), and re-lists what
+// list_changed notifications announce. Requests pass a gate that counts
+// them, so neither the idle close nor a disposal closes a session under a
+// request; disposal drains the gate up to [Options.DrainTimeout] and then
+// abandons what is left.
 //
 // Callers never connect. [Manager.Call] on a server that is connecting or
 // backing off waits for the supervisor's attempt, up to the call's timeout,
-// so connecting is single-flight by construction.
-//
+// so connecting is single-flight by construction; other goroutines ask the
+// supervisor for things (reconnect, enable, disable, a new HTTP session,
+// waking an idle server) by setting a flag and kicking it, so repeated
+// requests coalesce.
+
 // # Processes
 //
 // Stdio servers run in their own process group with pipes the host owns;
@@ -38,6 +59,16 @@
 //
 // Test codes with errors.Is against the Err* sentinels; deadlines of ours
 // also match [ErrTimeout].
+//
+// # Telemetry
+//
+// With [Options.TracerProvider] and [Options.MeterProvider] (or the otel
+// globals) the manager records the spans of SPEC §12 — mcp.add,
+// mcp.connect_loop with its mcp.connect_attempt and mcp.backoff_wait
+// children, mcp.tool_call (a child of the caller's span, its W3C trace
+// context sent in the request's _meta) and mcp.remove — and the metrics
+// mcpvisor.requests, mcpvisor.request.duration, mcpvisor.errors,
+// mcpvisor.connections and mcpvisor.reconnects (telemetry.go).
 //
 // # Concurrency
 //
