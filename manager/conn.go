@@ -79,10 +79,13 @@ func (s *supervisor) connect() (*conn, error) {
 	fail := func(op string, err error) (*conn, error) {
 		timer.Stop()
 		unlink()
-		c.close()
 		if context.Cause(ctx) == errConnectTimeout {
+			// Report the timeout when it happens; stopping a hung process
+			// takes its grace periods, which finish waits for.
+			s.closers.Go(c.close)
 			return nil, newError(CodeConnectionTimeout, s.name, op, timeoutError{limit})
 		}
+		c.close()
 		if ctx.Err() != nil && s.ctx.Err() != nil {
 			return nil, newError(CodeClosed, s.name, op, errors.New("server removed"))
 		}

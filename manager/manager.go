@@ -131,7 +131,11 @@ func (m *Manager) Add(name string, spec Spec) (err error) {
 	m.servers[nameKey(n)] = s
 	m.mu.Unlock()
 
-	m.bus.Publish(events.KindAdded, n, events.Fields{"transport": string(spec.Transport), "endpoint": spec.Endpoint()})
+	added := events.Fields{"transport": string(spec.Transport), "endpoint": spec.Endpoint()}
+	if spec.Disabled {
+		added["enabled"] = false // it starts disabled, with no disabled event
+	}
+	m.bus.Publish(events.KindAdded, n, added)
 	go s.run()
 	return nil
 }

@@ -147,7 +147,7 @@ func TestProcessCrashRestarts(t *testing.T) {
 	require.Contains(t, lost, "exit status 3")
 	require.Contains(t, lost, "fakemcp: crashing", "the last stderr lines say what happened")
 
-	evs = tl.until("x", events.KindConnected, patience)
+	evs = lifecycle(tl.until("x", events.KindConnected, patience))
 	require.Equal(t, []events.Kind{events.KindBackoff, events.KindConnecting, events.KindConnected}, kinds(evs))
 	second, err := m.Status("x")
 	require.NoError(t, err)

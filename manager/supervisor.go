@@ -61,6 +61,8 @@ type supervisor struct {
 	reinited  bool     // the current session replaced an expired one
 	idleTimer *time.Timer
 	trace     *connectTrace // spans of the connection attempts
+
+	closers sync.WaitGroup // connections of timed-out attempts still stopping
 }
 
 func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
@@ -182,7 +184,7 @@ func (s *supervisor) connectLoop() *conn {
 	for s.ctx.Err() == nil && !s.disabled.Load() {
 		probe := false
 		if s.brk.state == CircuitOpen {
-			endWait := s.trace.backoffWait(s.failures, time.Until(s.brk.probeAt()))
+			endWait := s.trace.circuitWait(s.failures, s.brk.probeAt())
 			ok := s.pause(s.brk.probeAt())
 			endWait()
 			if !ok {
@@ -293,6 +295,7 @@ func (s *supervisor) parkFailed() bool {
 
 // parkDisabled publishes StateDisabled (once) and waits to be enabled.
 func (s *supervisor) parkDisabled() {
+	s.trace.stopped("disabled")
 	if s.snap.Load().status.State != StateDisabled {
 		s.transition(StateDisabled, func(snap *snapshot) { snap.status.NextAttempt = time.Time{} }, events.KindDisabled, nil)
 	}
@@ -435,8 +438,9 @@ var errAbandoned = errors.New("the server was closed while the request ran")
 
 // finish publishes closing (if not yet) and removed, last of all.
 func (s *supervisor) finish() {
-	s.trace.removed()
+	s.trace.stopped(s.reason.Load().(string))
 	s.abortCalls(errAbandoned)
+	s.closers.Wait()
 	if st := s.snap.Load().status.State; st != StateClosing {
 		s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
 	}

@@ -39,6 +39,7 @@ const (
 	attrDelayMS       = attribute.Key("mcp.backoff.delay_ms")
 	attrReconnect     = attribute.Key("mcp.reconnect")
 	attrOutcome       = attribute.Key("mcp.outcome")
+	attrCircuit       = attribute.Key("mcp.circuit")
 	attrTool          = attribute.Key("mcp.tool")
 	attrToolIsError   = attribute.Key("mcp.tool.is_error")
 	attrMethod        = attribute.Key("mcp.method")
@@ -142,8 +143,12 @@ func otelErrorType(err error) string {
 	if errors.As(err, &e) && e.Code != "" {
 		return string(e.Code)
 	}
-	return "_OTHER" // the OTel conventions' fallback value
+	return otherErrorType
 }
+
+// otherErrorType is the OTel conventions' error.type when nothing better
+// is known.
+const otherErrorType = "_OTHER"
 
 // markFailed marks span as failed with err.
 func markFailed(span trace.Span, err error) {
@@ -249,7 +254,7 @@ func (c *callSpan) end(res *mcp.CallToolResult, err error) {
 	if c.server != "" {
 		attrs = append(attrs, attrServer.String(c.server))
 	}
-	ctx := context.Background()
+	ctx := trace.ContextWithSpan(context.Background(), c.span) // exemplars point at the span
 	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
 	c.t.requests.Add(ctx, 1, set)
 	switch {
@@ -303,9 +308,10 @@ func (c metaCarrier) Keys() []string {
 // connectTrace traces one server's connection attempts: each run of
 // attempts is one mcp.connect_loop span (a root span: its own trace), with
 // an mcp.connect_attempt child per attempt and an mcp.backoff_wait child
-// per wait between them. A loop opens lazily at the first attempt or wait
-// after the server was added or its session was lost, and ends when the
-// server connects (OK), gives up (error) or is removed.
+// per wait between them (backoff, or circuit open until the probe). A loop
+// opens lazily at the first attempt or wait after the server was added or
+// its session ended, and ends when the server connects (OK), gives up
+// (error), or stops trying because it is removed or disabled (unset).
 //
 // The supervisor goroutine calls it; the mutex only makes a stray call from
 // elsewhere harmless. Every method is safe on a nil *connectTrace.
@@ -387,6 +393,24 @@ func (c *connectTrace) backoffWait(n int, d time.Duration) func() {
 	return func() { span.End() }
 }
 
+// circuitWait starts the span of the wait until the breaker's probe after
+// the n-th consecutive failure: an mcp.backoff_wait with mcp.circuit=open.
+func (c *connectTrace) circuitWait(n int, until time.Time) func() {
+	if c == nil {
+		return func() {}
+	}
+	c.mu.Lock()
+	ctx := c.openLocked()
+	c.mu.Unlock()
+	_, span := c.t.tracer.Start(ctx, spanBackoffWait, trace.WithAttributes(
+		attrServer.String(c.server),
+		attrAttempt.Int(n),
+		attrDelayMS.Int64(time.Until(until).Milliseconds()),
+		attrCircuit.String("open"),
+	))
+	return func() { span.End() }
+}
+
 // connected ends the open loop as successful; a session after an earlier
 // one counts as a reconnect.
 func (c *connectTrace) connected() {
@@ -404,6 +428,7 @@ func (c *connectTrace) connected() {
 }
 
 // failed ends the open loop with err: the server gave up (state failed).
+// Its error.type is err's code, or CONNECTION_FAILED.
 func (c *connectTrace) failed(err error) {
 	if c == nil {
 		return
@@ -414,12 +439,16 @@ func (c *connectTrace) failed(err error) {
 }
 
 // removed ends the open loop, if any, because the server is going away.
-func (c *connectTrace) removed() {
+func (c *connectTrace) removed() { c.stopped("removed") }
+
+// stopped ends the open loop, if any, because the server stopped trying
+// for reason: "removed", "replaced", "shutdown", "disabled".
+func (c *connectTrace) stopped(reason string) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
-	c.endLocked(codes.Unset, "", "removed", nil)
+	c.endLocked(codes.Unset, "", reason, nil)
 	c.mu.Unlock()
 }
 
@@ -429,6 +458,9 @@ func (c *connectTrace) endLocked(code codes.Code, desc, outcome string, err erro
 	}
 	if err != nil {
 		markFailed(c.loop, err)
+		if otelErrorType(err) == otherErrorType {
+			c.loop.SetAttributes(attrErrorType.String(string(CodeConnectionFailed)))
+		}
 	} else {
 		c.loop.SetStatus(code, desc)
 	}
