@@ -37,6 +37,14 @@ func statusTable(L *lua.LState, st manager.Status) *lua.LTable {
 	if !st.NextAttempt.IsZero() {
 		t.RawSetString("next_attempt_in", lua.LNumber(math.Round(max(0, time.Until(st.NextAttempt).Seconds())*1000)/1000))
 	}
+	t.RawSetString("circuit", lua.LString(st.Circuit.String()))
+	t.RawSetString("healthy", lua.LBool(st.Healthy))
+	if st.LastPing > 0 {
+		t.RawSetString("last_ping_ms", lua.LNumber(float64(st.LastPing.Microseconds())/1000))
+	}
+	if st.PingUnsupported {
+		t.RawSetString("ping_unsupported", lua.LTrue)
+	}
 	if st.ServerName != "" || st.ServerVersion != "" {
 		srv := L.NewTable()
 		setString(srv, "name", st.ServerName)
@@ -61,7 +69,9 @@ func toolTable(L *lua.LState, ti manager.ToolInfo) *lua.LTable {
 }
 
 func eventTable(L *lua.LState, e events.Event) *lua.LTable {
-	t := L.NewTable()
+	// Sized exactly: L.NewTable preallocates 32 slots and 32 keys, and an
+	// event table is made for every event a hook sees.
+	t := L.CreateTable(0, len(e.Fields)+4)
 	for k, v := range e.Fields {
 		t.RawSetString(k, ToLua(L, v))
 	}
@@ -76,8 +86,8 @@ func eventTable(L *lua.LState, e events.Event) *lua.LTable {
 // sent it, structured content decoded, is_error a plain flag, text the
 // joined text parts.
 func resultTable(L *lua.LState, res *mcp.CallToolResult) *lua.LTable {
-	t := L.NewTable()
-	content := L.NewTable()
+	t := L.CreateTable(0, 4)
+	content := L.CreateTable(len(res.Content), 0)
 	var text []string
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {

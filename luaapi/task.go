@@ -178,12 +178,14 @@ func (r *Runtime) thread() *lua.LState {
 }
 
 // recycle keeps a thread whose task ran to its end (gopher-lua marks it
-// dead, but its stacks are clean and it can run a new function; a thread
-// that failed is dropped, its state is not).
+// dead, but its call stack is unwound and it can run a new function; a
+// thread that failed is dropped, its state is not). The finished function
+// and its results are still on its value stack: clear them.
 func (r *Runtime) recycle(co *lua.LState) {
-	if len(r.idle) >= maxIdleThreads || co.GetTop() != 0 {
+	if len(r.idle) >= maxIdleThreads {
 		return
 	}
+	co.SetTop(0)
 	co.Dead = false
 	co.RemoveContext()
 	r.idle = append(r.idle, co)
