@@ -14,7 +14,7 @@ type Kind string
 
 // The event kinds. Fields each kind carries are listed beside it.
 const (
-	KindAdded                Kind = "added"                 // transport, endpoint
+	KindAdded                Kind = "added"                 // transport, endpoint; enabled = false if declared disabled
 	KindRemoved              Kind = "removed"               // reason
 	KindConnecting           Kind = "connecting"            // attempt
 	KindConnected            Kind = "connected"             // attempt, tools, protocol, server_name, server_version, pid

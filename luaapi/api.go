@@ -31,6 +31,12 @@ func (r *Runtime) install() {
 		"after":     r.luaAfter,
 		"every":     r.luaEvery,
 		"import":    r.luaImport,
+		"reconnect": r.luaReconnect,
+		"enable":    r.luaEnable,
+		"disable":   r.luaDisable,
+		"metrics":   r.luaMetrics,
+		"hud":       r.luaHUD,
+		"hud_model": r.luaHUDModel,
 	} {
 		f := L.NewFunction(fn)
 		mod.RawSetString(name, f)

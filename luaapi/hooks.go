@@ -64,6 +64,7 @@ func (r *Runtime) drainEvents() {
 		if !ok || err != nil {
 			return
 		}
+		r.hud.Apply(e)
 		r.dispatch(e)
 	}
 	r.postAsync(r.drainEvents) // more queued: continue after other work

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/events/hud"
 	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	lua "github.com/yuin/gopher-lua"
@@ -35,6 +36,11 @@ type Manager interface {
 	Prompts(server string) ([]manager.PromptInfo, error)
 	GetPrompt(ctx context.Context, name string, args map[string]string, timeout time.Duration) (*mcp.GetPromptResult, error)
 	Bus() *events.Bus
+	Reconnect(name string) error
+	Enable(name string) error
+	Disable(name string) error
+	Metrics(name string) (manager.Metrics, error)
+	PoolMetrics() manager.PoolMetrics
 }
 
 // Options configures a [Runtime].
@@ -57,6 +63,9 @@ type Options struct {
 	// SliceBudget bounds how long a hook, timer or callback may run between
 	// two suspensions before it is stopped. If zero, 100ms.
 	SliceBudget time.Duration
+	// HUD is the terminal display that mcp_hud switches. If nil, there is
+	// no terminal and mcp_hud says so.
+	HUD HUD
 }
 
 // Runtime is the Lua control plane: one goroutine (the loop) owns the Lua
@@ -78,6 +87,7 @@ type Runtime struct {
 	timers  map[int]*callback // mcp_after, mcp_every by id
 	nextID  int               // last hook or timer id
 	config  configState       // what the config file declared
+	hud     hud.Model         // mcp_hud_model's view, fed by the loop's subscription
 
 	work chan func() // closures to run on the loop
 
@@ -135,6 +145,7 @@ func New(opts Options) (*Runtime, error) {
 	r.L = newState(opts.ScriptDir)
 	r.install()
 	r.sub = opts.Manager.Bus().Subscribe(events.SubscribeOptions{QueueSize: 4096})
+	r.hud.ApplyAll(opts.Manager.Bus().History(0)) // servers added before us; the overlap is skipped
 	go r.loop()
 	return r, nil
 }

@@ -41,9 +41,13 @@ type host struct {
 	out     *swapWriter // where print goes: stdout, or through readline
 	log     *slog.Logger
 	logDone chan struct{}
+	otel    *hostTelemetry // exporters per OTEL_*; flushed at shutdown
+	hud     *hudDisplay    // the live status block, when stdout is a terminal
 }
 
 func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
+	interactive := !cfg.hasCode && isTerminal(stdin)
+	stdout, stderr, hud := terminalHUD(cfg, interactive, stdout, stderr)
 	logOut := &swapWriter{w: stderr}
 	logger := newLogger(cfg, logOut)
 	path, src, err := startupSource(cfg.file)
@@ -51,14 +55,19 @@ func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpvisor: %v\n", err)
 		return 1
 	}
+	tel, err := newTelemetry(context.Background(), logOut, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpvisor: %v\n", err)
+		return 1
+	}
 	outSwap := &swapWriter{w: stdout}
-	h := startHost(logger, logOut, outSwap, filepath.Dir(path))
-	interactive := !cfg.hasCode && isTerminal(stdin)
+	h := startHost(logger, logOut, outSwap, filepath.Dir(path), tel, hud)
 	// Signals are handled until the very end, so one during the graceful
 	// shutdown still forces exit rather than killing us half-way.
 	ctx, stopSignals := h.handleSignals(interactive, stderr)
 	defer stopSignals()
 	code := h.drive(ctx, cfg, interactive, path, src, stdin, stdout, stderr)
+	h.hud.Stop() // the terminal is whole again before the shutdown's logs
 	if err := h.shutdown(); err != nil {
 		fmt.Fprintf(stderr, "mcpvisor: %v\n", err)
 		return 1
@@ -85,6 +94,7 @@ func (h *host) handleSignals(interactive bool, stderr io.Writer) (context.Contex
 					continue
 				}
 				if n++; n >= 2 {
+					h.hud.resetRegion()
 					fmt.Fprintln(stderr, "mcpvisor: forced exit")
 					os.Exit(130)
 				}
@@ -100,15 +110,22 @@ func (h *host) handleSignals(interactive bool, stderr io.Writer) (context.Contex
 	}
 }
 
-func startHost(logger *slog.Logger, logOut, stdout *swapWriter, dir string) *host {
-	h := &host{bus: events.NewBus(events.Options{}), logOut: logOut, out: stdout, log: logger, logDone: make(chan struct{})}
+func startHost(logger *slog.Logger, logOut, stdout *swapWriter, dir string, tel *hostTelemetry, hud *hudOptions) *host {
+	h := &host{bus: events.NewBus(events.Options{}), logOut: logOut, out: stdout, log: logger, logDone: make(chan struct{}), otel: tel}
 	sub := h.bus.Subscribe(events.SubscribeOptions{})
 	go func() {
 		defer close(h.logDone)
 		_ = events.Log(context.Background(), sub, logger)
 	}()
-	h.mgr = manager.New(manager.Options{Bus: h.bus, Logger: logger, Version: version()})
-	rt, err := luaapi.New(luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts"), Logger: logger})
+	h.mgr = manager.New(manager.Options{Bus: h.bus, Logger: logger, Version: version(),
+		TracerProvider: tel.tracerProvider(), MeterProvider: tel.meterProvider()})
+	var hudAPI luaapi.HUD // nil without a terminal: mcp_hud says so
+	if hud != nil {
+		hud.Bus = h.bus
+		h.hud = startHUD(*hud)
+		hudAPI = h.hud
+	}
+	rt, err := luaapi.New(luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts"), Logger: logger, HUD: hudAPI})
 	if err != nil {
 		panic(err) // only for a missing manager
 	}
@@ -172,6 +189,12 @@ func (h *host) shutdown() error {
 	err := h.mgr.Close(ctx)
 	h.bus.Close()
 	<-h.logDone
+	// Last, so the spans of the shutdown itself are exported too.
+	flush, cancelFlush := context.WithTimeout(context.Background(), telemetryFlushTimeout)
+	defer cancelFlush()
+	if ferr := h.otel.shutdown(flush); ferr != nil {
+		h.log.Warn("telemetry not fully exported", "error", ferr)
+	}
 	return err
 }
 

@@ -35,6 +35,11 @@ Flags:
   --log-level LEVEL     debug, info, warn or error (default info; warn with -e)
   --log-format FORMAT   text or json (default text)
   --no-watch            do not reload the config when it changes on disk
+  --hud                 show the live status block (HUD) at the top of the
+                        terminal: a line per server with its state, tools,
+                        latency, retry countdown and last error (the default
+                        at an interactive REPL; needs stdout to be a terminal)
+  --no-hud              start without it (mcp_hud(true) shows it later)
 
 Modes:
   With -e, CODE runs once and mcpvisor exits.
@@ -55,7 +60,8 @@ Examples:
 
 In Lua (see README.md):
   declare  mcp_add, mcp_remove, mcp_import
-  look     mcp_status, mcp_servers, mcp_events, mcp_wait
+  look     mcp_status, mcp_servers, mcp_events, mcp_wait, mcp_hud,
+           mcp_hud_model
   use      mcp_tools, mcp_call, mcp_call_cb, mcp_discover, mcp_resources,
            mcp_read, mcp_prompts, mcp_prompt
   react    mcp_on, mcp_off, mcp_after, mcp_every, sleep
@@ -119,7 +125,17 @@ type config struct {
 	logLevel  string
 	logFormat string
 	noWatch   bool
+	hud       hudMode
 }
+
+// hudMode is what --hud and --no-hud asked for.
+type hudMode int
+
+const (
+	hudAuto hudMode = iota // shown at an interactive REPL
+	hudOn
+	hudOff
+)
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
@@ -130,6 +146,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "")
 	fs.StringVar(&c.logFormat, "log-format", "text", "")
 	fs.BoolVar(&c.noWatch, "no-watch", false, "")
+	var hudFlag, noHUDFlag bool
+	fs.BoolVar(&hudFlag, "hud", false, "")
+	fs.BoolVar(&noHUDFlag, "no-hud", false, "")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -142,6 +161,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			levelSet = true
 		}
 	})
+	switch {
+	case hudFlag && noHUDFlag:
+		return c, errors.New("--hud and --no-hud contradict each other; give one")
+	case hudFlag:
+		c.hud = hudOn
+	case noHUDFlag:
+		c.hud = hudOff
+	}
 	if c.hasCode && !levelSet {
 		c.logLevel = "warn" // a one-shot command prints its result, not the lifecycle
 	}

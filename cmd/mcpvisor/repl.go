@@ -129,6 +129,10 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 		EOFPrompt:         "",
 		HistorySearchFold: true,
 		AutoComplete:      completer{rt: h.rt},
+		// Through the terminal's lock, which HUD frames take too.
+		Stdout:              stdout,
+		Stderr:              stderr,
+		FuncFilterInputRune: h.hud.filterKey,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpvisor: cannot start the REPL: %v\n", err)

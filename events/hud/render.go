@@ -1,0 +1,276 @@
+package hud
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// maxNameWidth caps the name column; longer names are cut with "…".
+const maxNameWidth = 20
+
+// Layout says how to lay rows out as text.
+type Layout struct {
+	// Width is the number of columns every line fits in. If zero or less,
+	// nothing is rendered.
+	Width int
+	// MaxLines bounds the lines, summary included; when the servers do not
+	// fit, the last line says how many more there are. If zero, no bound;
+	// otherwise at least 2.
+	MaxLines int
+	// Missed is shown in the summary when not zero ([Model.Missed]).
+	Missed uint64
+}
+
+// Render lays rows out in width columns: the summary line, then one line
+// per server. Lines are joined with "\n", without a trailing newline.
+func Render(rows []Row, width int) string {
+	return strings.Join(Lines(rows, Layout{Width: width}), "\n")
+}
+
+// Lines lays rows out as lines of at most l.Width columns each: the summary
+// (`mcpvisor: 3 servers · 2 connected · 1 retrying`), then one line per
+// server with aligned columns (glyph, name, transport, tools, latency)
+// followed by its status and last error, cut with "…" where the width ends.
+// Lines never hold control characters.
+func Lines(rows []Row, l Layout) []string {
+	if l.Width <= 0 {
+		return nil
+	}
+	shown := rows
+	more := 0
+	if l.MaxLines > 0 {
+		limit := max(l.MaxLines, 2) - 1 // the summary takes one line
+		if len(rows) > limit {
+			shown, more = rows[:limit-1], len(rows)-(limit-1)
+		}
+	}
+	out := make([]string, 0, len(shown)+2)
+	head := summary(rows, l.Missed, false)
+	if Width(head) > l.Width {
+		head = summary(rows, l.Missed, true)
+	}
+	out = append(out, Truncate(head, l.Width))
+	cols := measure(shown, l.Width)
+	for _, r := range shown {
+		out = append(out, Truncate(cols.line(r), l.Width))
+	}
+	if more > 0 {
+		out = append(out, Truncate(fmt.Sprintf("  … and %d more (mcp_hud_model() lists them all)", more), l.Width))
+	}
+	return out
+}
+
+// summary is the first line: the server count and how many are in each
+// state that has any, in words ("2 connected") or, compact, by glyph ("2●").
+func summary(rows []Row, missed uint64, compact bool) string {
+	if len(rows) == 0 {
+		s := "mcpvisor: no servers"
+		if missed > 0 {
+			s += fmt.Sprintf(" · missed %d %s", missed, plural(int(missed), "event", "events"))
+		}
+		return s
+	}
+	n := map[State]int{}
+	for _, r := range rows {
+		n[r.State]++
+	}
+	parts := []string{fmt.Sprintf("mcpvisor: %d %s", len(rows), plural(len(rows), "server", "servers"))}
+	var counts []string
+	for _, st := range []struct {
+		state State
+		label string
+	}{
+		{StateConnected, "connected"},
+		{StateConnecting, "connecting"},
+		{StateBackoff, "retrying"},
+		{StateOpen, "circuit open"},
+		{StateFailed, "failed"},
+		{StateIdle, "idle"},
+		{StateDisabled, "disabled"},
+		{StateClosing, "closing"},
+	} {
+		switch c := n[st.state]; {
+		case c == 0:
+		case compact:
+			counts = append(counts, fmt.Sprintf("%d%s", c, st.state.Glyph()))
+		default:
+			parts = append(parts, fmt.Sprintf("%d %s", c, st.label))
+		}
+	}
+	if compact {
+		parts = append(parts, strings.Join(counts, " "))
+	}
+	if missed > 0 {
+		parts = append(parts, fmt.Sprintf("missed %d %s", missed, plural(int(missed), "event", "events")))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// columns are the widths of the aligned columns of one block; a zero
+// width leaves that column out.
+type columns struct {
+	name, transport, tools, latency int
+}
+
+// minStatus is the room measure tries to leave for the status and error.
+const minStatus = 28
+
+// measure sizes the columns for rows. When width leaves the status less than
+// minStatus columns, it gives up, in turn, the transport, name columns over
+// 12, the latency, the tool count and name columns over 8.
+func measure(rows []Row, width int) columns {
+	var c columns
+	for _, r := range rows {
+		c.name = max(c.name, min(Width(sanitize(r.Name)), maxNameWidth))
+		c.transport = max(c.transport, Width(sanitize(r.Transport)))
+		c.tools = max(c.tools, len(fmt.Sprint(r.Tools)))
+		c.latency = max(c.latency, len(latency(r)))
+	}
+	narrow := func(floor int) {
+		if over := c.fixed() + minStatus - width; over > 0 {
+			c.name = max(c.name-over, min(c.name, floor))
+		}
+	}
+	for _, step := range []func(){
+		func() { c.transport = 0 },
+		func() { narrow(12) },
+		func() { c.latency = 0 },
+		func() { c.tools = 0 },
+		func() { narrow(8) },
+	} {
+		if width-c.fixed() >= minStatus {
+			break
+		}
+		step()
+	}
+	return c
+}
+
+// fixed is the width of everything before the status.
+func (c columns) fixed() int {
+	n := 2 + c.name // glyph, space, name
+	if c.transport > 0 {
+		n += 2 + c.transport
+	}
+	if c.tools > 0 {
+		n += 2 + c.tools + 6 // " tools"
+	}
+	if c.latency > 0 {
+		n += 2 + c.latency
+	}
+	return n
+}
+
+// line is one server's line, before it is cut to the width.
+func (c columns) line(r Row) string {
+	var b strings.Builder
+	b.WriteString(r.Glyph)
+	b.WriteString(" ")
+	b.WriteString(padRight(sanitize(r.Name), c.name))
+	if c.transport > 0 {
+		b.WriteString("  ")
+		b.WriteString(padRight(sanitize(r.Transport), c.transport))
+	}
+	if c.tools > 0 {
+		b.WriteString("  ")
+		b.WriteString(padLeft(fmt.Sprint(r.Tools), c.tools))
+		b.WriteString(" ")
+		b.WriteString(padRight(plural(r.Tools, "tool", "tools"), 5))
+	}
+	if c.latency > 0 {
+		b.WriteString("  ")
+		b.WriteString(padLeft(latency(r), c.latency))
+	}
+	if s := status(r); s != "" {
+		b.WriteString("  ")
+		b.WriteString(s)
+	}
+	return strings.TrimRight(b.String(), " ")
+}
+
+// status says what the server is doing and what went wrong last.
+func status(r Row) string {
+	var parts []string
+	switch r.State {
+	case StateConnecting:
+		switch {
+		case r.Probe:
+			parts = append(parts, fmt.Sprintf("probing (attempt %d)", r.Attempt))
+		case r.Attempt > 1:
+			parts = append(parts, fmt.Sprintf("connecting (attempt %d)", r.Attempt))
+		default:
+			parts = append(parts, "connecting")
+		}
+	case StateBackoff:
+		if r.RetryIn > 0 {
+			parts = append(parts, fmt.Sprintf("retry in %s (attempt %d)", Countdown(r.RetryIn), r.Attempt))
+		} else {
+			parts = append(parts, fmt.Sprintf("retrying (attempt %d)", r.Attempt))
+		}
+	case StateOpen:
+		if r.ProbeIn > 0 {
+			parts = append(parts, "circuit open", "probe in "+Countdown(r.ProbeIn))
+		} else {
+			parts = append(parts, "circuit open", "probe due")
+		}
+	case StateFailed:
+		if r.Error == "" {
+			parts = append(parts, "failed")
+		} // else the error says it: "gave up after 5 attempts: …"
+	case StateIdle, StateDisabled, StateClosing:
+		parts = append(parts, string(r.State))
+	}
+	if r.Circuit == CircuitHalfOpen && !r.Probe {
+		parts = append(parts, "circuit half-open")
+	}
+	if r.FailedCalls > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed %s", r.FailedCalls, plural(r.FailedCalls, "call", "calls")))
+	}
+	if r.Error != "" {
+		parts = append(parts, sanitize(r.Error))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// latency is the average call duration ("<1ms", "2.5ms", "12ms", "1.2s"), or
+// "" before the first call.
+func latency(r Row) string {
+	d := r.Latency
+	switch {
+	case r.Calls == 0:
+		return ""
+	case d < time.Millisecond: // durations come in whole milliseconds
+		return "<1ms"
+	case d.Round(100*time.Microsecond) < 10*time.Millisecond:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d.Round(100*time.Millisecond) < 10*time.Second:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return fmt.Sprintf("%ds", int(d.Round(time.Second).Seconds()))
+}
+
+// Countdown renders a time left: "2.4s" under ten seconds, then "12s",
+// "3m05s", "2h10m".
+func Countdown(d time.Duration) string {
+	switch {
+	case d.Round(100*time.Millisecond) < 10*time.Second:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Round(time.Second).Seconds()))
+	case d < time.Hour:
+		d = d.Round(time.Second)
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	d = d.Round(time.Minute)
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,138 @@
+package hud_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/events/hud"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+// fleet is a model with a server in every state, some with long errors,
+// wide-rune names and tool calls: what the golden files show.
+func fleet() *hud.Model {
+	var s script
+	s.at(0, events.KindAdded, "demo", events.Fields{"transport": "stdio"})
+	s.at(0, events.KindConnected, "demo", events.Fields{"attempt": 1, "tools": 4})
+	for _, d := range []int{2, 3, 2, 4} {
+		s.at(0, events.KindToolCall, "demo", events.Fields{"tool": "echo", "duration_ms": d})
+	}
+	s.at(0, events.KindAdded, "broken", events.Fields{"transport": "stdio"})
+	s.at(time.Second, events.KindBackoff, "broken", events.Fields{"attempt": 2, "delay_ms": 2400,
+		"error": `server "broken": spawn: fork/exec /nonexistent/prog: no such file or directory`})
+	s.at(0, events.KindAdded, "remote", events.Fields{"transport": "http"})
+	s.at(time.Second, events.KindCircuit, "remote", events.Fields{"from": "closed", "to": "open", "failures": 5,
+		"probe_in_ms": 12000, "error": `server "remote": connect: dial tcp 127.0.0.1:9: connect: connection refused`})
+	s.at(0, events.KindAdded, "gone", events.Fields{"transport": "sse"})
+	s.at(0, events.KindFailed, "gone", events.Fields{"attempts": 6, "error": "gave up after 6 attempts: 401 Unauthorized"})
+	s.at(0, events.KindAdded, "off", events.Fields{"transport": "stdio"})
+	s.at(0, events.KindDisabled, "off", nil)
+	s.at(0, events.KindAdded, "東京-files", events.Fields{"transport": "stdio"})
+	s.at(0, events.KindConnected, "東京-files", events.Fields{"attempt": 1, "tools": 12})
+	s.at(0, events.KindToolCall, "東京-files", events.Fields{"tool": "read", "duration_ms": 1250, "is_error": true})
+	s.at(0, events.KindAdded, "a-server-with-a-very-long-name", events.Fields{"transport": "http"})
+	s.at(0, events.KindConnecting, "a-server-with-a-very-long-name", events.Fields{"attempt": 2})
+	return s.model()
+}
+
+// now is when the golden files are rendered: the backoff and the circuit
+// opened one second after t0.
+var now = t0.Add(1500 * time.Millisecond)
+
+func TestHUDRenderGolden(t *testing.T) {
+	m := fleet()
+	var empty hud.Model
+	tests := []struct {
+		name   string
+		rows   []hud.Row
+		layout hud.Layout
+	}{
+		{"fleet_100", m.View(now), hud.Layout{Width: 100}},
+		{"fleet_60", m.View(now), hud.Layout{Width: 60}},
+		{"fleet_24", m.View(now), hud.Layout{Width: 24}},
+		{"fleet_max5_missed", m.View(now), hud.Layout{Width: 80, MaxLines: 5, Missed: 3}},
+		{"empty", empty.View(now), hud.Layout{Width: 80}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := strings.Join(hud.Lines(tt.rows, tt.layout), "\n") + "\n"
+			golden := filepath.Join("testdata", tt.name+".golden")
+			if *update {
+				require.NoError(t, os.MkdirAll("testdata", 0o755))
+				require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err, "run go test ./events/hud -run HUDRenderGolden -update to create it")
+			assert.Equal(t, string(want), got, "%s differs; if the change is intended, rerun with -update", golden)
+			for _, l := range hud.Lines(tt.rows, tt.layout) {
+				assert.LessOrEqual(t, hud.Width(l), tt.layout.Width, "line %q", l)
+			}
+		})
+	}
+	assert.Equal(t, strings.Join(hud.Lines(m.View(now), hud.Layout{Width: 100}), "\n"), hud.Render(m.View(now), 100))
+}
+
+// At every width, every line fits, holds no control character, and is cut
+// with "…" rather than wrapped; the block is a summary plus a line a server.
+func TestHUDRenderFitsEveryWidth(t *testing.T) {
+	var s script
+	s.at(0, events.KindAdded, "evil", events.Fields{"transport": "stdio"})
+	s.at(0, events.KindBackoff, "evil", events.Fields{"attempt": 1, "delay_ms": 100, "error": "line one\nline two \x1b[31mred\x1b[0m 🔥🔥 全角文字"})
+	m := fleet()
+	m.ApplyAll(s.evs)
+	rows := m.View(now)
+	for width := 1; width <= 160; width++ {
+		lines := hud.Lines(rows, hud.Layout{Width: width})
+		require.Len(t, lines, len(rows)+1, "width %d", width)
+		for _, l := range lines {
+			require.LessOrEqual(t, hud.Width(l), width, "width %d: %q", width, l)
+			require.False(t, strings.ContainsFunc(l, unicode.IsControl), "width %d: control character in %q", width, l)
+		}
+	}
+	assert.Nil(t, hud.Lines(rows, hud.Layout{Width: 0}))
+}
+
+func TestHUDTruncateAndWidth(t *testing.T) {
+	tests := []struct {
+		s     string
+		w     int
+		want  string
+		width int
+	}{
+		{"hello", 10, "hello", 5},
+		{"hello", 5, "hello", 5},
+		{"hello", 4, "hel…", 4},
+		{"hello", 1, "…", 1},
+		{"東京都", 6, "東京都", 6},
+		{"東京都", 5, "東京…", 5},
+		{"東京都", 4, "東…", 3},
+		{"e\u0301te\u0301", 3, "e\u0301te\u0301", 3},
+	}
+	for _, tt := range tests {
+		got := hud.Truncate(tt.s, tt.w)
+		assert.Equal(t, tt.want, got, "Truncate(%q, %d)", tt.s, tt.w)
+		assert.Equal(t, tt.width, hud.Width(got), "Width(%q)", got)
+	}
+}
+
+func TestHUDCountdown(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		2400 * time.Millisecond:             "2.4s",
+		9960 * time.Millisecond:             "10s",
+		12 * time.Second:                    "12s",
+		3*time.Minute + 5*time.Second:       "3m05s",
+		2*time.Hour + 10*time.Minute + 20e9: "2h10m",
+	} {
+		assert.Equal(t, want, hud.Countdown(d), "%v", d)
+	}
+}

@@ -1,0 +1,84 @@
+package hud
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxErrorRunes bounds Row.Error; a display truncates it further to fit.
+const maxErrorRunes = 300
+
+// Row is one server as the HUD shows it at one instant.
+type Row struct {
+	Name      string
+	State     State
+	Glyph     string // State.Glyph()
+	Transport string // "stdio", "http", "sse", or "" if the model missed added
+	Tools     int
+	// Latency is the moving average of tool-call durations; zero before
+	// the first call.
+	Latency time.Duration
+	// Calls and FailedCalls count the tool calls seen; failed ones ended in
+	// an error result or an error code.
+	Calls, FailedCalls int
+	// Attempt is the connection attempt in progress (connecting), the one
+	// the retry will make (backoff), or how many were made (failed); 0
+	// when connected.
+	Attempt int
+	// Probe marks a connecting attempt that is the circuit's half-open probe.
+	Probe bool
+	// RetryIn is how long until the next attempt, in backoff (never negative:
+	// zero once it is due).
+	RetryIn time.Duration
+	Circuit Circuit
+	// ProbeIn is how long until the half-open probe, while the circuit is
+	// open (zero once it is due).
+	ProbeIn time.Duration
+	// Error is the last error on one line, cleared by a successful connect.
+	Error string
+}
+
+// View returns a row per server, sorted by name, with countdowns computed
+// against now.
+func (m *Model) View(now time.Time) []Row {
+	rows := make([]Row, 0, len(m.servers))
+	for _, s := range m.servers {
+		r := Row{
+			Name:        s.name,
+			State:       s.state,
+			Glyph:       s.state.Glyph(),
+			Transport:   s.transport,
+			Tools:       s.tools,
+			Latency:     time.Duration(s.latency * float64(time.Millisecond)),
+			Calls:       s.calls,
+			FailedCalls: s.failedCalls,
+			Attempt:     s.attempt,
+			Probe:       s.probe && s.state == StateConnecting,
+			Circuit:     s.circuit,
+			Error:       s.err,
+		}
+		if s.state == StateBackoff && !s.retryAt.IsZero() {
+			r.RetryIn = max(s.retryAt.Sub(now), 0)
+		}
+		if s.state == StateOpen && !s.probeAt.IsZero() {
+			r.ProbeIn = max(s.probeAt.Sub(now), 0)
+		}
+		rows = append(rows, r)
+	}
+	slices.SortFunc(rows, func(a, b Row) int {
+		return cmp.Or(cmp.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), cmp.Compare(a.Name, b.Name))
+	})
+	return rows
+}
+
+// oneLine makes an error fit one line: whitespace runs become one space,
+// control characters spaces, and it is cut at maxErrorRunes with "…".
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(sanitize(s)), " ")
+	if r := []rune(s); len(r) > maxErrorRunes {
+		s = string(r[:maxErrorRunes-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,97 @@
+package luaapi
+
+import (
+	"sort"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// mcp_reconnect(name) → true | nil, err: reset backoff and breaker, try now.
+func (r *Runtime) luaReconnect(L *lua.LState) int {
+	return r.lifecycleOp(L, "mcp_reconnect", r.mgr.Reconnect)
+}
+
+// mcp_enable(name) → true | nil, err: connect a disabled server.
+func (r *Runtime) luaEnable(L *lua.LState) int {
+	return r.lifecycleOp(L, "mcp_enable", r.mgr.Enable)
+}
+
+// mcp_disable(name) → true | nil, err: close it and keep it down.
+func (r *Runtime) luaDisable(L *lua.LState) int {
+	return r.lifecycleOp(L, "mcp_disable", r.mgr.Disable)
+}
+
+func (r *Runtime) lifecycleOp(L *lua.LState, fn string, op func(string) error) int {
+	name := checkString(L, fn, 1)
+	if err := op(name); err != nil {
+		return pushErr(L, err)
+	}
+	L.Push(lua.LTrue)
+	return 1
+}
+
+// mcp_metrics([name]) → table | nil, err: one server's counters, or the
+// pool totals with every server's under `servers`.
+func (r *Runtime) luaMetrics(L *lua.LState) int {
+	if L.GetTop() >= 1 && L.Get(1) != lua.LNil {
+		met, err := r.mgr.Metrics(checkString(L, "mcp_metrics", 1))
+		if err != nil {
+			return pushErr(L, err)
+		}
+		L.Push(metricsTable(L, met))
+		return 1
+	}
+	pool := r.mgr.PoolMetrics()
+	t := L.NewTable()
+	t.RawSetString("servers_total", lua.LNumber(pool.Servers))
+	t.RawSetString("requests", lua.LNumber(pool.Requests))
+	t.RawSetString("errors", errorCountsTable(L, pool.Errors))
+	t.RawSetString("in_flight", lua.LNumber(pool.InFlight))
+	t.RawSetString("reconnects", lua.LNumber(pool.Reconnects))
+	states := L.NewTable()
+	keys := make([]manager.State, 0, len(pool.ByState))
+	for st := range pool.ByState {
+		keys = append(keys, st)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	for _, st := range keys {
+		states.RawSetString(st.String(), lua.LNumber(pool.ByState[st]))
+	}
+	t.RawSetString("by_state", states)
+	servers := L.NewTable()
+	for _, name := range r.mgr.Names() {
+		if met, err := r.mgr.Metrics(name); err == nil {
+			servers.RawSetString(name, metricsTable(L, met))
+		}
+	}
+	t.RawSetString("servers", servers)
+	L.Push(t)
+	return 1
+}
+
+func metricsTable(L *lua.LState, m manager.Metrics) *lua.LTable {
+	t := L.NewTable()
+	t.RawSetString("server", lua.LString(m.Server))
+	t.RawSetString("state", lua.LString(m.State.String()))
+	t.RawSetString("circuit", lua.LString(m.Circuit.String()))
+	t.RawSetString("connected_for", lua.LNumber(m.ConnectedFor.Seconds()))
+	t.RawSetString("requests", lua.LNumber(m.Requests))
+	t.RawSetString("errors", errorCountsTable(L, m.Errors))
+	t.RawSetString("latency_ms", lua.LNumber(float64(m.Latency.Microseconds())/1000))
+	setTime(t, "last_activity", m.LastActivity)
+	t.RawSetString("in_flight", lua.LNumber(m.InFlight))
+	t.RawSetString("reconnects", lua.LNumber(m.Reconnects))
+	return t
+}
+
+func errorCountsTable(L *lua.LState, e manager.ErrorCounts) *lua.LTable {
+	t := L.NewTable()
+	t.RawSetString("timeout", lua.LNumber(e.Timeout))
+	t.RawSetString("disconnect", lua.LNumber(e.Disconnect))
+	t.RawSetString("protocol", lua.LNumber(e.Protocol))
+	t.RawSetString("tool", lua.LNumber(e.Tool))
+	t.RawSetString("total", lua.LNumber(e.Total()))
+	return t
+}
