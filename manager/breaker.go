@@ -34,6 +34,7 @@ type breaker struct {
 	// first, at most cfg.Failures of them.
 	fails    []time.Time
 	openedAt time.Time
+	wait     time.Duration // from openedAt to the probe
 }
 
 func newBreaker(cfg Breaker) *breaker {
@@ -43,10 +44,16 @@ func newBreaker(cfg Breaker) *breaker {
 // failure records a failed attempt at now and reports whether the circuit
 // opened because of it: the cfg.Failures-th consecutive failure within
 // cfg.Window, or a failed half-open probe (which restarts the open timer).
-func (b *breaker) failure(now time.Time) bool {
+//
+// jitter in [0, 1) delays the probe by that fraction of OpenFor beyond
+// OpenFor: servers whose circuits opened together (a shared dependency
+// went down) then probe spread over OpenFor instead of all at once, every
+// time. Zero keeps the probe exactly OpenFor after opening.
+func (b *breaker) failure(now time.Time, jitter float64) bool {
 	if b.cfg.Disabled {
 		return false
 	}
+	b.wait = b.cfg.OpenFor + time.Duration(jitter*float64(b.cfg.OpenFor))
 	if b.state == CircuitHalfOpen {
 		b.open(now)
 		return true
@@ -85,7 +92,7 @@ func (b *breaker) reset() {
 
 // probeAt is when an open circuit lets one probe attempt through.
 func (b *breaker) probeAt() time.Time {
-	return b.openedAt.Add(b.cfg.OpenFor)
+	return b.openedAt.Add(b.wait)
 }
 
 // halfOpen lets the probe through.

@@ -81,10 +81,11 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 
 	start := time.Now()
 	err = s.request(ctx, op, func(ctx context.Context, snap *snapshot) (bool, error) {
-		if snap.cat.tool(tool) == nil {
+		t := snap.cat.tool(tool)
+		if t == nil {
 			return false, toolNotFound(s.name, tool, snap.cat.toolNames())
 		}
-		args, err := checkArgs(snap.cat.schemas[tool], args)
+		args, err := checkArgs(snap.cat.schema(t), args)
 		if err != nil {
 			return false, newError(CodeInvalidArguments, s.name, op, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -24,8 +25,8 @@ const (
 // catalog is what discovery found on one server (R-DISC-1). It is
 // immutable once built; a refresh builds a new one.
 type catalog struct {
-	tools     []*mcp.Tool // sorted by name
-	schemas   map[string]*argSchema
+	tools     []*mcp.Tool     // sorted by name
+	schemas   *schemaCache    // of tools; compiled on first use
 	resources []*mcp.Resource // sorted by URI
 	templates []*mcp.ResourceTemplate
 	prompts   []*mcp.Prompt // sorted by name
@@ -63,12 +64,7 @@ func discover(ctx context.Context, sess *mcp.ClientSession, prev *catalog, kinds
 			}
 			slices.SortFunc(tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
 			next.tools = tools
-			next.schemas = make(map[string]*argSchema, len(tools))
-			for _, t := range tools {
-				if s, err := compileSchema(t.InputSchema); err == nil && s != nil {
-					next.schemas[t.Name] = s
-				}
-			}
+			next.schemas = &schemaCache{}
 		}
 	}
 	if kinds&listResources != 0 {
@@ -214,4 +210,36 @@ func (c *catalog) hasResource(uri string) bool {
 
 func (c *catalog) hasPrompt(name string) bool {
 	return c != nil && slices.Contains(c.promptNames(), name)
+}
+
+// schemaCache holds the compiled input schemas of one tool list. Schemas
+// are compiled when a tool is first called: a compiled schema costs
+// kilobytes, and most tools of most servers are never called.
+type schemaCache struct {
+	mu sync.Mutex
+	// mu guards compiled; a nil entry is a schema that does not compile
+	// (the call is then not checked here; the server still validates).
+	compiled map[string]*argSchema
+}
+
+// schema returns the compiled input schema of tool t, or nil.
+func (c *catalog) schema(t *mcp.Tool) *argSchema {
+	if c == nil || c.schemas == nil || t == nil {
+		return nil
+	}
+	sc := c.schemas
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if s, ok := sc.compiled[t.Name]; ok {
+		return s
+	}
+	s, err := compileSchema(t.InputSchema)
+	if err != nil {
+		s = nil
+	}
+	if sc.compiled == nil {
+		sc.compiled = make(map[string]*argSchema)
+	}
+	sc.compiled[t.Name] = s
+	return s
 }

@@ -28,8 +28,9 @@ type Options struct {
 	// Dial opens the transport of each connection attempt. If nil, stdio
 	// servers are spawned and HTTP servers dialled per their spec.
 	Dial DialFunc
-	// Rand returns uniform numbers in [0, 1) for backoff jitter. If nil,
-	// math/rand/v2.
+	// Rand returns uniform numbers in [0, 1) for backoff and breaker
+	// jitter. Every supervisor goroutine calls it, so it must be safe for
+	// concurrent use (a *rand.Rand is not). If nil, math/rand/v2.
 	Rand func() float64
 	// StopGrace is how long a stdio server gets after stdin closes, and
 	// again after SIGTERM, before its process group is killed. If zero, 2s.

@@ -231,7 +231,7 @@ func (s *supervisor) failed(cause error) bool {
 	}
 	from := s.brk.state
 	now := time.Now()
-	if s.brk.failure(now) {
+	if s.brk.failure(now, s.probeJitter()) {
 		probe := s.brk.probeAt()
 		s.transition(StateOpen, func(snap *snapshot) {
 			snap.status.Attempts = n
@@ -251,6 +251,15 @@ func (s *supervisor) failed(cause error) bool {
 	endWait := s.trace.backoffWait(n, delay)
 	defer endWait()
 	return s.pause(next)
+}
+
+// probeJitter is the random fraction of open_for added to a breaker's
+// probe delay; none when the backoff has jitter turned off.
+func (s *supervisor) probeJitter() float64 {
+	if s.spec.Backoff.Jitter == NoJitter {
+		return 0
+	}
+	return s.m.rand()
 }
 
 // pause waits until the given time. It reports true when it is time to
