@@ -82,7 +82,7 @@ func TestReconnectConnected(t *testing.T) {
 		require.NoError(t, m.Reconnect("x"))
 		evs := tl.until("x", events.KindConnected, time.Second)
 		require.Equal(t, []events.Kind{events.KindDisconnected, events.KindConnecting, events.KindConnected}, kinds(evs))
-		require.Equal(t, "reconnect requested", evs[0].Fields["error"])
+		require.Equal(t, `server "x": session: closed: reconnect requested`, evs[0].Fields["error"])
 		require.Equal(t, 2, p.dialCount())
 		met, err := m.Metrics("x")
 		require.NoError(t, err)

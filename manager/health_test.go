@@ -37,7 +37,7 @@ func TestHealthFailureReconnects(t *testing.T) {
 		require.Equal(t, []events.Kind{events.KindHealthFailed, events.KindDisconnected, events.KindBackoff,
 			events.KindConnecting, events.KindConnected}, kinds(evs))
 		require.Equal(t, 35*time.Second, evs[0].At, "the ping sent at 30s times out at 35s")
-		require.Equal(t, "health check failed: ping: timeout after 5s", evs[0].Fields["error"])
+		require.Equal(t, `server "x": ping: timeout after 5s`, evs[0].Fields["error"])
 		require.Equal(t, `server "x": session: health check failed: ping: timeout after 5s`, evs[1].Fields["error"])
 		require.EqualValues(t, 100, evs[2].Fields["delay_ms"])
 		require.Equal(t, 35100*ms, evs[4].At)

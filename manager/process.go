@@ -2,14 +2,18 @@ package manager
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -28,11 +32,17 @@ type process struct {
 	stdin  *os.File // write end
 	stdout *os.File // read end
 	stderr *os.File // read end
+	out    *stdoutReader
 	tail   *tailBuffer
 	grace  time.Duration
 
 	exited  chan struct{} // closed once the child is reaped
 	waitErr error         // valid after exited is closed
+	// selfExit is set when the child was reaped, or its stdout ended,
+	// before the host began to stop it: it went away on its own.
+	selfExit atomic.Bool
+	// stopping is set when Close begins.
+	stopping atomic.Bool
 
 	drained   chan struct{} // closed when the stderr drain ends
 	closeOnce sync.Once
@@ -40,8 +50,9 @@ type process struct {
 }
 
 // startProcess spawns spec.Command. It returns once the child runs; it
-// never waits for the server to speak.
-func startProcess(server string, spec Spec, grace time.Duration, logger *slog.Logger) (*process, error) {
+// never waits for the server to speak. Lines on stdout longer than
+// maxLine bytes end the session with a protocol error.
+func startProcess(server string, spec Spec, grace time.Duration, maxLine int, logger *slog.Logger) (*process, error) {
 	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
 	cmd.Dir = spec.Cwd
 	cmd.Env = os.Environ()
@@ -78,7 +89,7 @@ func startProcess(server string, spec Spec, grace time.Duration, logger *slog.Lo
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err := cmd.Start(); err != nil {
-		return fail(err)
+		return fail(explainStart(err, cmd.Dir))
 	}
 	// The child has its copies; ours of the child's ends must go so that EOF
 	// on stdout means every writer is gone.
@@ -97,8 +108,15 @@ func startProcess(server string, spec Spec, grace time.Duration, logger *slog.Lo
 		exited:  make(chan struct{}),
 		drained: make(chan struct{}),
 	}
+	if maxLine <= 0 {
+		maxLine = DefaultMaxFrameBytes
+	}
+	p.out = &stdoutReader{p: p, maxLine: maxLine}
 	go func() {
 		p.waitErr = cmd.Wait()
+		if !p.stopping.Load() {
+			p.selfExit.Store(true)
+		}
 		close(p.exited)
 	}()
 	go p.drainStderr(logger)
@@ -107,10 +125,30 @@ func startProcess(server string, spec Spec, grace time.Duration, logger *slog.Lo
 
 func (p *process) pid() int { return p.cmd.Process.Pid }
 
+// explainStart names a bad working directory: the kernel's ENOENT from the
+// child's chdir reads as "fork/exec /bin/prog: no such file or directory",
+// which blames the program.
+func explainStart(err error, dir string) error {
+	if dir == "" {
+		return err
+	}
+	fi, serr := os.Stat(dir)
+	switch {
+	case serr != nil:
+		return fmt.Errorf("working directory: %w", serr)
+	case !fi.IsDir():
+		return fmt.Errorf("working directory %s is not a directory", dir)
+	}
+	return err
+}
+
 // drainStderr reads stderr until EOF or until Close closes it, keeping the
-// last lines and logging each at debug. A chatty server never blocks.
+// last 64 KiB and logging lines at debug, at most stderrLinesPerSecond of
+// them. A chatty server never blocks, and never floods the log.
 func (p *process) drainStderr(logger *slog.Logger) {
 	defer close(p.drained)
+	lines := stderrLogger{logger: logger, server: p.server}
+	defer lines.flush()
 	buf := make([]byte, 32<<10)
 	var partial []byte
 	for {
@@ -123,39 +161,88 @@ func (p *process) drainStderr(logger *slog.Logger) {
 				if i < 0 {
 					break
 				}
-				logStderr(logger, p.server, partial[:i])
+				lines.log(partial[:i])
 				partial = partial[i+1:]
 			}
 			if len(partial) > 4<<10 { // a very long line: log what we have
-				logStderr(logger, p.server, partial)
+				lines.log(partial)
 				partial = partial[:0]
 			}
 			partial = append([]byte(nil), partial...)
 		}
 		if err != nil {
 			if len(partial) > 0 {
-				logStderr(logger, p.server, partial)
+				lines.log(partial)
 			}
 			return
 		}
 	}
 }
 
-func logStderr(logger *slog.Logger, server string, line []byte) {
+// stderrLinesPerSecond bounds the stderr lines of one server that reach the
+// log; the rest are counted and reported once per second.
+const stderrLinesPerSecond = 100
+
+// stderrLogger logs one server's stderr lines at debug, rate-limited. It
+// belongs to the drain goroutine.
+type stderrLogger struct {
+	logger     *slog.Logger
+	server     string
+	window     time.Time // start of the current second
+	logged     int       // lines logged in it
+	suppressed int       // lines dropped in it
+}
+
+func (l *stderrLogger) log(line []byte) {
+	if !l.logger.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	if now := time.Now(); now.Sub(l.window) >= time.Second {
+		l.flush()
+		l.window, l.logged = now, 0
+	}
+	if l.logged >= stderrLinesPerSecond {
+		l.suppressed++
+		return
+	}
+	l.logged++
 	const maxLine = 512
 	s := strings.TrimRight(string(line), "\r")
 	if len(s) > maxLine {
 		s = s[:maxLine] + "…"
 	}
-	logger.Debug("server stderr", "server", server, "line", s)
+	l.logger.Debug("server stderr", "server", l.server, "line", s)
 }
 
-// exitError describes how the child ended, with its last stderr lines:
-// "exited with exit status 1: <stderr>". It returns nil while it runs.
+// flush reports the lines suppressed in the current window.
+func (l *stderrLogger) flush() {
+	if l.suppressed > 0 {
+		l.logger.Debug("server stderr lines suppressed", "server", l.server, "lines", l.suppressed,
+			"limit_per_second", stderrLinesPerSecond)
+		l.suppressed = 0
+	}
+}
+
+// exitError explains why the process is gone, for the errors of a
+// connection it broke. It returns nil while the child runs, and when the
+// host stopped it for no fault of its own (a timeout, a removal, an error
+// the caller already has): that exit is no news.
+//
+//   - The server broke the protocol on stdout (a line that is not JSON, a
+//     frame over the cap): that protocol error, whatever the exit status
+//     of the process the host then stopped.
+//   - The child went away on its own: how it ended, with its last stderr
+//     lines: "process exited (exit status 1): <stderr>".
 func (p *process) exitError() error {
+	if err := p.out.brokenProtocol(); err != nil {
+		return err
+	}
 	select {
 	case <-p.exited:
 	default:
+		return nil
+	}
+	if !p.selfExit.Load() && p.stopping.Load() && !p.crashed() {
 		return nil
 	}
 	// The child is reaped, but the drain may not have read the last of its
@@ -180,10 +267,29 @@ func (p *process) exitError() error {
 	return fmt.Errorf("process exited (%s)", status)
 }
 
+// crashed reports whether the reaped child failed by itself: a non-zero
+// exit status, or a signal the host did not send.
+func (p *process) crashed() bool {
+	var ee *exec.ExitError
+	if !errors.As(p.waitErr, &ee) {
+		return p.waitErr != nil
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	if !ok {
+		return true
+	}
+	if ws.Signaled() {
+		sig := ws.Signal()
+		return sig != syscall.SIGTERM && sig != syscall.SIGKILL && sig != syscall.SIGPIPE
+	}
+	return ws.ExitStatus() != 0
+}
+
 // Close stops the process group and reaps the child. It is idempotent and
 // safe to call from any goroutine; it returns when the child is reaped and
 // stderr drained.
 func (p *process) Close() error {
+	p.stopping.Store(true)
 	p.closeOnce.Do(func() {
 		p.stdin.Close()
 		if !p.waitExit(p.grace) {
@@ -230,10 +336,147 @@ func (p *process) signalGroup(sig syscall.Signal) {
 
 // stdoutReader is the SDK's view of stdout. Its Close is a no-op: the
 // process closes stdout itself, in order, in Close.
-type stdoutReader struct{ p *process }
+//
+// It enforces the frame cap on each line (messages are newline-delimited),
+// notes an EOF that comes before the host stops the process (the server
+// went away on its own), and keeps the last bytes read so that a parse
+// error can quote the line that broke it.
+type stdoutReader struct {
+	p       *process
+	maxLine int // > 0
 
-func (r stdoutReader) Read(b []byte) (int, error) { return r.p.stdout.Read(b) }
-func (r stdoutReader) Close() error               { return nil }
+	mu sync.Mutex
+	// mu guards the following. Read runs on the SDK's reader goroutine;
+	// explain and brokenProtocol on others.
+	lineLen int   // bytes since the last newline
+	read    int64 // bytes read in all
+	recent  []byte
+	broken  error // the first protocol error explained, or the cap
+}
+
+// recentBytes is how much of stdout a stdoutReader keeps for quoting.
+const recentBytes = 4 << 10
+
+func (r *stdoutReader) Read(b []byte) (int, error) {
+	if err := r.brokenProtocol(); err != nil {
+		return 0, err // without waiting for more output that may never come
+	}
+	n, err := r.p.stdout.Read(b)
+	if err == io.EOF && !r.p.stopping.Load() {
+		r.p.selfExit.Store(true)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	chunk := b[:n]
+	r.read += int64(n)
+	r.keep(chunk)
+	last := bytes.LastIndexByte(chunk, '\n')
+	if last >= 0 {
+		r.lineLen = n - last - 1
+	} else {
+		r.lineLen += n
+	}
+	if r.lineLen > r.maxLine {
+		// The SDK's own cap (set higher, as a backstop) would fire later and
+		// without the size. The complete lines before the long one are still
+		// delivered: they may answer calls.
+		r.broken = protocolError{err: fmt.Errorf("frame exceeded the maximum line length of %d bytes (max_frame_bytes)", r.maxLine)}
+		return last + 1, nil
+	}
+	return n, err
+}
+
+func (r *stdoutReader) Close() error { return nil }
+
+// keep appends chunk to the recent bytes, keeping at most recentBytes.
+func (r *stdoutReader) keep(chunk []byte) {
+	if len(chunk) >= recentBytes {
+		r.recent = append(r.recent[:0], chunk[len(chunk)-recentBytes:]...)
+		return
+	}
+	if over := len(r.recent) + len(chunk) - recentBytes; over > 0 {
+		r.recent = append(r.recent[:0], r.recent[over:]...)
+	}
+	r.recent = append(r.recent, chunk...)
+}
+
+// explain turns an error of the SDK's reader into a protocol error when
+// it is one: for a JSON syntax error, it quotes the start of the line it
+// was found in. The first protocol error is remembered: it is why the
+// host stops the process (exitError).
+func (r *stdoutReader) explain(err error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var pe protocolError
+	if errors.As(err, &pe) {
+		return err // the cap, already ours
+	}
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return err
+	}
+	pe = protocolError{err: err, line: r.lineAt(se.Offset - 1)}
+	if r.broken == nil {
+		r.broken = pe
+	}
+	return pe
+}
+
+// brokenProtocol returns the protocol error that broke the stream, if any.
+func (r *stdoutReader) brokenProtocol() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.broken
+}
+
+// quoteBytes is how much of an offending line an error quotes.
+const quoteBytes = 80
+
+// lineAt returns the start of the line holding the byte at stream offset
+// off, at most quoteBytes of it, or "" if that byte is no longer kept.
+func (r *stdoutReader) lineAt(off int64) string {
+	first := r.read - int64(len(r.recent)) // stream offset of recent[0]
+	if off < first || off >= r.read {
+		return ""
+	}
+	i := int(off - first)
+	start := bytes.LastIndexByte(r.recent[:i], '\n') + 1
+	line := r.recent[start:]
+	end := bytes.IndexByte(line, '\n')
+	if end >= 0 {
+		line = line[:end]
+	}
+	line = bytes.TrimRight(line, "\r")
+	cut := end < 0 // the rest of the line is not read yet
+	if len(line) > quoteBytes {
+		line, cut = line[:quoteBytes], true
+	}
+	q := strconv.Quote(string(line))
+	if start == 0 && first > 0 {
+		q = "…" + q
+	}
+	if cut {
+		q += "…"
+	}
+	return q
+}
+
+// protocolError is a server breaking the protocol on its stdout: output
+// that is not JSON-RPC, or a frame over the cap. line quotes the start of
+// the offending line when known.
+type protocolError struct {
+	err  error
+	line string
+}
+
+func (e protocolError) Error() string {
+	if e.line != "" {
+		return fmt.Sprintf("protocol error: %v in stdout line %s", e.err, e.line)
+	}
+	return "protocol error: " + e.err.Error()
+}
+
+func (e protocolError) Unwrap() error { return e.err }
 
 // stdinWriter is the SDK's view of stdin; closing it runs the process's
 // close sequence.
@@ -242,4 +485,4 @@ type stdinWriter struct{ p *process }
 func (w stdinWriter) Write(b []byte) (int, error) { return w.p.stdin.Write(b) }
 func (w stdinWriter) Close() error                { return w.p.Close() }
 
-var _ io.ReadCloser = stdoutReader{}
+var _ io.ReadCloser = (*stdoutReader)(nil)

@@ -2,11 +2,6 @@ package manager_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -134,44 +129,6 @@ func TestProcessSpawnFailureIsIsolated(t *testing.T) {
 	require.Zero(t, st.PID)
 }
 
-// FAULTS #1: a server that crashes after a call is reported with its exit
-// status, restarted as a new process, and serves calls again.
-func TestProcessCrashRestarts(t *testing.T) {
-	m, tl := procManager(t)
-	require.NoError(t, m.Add("x", fake(t, "--crash-after=1", "--exit-code=3")))
-	first := waitState(t, m, "x", manager.StateConnected)
-
-	echo(t, m, "x.echo", "last words") // answered, then the server exits
-	evs := tl.until("x", events.KindDisconnected, patience)
-	lost := evs[len(evs)-1].Fields["error"].(string)
-	require.Contains(t, lost, "exit status 3")
-	require.Contains(t, lost, "fakemcp: crashing", "the last stderr lines say what happened")
-
-	evs = lifecycle(tl.until("x", events.KindConnected, patience))
-	require.Equal(t, []events.Kind{events.KindBackoff, events.KindConnecting, events.KindConnected}, kinds(evs))
-	second, err := m.Status("x")
-	require.NoError(t, err)
-	require.NotEqual(t, first.PID, second.PID, "a new process")
-	require.Empty(t, second.LastError)
-	echo(t, m, "x.echo", "back")
-	require.ErrorIs(t, syscall.Kill(-first.PID, 0), syscall.ESRCH, "the crashed process's group is gone")
-}
-
-// R-REQ-2 at the process tier: a call in flight when the process dies fails
-// at once, says the call may or may not have run, and is not retried.
-func TestProcessCrashDuringCall(t *testing.T) {
-	m, _ := procManager(t)
-	require.NoError(t, m.Add("x", fake(t, "--hang-tool=slow", "--crash-after=500ms")))
-	waitState(t, m, "x", manager.StateConnected)
-
-	start := time.Now()
-	_, err := m.Call(context.Background(), "x.slow", map[string]any{"ms": 1}, manager.CallOptions{Timeout: time.Minute})
-	requireCode(t, err, manager.ErrInvocationFailed, "x", `tools/call "slow"`)
-	require.NotErrorIs(t, err, manager.ErrTimeout)
-	require.Contains(t, err.Error(), "it may or may not have run")
-	require.Less(t, time.Since(start), patience, "not held until the call's timeout")
-}
-
 // R-REQ-5: a process that dies during connect is reported with its exit
 // status and its last stderr lines.
 func TestProcessExitDuringConnect(t *testing.T) {
@@ -187,82 +144,6 @@ func TestProcessExitDuringConnect(t *testing.T) {
 	st, err := m.Status("x")
 	require.NoError(t, err)
 	require.Contains(t, st.LastError, "oops, no config")
-}
-
-// FAULTS #12: a grandchild in the server's process group dies with it.
-func TestProcessGrandchildIsKilled(t *testing.T) {
-	m, _ := procManager(t)
-	pidfile := filepath.Join(t.TempDir(), "pid")
-	require.NoError(t, m.Add("x", fake(t, "--spawn-grandchild", "--pidfile="+pidfile)))
-	st := waitState(t, m, "x", manager.StateConnected)
-
-	b, err := os.ReadFile(pidfile)
-	require.NoError(t, err)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	require.NoError(t, err)
-	require.Equal(t, pid, st.PID, "Status.PID is the server process")
-	require.Len(t, groupRunning(t, pid), 2, "server and grandchild run in the server's group")
-
-	remove(t, m, "x")
-	requireGroupGone(t, pid)
-}
-
-// FAULTS #11: a server that ignores both stdin EOF and SIGTERM is killed
-// after two grace periods, with its group.
-func TestProcessIgnoringSigtermIsKilled(t *testing.T) {
-	m, _ := procManager(t)
-	require.NoError(t, m.Add("x", fake(t, "--ignore-sigterm", "--no-exit-on-stdin-eof", "--spawn-grandchild")))
-	st := waitState(t, m, "x", manager.StateConnected)
-
-	took := remove(t, m, "x")
-	require.GreaterOrEqual(t, took, 2*stopGrace, "stdin close and SIGTERM each get their grace")
-	require.Less(t, took, 3*stopGrace+stopGrace/2, "then SIGKILL ends it")
-	requireGroupGone(t, st.PID)
-}
-
-// FAULTS #10: a server that writes a lot to stderr never blocks: the host
-// drains it.
-func TestProcessStderrFlood(t *testing.T) {
-	m, _ := procManager(t)
-	require.NoError(t, m.Add("x", fake(t, "--stderr-flood=256KiB")))
-	waitState(t, m, "x", manager.StateConnected)
-	for i := range 5 {
-		echo(t, m, "x.echo", "call "+strconv.Itoa(i)) // 1.25 MiB of stderr in all
-	}
-}
-
-// FAULTS #16: a hung tool call times out, the server is told
-// (notifications/cancelled for that request id), and the session stays
-// usable.
-func TestProcessHungToolIsCancelled(t *testing.T) {
-	m, _ := procManager(t)
-	record := filepath.Join(t.TempDir(), "record")
-	require.NoError(t, m.Add("x", fake(t, "--hang-tool=slow", "--record="+record)))
-	waitState(t, m, "x", manager.StateConnected)
-
-	start := time.Now()
-	_, err := m.Call(context.Background(), "x.slow", map[string]any{"ms": 1}, manager.CallOptions{Timeout: 300 * ms})
-	took := time.Since(start)
-	requireCode(t, err, manager.ErrInvocationFailed, "x", `tools/call "slow"`)
-	require.ErrorIs(t, err, manager.ErrTimeout)
-	require.EqualError(t, err, `server "x": tools/call "slow": timeout after 300ms`)
-	require.GreaterOrEqual(t, took, 300*ms)
-	require.Less(t, took, 2*time.Second)
-
-	b, err := os.ReadFile(record)
-	require.NoError(t, err)
-	call := regexp.MustCompile(`(?m)^tools/call id=(\S+)$`).FindStringSubmatch(string(b))
-	require.NotNil(t, call, "record:\n%s", b)
-	// The SDK sends the cancellation off the caller's path; the file is the
-	// only witness, so poll it briefly.
-	want := "notifications/cancelled requestId=" + call[1]
-	require.Eventually(t, func() bool {
-		b, err := os.ReadFile(record)
-		return err == nil && strings.Contains(string(b), want+"\n")
-	}, 5*time.Second, 10*time.Millisecond, "the server is told which request was cancelled")
-
-	echo(t, m, "x.echo", "still usable")
-	require.Equal(t, manager.StateConnected, mustStatus(t, m, "x").State)
 }
 
 // R-DISP: Close disposes every server in parallel and leaves no process.

@@ -90,7 +90,8 @@ func (s *supervisor) serve(c *conn) ending {
 				s.heard()
 				unsupported = true
 				s.transition(StateConnected, func(n *snapshot) { n.status.PingUnsupported = true }, events.KindHealthUnsupported,
-					events.Fields{"error": "the server does not support ping (-32601); watching the session and request errors instead"})
+					events.Fields{"error": errorf(CodeConnectionFailed, s.name, "ping",
+						"not supported (-32601); watching the session and request errors instead").Error()})
 			default:
 				if !errors.Is(r.err, ErrTimeout) {
 					// The ping failed fast: the session is most likely ending
@@ -102,7 +103,7 @@ func (s *supervisor) serve(c *conn) ending {
 					}
 				}
 				err := fmt.Errorf("health check failed: ping: %w", r.err)
-				s.m.bus.Publish(events.KindHealthFailed, s.name, events.Fields{"error": err.Error()})
+				s.m.bus.Publish(events.KindHealthFailed, s.name, events.Fields{"error": newError(CodeConnectionFailed, s.name, "ping", r.err).Error()})
 				return ending{kind: endLost, err: err}
 			}
 		case <-silence.C:

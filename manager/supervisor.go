@@ -148,10 +148,12 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 	ch := s.changed
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
-	close(ch)
+	// The event goes out before waiters wake, so whatever a woken caller
+	// publishes (its tool_call) comes after it (R-EV-3).
 	if kind != "" {
 		s.m.bus.Publish(kind, s.name, fields)
 	}
+	close(ch)
 }
 
 // run is the supervisor goroutine: connect, serve, recover, repeat, until
@@ -394,7 +396,8 @@ func (s *supervisor) after(c *conn, end ending) {
 		s.resetFailures()
 	case endReconnect:
 		s.resetFailures()
-		s.transition(StateConnecting, nil, events.KindDisconnected, events.Fields{"error": "reconnect requested"})
+		s.transition(StateConnecting, nil, events.KindDisconnected,
+			events.Fields{"error": errorf(CodeConnectionFailed, s.name, "session", "closed: reconnect requested").Error()})
 		c.close()
 	case endReinit, endLost:
 		cause := end.err

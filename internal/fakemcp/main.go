@@ -21,6 +21,7 @@
 //	                            writes "fakemcp: crashing" to stderr first
 //	--exit-code=K               exit code for --crash-after (default 1)
 //	--hang-initialize           read stdin, answer nothing
+//	--slow-initialize=DUR       answer initialize only after DUR
 //	--hang-tool=NAME            tools/call NAME never returns (until cancelled)
 //	--slow=DUR                  every tools/call waits DUR first
 //	--garbage-stdout=MODE       before-init: "Starting server..." at start;
@@ -45,7 +46,8 @@
 //	--record=FILE               append one line per received message: "initialize id=1",
 //	                            "notifications/initialized", "tools/call id=3",
 //	                            "notifications/cancelled requestId=3"
-//	--pidfile=FILE              write own pid at start
+//	--pidfile=FILE              append own pid and a newline at start (one line per
+//	                            process, so restarts of a server add lines)
 package main
 
 import (
@@ -72,6 +74,7 @@ type config struct {
 	exitCode      int
 
 	hangInitialize bool
+	slowInitialize time.Duration
 	hangTool       string
 	slow           time.Duration
 
@@ -121,6 +124,7 @@ func parseFlags(args []string) (*config, error) {
 	})
 	fs.IntVar(&c.exitCode, "exit-code", 1, "")
 	fs.BoolVar(&c.hangInitialize, "hang-initialize", false, "")
+	fs.DurationVar(&c.slowInitialize, "slow-initialize", 0, "")
 	fs.StringVar(&c.hangTool, "hang-tool", "", "")
 	fs.DurationVar(&c.slow, "slow", 0, "")
 	fs.Func("garbage-stdout", "", func(v string) error {
@@ -231,7 +235,7 @@ func main() {
 		sleepForever()
 	}
 	if cfg.pidfile != "" {
-		if err := os.WriteFile(cfg.pidfile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		if err := appendLine(cfg.pidfile, strconv.Itoa(os.Getpid())); err != nil {
 			fmt.Fprintf(os.Stderr, "fakemcp: %v\n", err)
 			os.Exit(2)
 		}
@@ -270,6 +274,21 @@ func main() {
 	}
 	s.drain(time.Second)
 	os.Exit(0)
+}
+
+// appendLine appends line and a newline to the file at path, creating it.
+// One write of a short line to an O_APPEND file is atomic, so processes
+// sharing a file do not interleave.
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(line + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func sleepForever() {

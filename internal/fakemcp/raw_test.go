@@ -334,6 +334,20 @@ func TestSlow(t *testing.T) {
 	}
 }
 
+func TestSlowInitialize(t *testing.T) {
+	t.Parallel()
+	c := startRaw(t, "--slow-initialize=200ms")
+	begin := time.Now()
+	c.handshake()
+	if d := time.Since(begin); d < 200*time.Millisecond {
+		t.Errorf("initialize answered after %v, want >= 200ms", d)
+	}
+	c.request(1, "tools/call", `{"name":"echo","arguments":{"text":"x"}}`)
+	if got := toolText(t, c.response(5*time.Second)); got != "x" {
+		t.Errorf("echo = %q after a slow initialize", got)
+	}
+}
+
 func TestHangInitialize(t *testing.T) {
 	t.Parallel()
 	record := filepath.Join(t.TempDir(), "record")
@@ -408,13 +422,22 @@ func TestPidfile(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(c.p.cmd.Process.Pid) {
 		t.Errorf("pidfile %q, %v; want %d", b, err, c.p.cmd.Process.Pid)
 	}
+
+	// A restart of the server appends its pid: the file lists every process.
+	c2 := startRaw(t, "--pidfile="+pidfile)
+	c2.handshake()
+	b, err = os.ReadFile(pidfile)
+	want := strconv.Itoa(c.p.cmd.Process.Pid) + "\n" + strconv.Itoa(c2.p.cmd.Process.Pid) + "\n"
+	if err != nil || string(b) != want {
+		t.Errorf("pidfile after a second start %q, %v; want %q", b, err, want)
+	}
 }
 
 func TestBadFlags(t *testing.T) {
 	t.Parallel()
 	for _, arg := range []string{
 		"--crash-after=-1", "--crash-after=soon", "--garbage-stdout=sometimes", "--huge-message=12XB",
-		"--ping=maybe", "--stderr-flood=lots", "--notification-flood=0", "--tools=-1", "--nope", "extra",
+		"--ping=maybe", "--stderr-flood=lots", "--slow-initialize=soon", "--notification-flood=0", "--tools=-1", "--nope", "extra",
 	} {
 		p := start(t, arg)
 		if code := p.exitCode(t, 5*time.Second); code != 2 {

@@ -193,6 +193,9 @@ func (s *server) handleRequest(ctx context.Context, m *message) {
 	)
 	switch m.Method {
 	case "initialize":
+		if !sleep(ctx, s.cfg.slowInitialize) {
+			return
+		}
 		result = s.initialize(m.Params)
 	case "ping":
 		switch s.cfg.ping {
