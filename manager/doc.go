@@ -46,7 +46,10 @@
 //
 // Stdio servers run in their own process group with pipes the host owns;
 // stderr is always drained (the last 64 KiB are kept and shown when the
-// process dies during connect). Closing a server closes stdin, waits
+// process dies during connect; at debug level each line is logged, at most
+// 100 a second per server). A stdout line that is not JSON-RPC, or longer
+// than MaxFrameBytes, ends the session as a protocol error that quotes the
+// line's first bytes. Closing a server closes stdin, waits
 // [Options.StopGrace], sends SIGTERM to the group, waits again, sends
 // SIGKILL, reaps the child and finally SIGKILLs the group so no grandchild
 // survives.
