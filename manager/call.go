@@ -218,6 +218,9 @@ func (s *supervisor) session(ctx context.Context, op string) (*snapshot, error) 
 		select {
 		case <-changed:
 		case <-ctx.Done():
+			if cur := s.snap.Load().status.State; cur == StateClosing || cur == StateRemoved {
+				return nil, errorf(CodeClosed, s.name, op, "server is being removed")
+			}
 			var te timeoutError
 			if !errors.As(context.Cause(ctx), &te) {
 				return nil, errorf(CodeConnectionFailed, s.name, op, "cancelled while %s%s", st.State, lastErrorSuffix(st))

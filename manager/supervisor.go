@@ -451,11 +451,11 @@ var errAbandoned = errors.New("the server was closed while the request ran")
 // finish publishes closing (if not yet) and removed, last of all.
 func (s *supervisor) finish() {
 	s.trace.stopped(s.reason.Load().(string))
-	s.abortCalls(errAbandoned)
-	s.closers.Wait()
 	if st := s.snap.Load().status.State; st != StateClosing {
 		s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
 	}
+	s.abortCalls(errAbandoned) // callers still waiting for a session: closing says why
+	s.closers.Wait()
 	s.transition(StateRemoved, nil, events.KindRemoved, events.Fields{"reason": s.reason.Load()})
 }
 
