@@ -75,11 +75,14 @@ func (b *breaker) open(now time.Time) {
 	b.fails = b.fails[:0]
 }
 
-// success records a successful attempt: the circuit closes and the count
-// resets. It reports the state the circuit was in.
+// success records a successful attempt: the circuit closes. It reports
+// the state the circuit was in. The failures stay counted until the
+// session proves itself (reset): a server that crashes right after each
+// handshake must still trip the breaker (FAULTS #2).
 func (b *breaker) success() Circuit {
 	was := b.state
-	b.reset()
+	b.state = CircuitClosed
+	b.openedAt = time.Time{}
 	return was
 }
 

@@ -166,3 +166,34 @@ func TestReconnectResetsBreaker(t *testing.T) {
 		require.Equal(t, 6500*ms, evs[2].At, "at once, not at the probe time")
 	})
 }
+
+// FAULTS #2 at the logic tier: a server that connects and dies 10ms later,
+// every time, never resets the schedule (the session did not prove
+// itself) and trips the breaker after five such failures in a row.
+func TestCrashLoopTripsBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &peers{}
+		crashing := func(ctx context.Context, name string, spec manager.Spec) (mcp.Transport, error) {
+			tr, err := p.dial(ctx, name, spec)
+			if err == nil {
+				p.mu.Lock()
+				conn := p.conns[len(p.conns)-1]
+				p.mu.Unlock()
+				time.AfterFunc(10*ms, func() { _ = conn.Close() })
+			}
+			return tr, err
+		}
+		m := newManager(t, manager.Options{Dial: crashing, Rand: constRand(0)})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("x", fakeSpec(t, nil)))
+		evs := tl.until("x", events.KindCircuit, time.Minute)
+		var delays []any
+		for _, b := range only(evs, events.KindBackoff) {
+			delays = append(delays, b.Fields["delay_ms"])
+		}
+		require.Equal(t, []any{int64(100), int64(200), int64(400), int64(800)}, delays, "the schedule continues across short sessions")
+		require.Len(t, only(evs, events.KindConnected), 5)
+		require.Equal(t, "open", evs[len(evs)-1].Fields["to"])
+		require.EqualValues(t, 5, evs[len(evs)-1].Fields["failures"])
+	})
+}
