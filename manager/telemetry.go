@@ -438,9 +438,6 @@ func (c *connectTrace) failed(err error) {
 	c.mu.Unlock()
 }
 
-// removed ends the open loop, if any, because the server is going away.
-func (c *connectTrace) removed() { c.stopped("removed") }
-
 // stopped ends the open loop, if any, because the server stopped trying
 // for reason: "removed", "replaced", "shutdown", "disabled".
 func (c *connectTrace) stopped(reason string) {

@@ -56,7 +56,7 @@ func spanTree(spans []sdktrace.ReadOnlySpan, roots ...string) string {
 		slices.SortFunc(kvs, func(a, b attribute.KeyValue) int { return strings.Compare(string(a.Key), string(b.Key)) })
 		attrs := make([]string, 0, len(kvs))
 		for _, kv := range kvs {
-			attrs = append(attrs, fmt.Sprintf("%s=%s", kv.Key, kv.Value.Emit()))
+			attrs = append(attrs, fmt.Sprintf("%s=%s", kv.Key, kv.Value.String()))
 		}
 		fmt.Fprintf(&b, "%s%s %s {%s}\n", strings.Repeat("  ", depth), s.Name(), s.Status().Code, strings.Join(attrs, " "))
 		for _, c := range children[s.SpanContext().SpanID()] {
@@ -79,7 +79,7 @@ func metricValues(t testing.TB, reader sdkmetric.Reader) map[string]float64 {
 	key := func(name string, set attribute.Set) string {
 		var kv []string
 		for _, a := range set.ToSlice() {
-			kv = append(kv, fmt.Sprintf("%s=%s", a.Key, a.Value.Emit()))
+			kv = append(kv, fmt.Sprintf("%s=%s", a.Key, a.Value.String()))
 		}
 		return name + "{" + strings.Join(kv, ",") + "}"
 	}

@@ -69,7 +69,7 @@ func (e *Error) Error() string {
 	case EOS:
 		return fmt.Sprintf("%s at EOS", e.Message)
 	case _UNKNOWN:
-		return fmt.Sprintf("%s", e.Message)
+		return e.Message
 	default:
 		return fmt.Sprintf("%s at %d", e.Message, e.Pos)
 	}
