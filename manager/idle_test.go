@@ -74,6 +74,20 @@ func TestIdleWaitsForCallsInFlight(t *testing.T) {
 	})
 }
 
+// Waiting for an idle server to be connected wakes it, as a call does.
+func TestWaitWakesIdleServer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &peers{}
+		m := newManager(t, manager.Options{Dial: p.dial})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("x", fakeSpec(t, map[string]any{"timeouts": map[string]any{"idle": "1m"}})))
+		tl.until("x", events.KindIdle, time.Hour)
+		_, err := m.Wait(context.Background(), "x", manager.StateConnected)
+		require.NoError(t, err)
+		require.Equal(t, 2, p.dialCount())
+	})
+}
+
 // idle = 0 disables the idle close.
 func TestIdleDisabled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

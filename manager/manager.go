@@ -261,6 +261,10 @@ func (m *Manager) Wait(ctx context.Context, name string, state State) (Status, e
 		if st.State == StateRemoved {
 			return st, errorf(CodeClosed, s.name, "wait", "server was removed while waiting for %s", state)
 		}
+		if st.State == StateIdle && state == StateConnected {
+			s.demand.Store(true) // waiting for it is needing it
+			s.wake()
+		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
