@@ -13,6 +13,8 @@ package manager_test
 import (
 	"context"
 	"fmt"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +53,8 @@ func benchServers(b *testing.B) benchSetup {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	m := manager.New(manager.Options{})
+	// No-op telemetry providers, as the host passes when no exporter is set.
+	m := manager.New(manager.Options{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()})
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

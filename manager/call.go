@@ -98,7 +98,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		span.inject(ctx, params)
 		res, err = snap.session.CallTool(ctx, params)
 		if err != nil {
-			return false, newError(CodeInvocationFailed, s.name, op, callFailure(ctx, err, snap.conn))
+			return false, newError(CodeInvocationFailed, s.name, op, s.callFailure(ctx, err, snap.conn))
 		}
 		return res.IsError, nil
 	})
@@ -157,14 +157,14 @@ func (s *supervisor) request(ctx context.Context, op string, fn func(context.Con
 // callFailure turns what the SDK returned into the cause users see. When
 // the session died under the call, it says so, with the process's exit
 // status if that is why.
-func callFailure(ctx context.Context, err error, c *conn) error {
+func (s *supervisor) callFailure(ctx context.Context, err error, c *conn) error {
 	if cause := context.Cause(ctx); cause != nil {
 		var te timeoutError
 		switch {
 		case errors.As(cause, &te):
 			return te
-		case errors.Is(cause, errAbandoned):
-			return fmt.Errorf("%w (%w)", errAbandoned, ErrDisconnected)
+		case s.calls.Err() != nil:
+			return fmt.Errorf("%w (%w)", context.Cause(s.calls), ErrDisconnected)
 		}
 		return fmt.Errorf("cancelled: %w", cause)
 	}

@@ -116,11 +116,12 @@ func TestInterop(t *testing.T) {
 	}
 }
 
-// testInterop runs one server through the manager: connect, discover,
-// call, fail to call, remove. It closes the manager before returning.
-func testInterop(t *testing.T, spec manager.Spec) {
+// interopManager returns a manager and the function that closes it (to
+// defer: the callers' leak checks run after it), which first logs the
+// events it published if the test failed.
+func interopManager(t *testing.T) (*manager.Manager, func()) {
 	m := manager.New(manager.Options{})
-	defer func() {
+	return m, func() {
 		if t.Failed() {
 			for _, e := range m.Bus().History(200) {
 				t.Logf("event: %s", e.Format())
@@ -129,7 +130,14 @@ func testInterop(t *testing.T, spec manager.Spec) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		require.NoError(t, m.Close(ctx), "Close")
-	}()
+	}
+}
+
+// testInterop runs one server through the manager: connect, discover,
+// call, fail to call, remove. It closes the manager before returning.
+func testInterop(t *testing.T, spec manager.Spec) {
+	m, closeManager := interopManager(t)
+	defer closeManager()
 	ctx, cancel := context.WithTimeout(context.Background(), interopConnectWait)
 	defer cancel()
 
@@ -567,17 +575,8 @@ func interopNotification(server, method string) func(events.Event) bool {
 }
 
 func testInteropSurface(t *testing.T, spec manager.Spec, plain interopListing) {
-	m := manager.New(manager.Options{})
-	defer func() {
-		if t.Failed() {
-			for _, e := range m.Bus().History(200) {
-				t.Logf("event: %s", e.Format())
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		require.NoError(t, m.Close(ctx), "Close")
-	}()
+	m, closeManager := interopManager(t)
+	defer closeManager()
 	ctx, cancel := context.WithTimeout(context.Background(), interopConnectWait)
 	defer cancel()
 	// Each subtest has its own budget, so one that fails by waiting in vain

@@ -114,7 +114,7 @@ func (m *Manager) ReadResource(ctx context.Context, uri, server string, timeout 
 		var err error
 		res, err = snap.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 		if err != nil {
-			return false, newError(CodeInvocationFailed, s.name, op, callFailure(ctx, err, snap.conn))
+			return false, newError(CodeInvocationFailed, s.name, op, s.callFailure(ctx, err, snap.conn))
 		}
 		return false, nil
 	})
@@ -168,7 +168,7 @@ func (m *Manager) GetPrompt(ctx context.Context, name string, args map[string]st
 		var err error
 		res, err = snap.session.GetPrompt(ctx, &mcp.GetPromptParams{Name: prompt, Arguments: args})
 		if err != nil {
-			return false, newError(CodeInvocationFailed, s.name, op, callFailure(ctx, err, snap.conn))
+			return false, newError(CodeInvocationFailed, s.name, op, s.callFailure(ctx, err, snap.conn))
 		}
 		return false, nil
 	})
@@ -182,12 +182,11 @@ func (s *supervisor) requestContext(ctx context.Context, timeout time.Duration) 
 		timeout = s.spec.Timeouts.Request
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, timeoutError{timeout})
-	// A disposal that runs out of drain time abandons the request.
-	ctx, abandon := context.WithCancelCause(ctx)
-	unlink := context.AfterFunc(s.calls, func() { abandon(context.Cause(s.calls)) })
+	// A disposal that runs out of drain time abandons the request (see
+	// callFailure for how that is told from the caller's own cancel).
+	unlink := context.AfterFunc(s.calls, cancel)
 	return ctx, func() {
 		unlink()
-		abandon(nil)
 		cancel()
 	}
 }

@@ -350,11 +350,11 @@ func (s *supervisor) takeReconnect() bool {
 
 func (s *supervisor) resetFailures() {
 	s.failures = 0
-	if was := s.brk.state; was != CircuitClosed {
-		s.brk.reset()
+	was := s.brk.state
+	s.brk.reset()
+	if was != CircuitClosed {
 		s.m.bus.Publish(events.KindCircuit, s.name, events.Fields{"from": was.String(), "to": "closed", "reason": "reset"})
 	}
-	s.brk.reset()
 }
 
 // attempt makes connection attempt n: dial (spawn), handshake and first

@@ -3,6 +3,8 @@ package manager
 import (
 	"context"
 	"errors"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"log/slog"
 	"sync"
 	"time"
@@ -72,6 +74,9 @@ type telemetry struct {
 	errors     metric.Int64Counter
 	reconnects metric.Int64Counter
 	reg        metric.Registration // the connections gauge's callback; nil if it failed
+	// off is true when both providers are no-ops (the host with no
+	// exporter): the call path then skips building spans and attributes.
+	off bool
 }
 
 // newTelemetry builds the instruments from the providers (the otel globals
@@ -85,9 +90,12 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider, statuses fun
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
+	_, noTraces := tp.(tracenoop.TracerProvider)
+	_, noMetrics := mp.(metricnoop.MeterProvider)
 	t := &telemetry{
 		tracer: tp.Tracer(scopeName),
 		prop:   propagation.TraceContext{},
+		off:    noTraces && noMetrics,
 	}
 	meter := mp.Meter(scopeName)
 	var errs []error
@@ -212,7 +220,7 @@ type callSpan struct {
 // toolCall starts the mcp.tool_call span of [Manager.Call] as a child of
 // whatever span ctx holds, and returns ctx with it.
 func (t *telemetry) toolCall(ctx context.Context, name string) (context.Context, *callSpan) {
-	if t == nil {
+	if t == nil || t.off {
 		return ctx, nil
 	}
 	ctx, span := t.tracer.Start(ctx, spanToolCall, trace.WithSpanKind(trace.SpanKindClient),
@@ -379,35 +387,28 @@ func (c *connectTrace) attempt(n int) func(error) {
 // consecutive failure (opening a loop if none is open); the returned
 // function ends it, whether the wait ran out or was cut short.
 func (c *connectTrace) backoffWait(n int, d time.Duration) func() {
-	if c == nil {
-		return func() {}
-	}
-	c.mu.Lock()
-	ctx := c.openLocked()
-	c.mu.Unlock()
-	_, span := c.t.tracer.Start(ctx, spanBackoffWait, trace.WithAttributes(
-		attrServer.String(c.server),
-		attrAttempt.Int(n),
-		attrDelayMS.Int64(d.Milliseconds()),
-	))
-	return func() { span.End() }
+	return c.wait(n, d)
 }
 
 // circuitWait starts the span of the wait until the breaker's probe after
 // the n-th consecutive failure: an mcp.backoff_wait with mcp.circuit=open.
 func (c *connectTrace) circuitWait(n int, until time.Time) func() {
+	return c.wait(n, time.Until(until), attrCircuit.String("open"))
+}
+
+func (c *connectTrace) wait(n int, d time.Duration, extra ...attribute.KeyValue) func() {
 	if c == nil {
 		return func() {}
 	}
 	c.mu.Lock()
 	ctx := c.openLocked()
 	c.mu.Unlock()
-	_, span := c.t.tracer.Start(ctx, spanBackoffWait, trace.WithAttributes(
+	attrs := append([]attribute.KeyValue{
 		attrServer.String(c.server),
 		attrAttempt.Int(n),
-		attrDelayMS.Int64(time.Until(until).Milliseconds()),
-		attrCircuit.String("open"),
-	))
+		attrDelayMS.Int64(d.Milliseconds()),
+	}, extra...)
+	_, span := c.t.tracer.Start(ctx, spanBackoffWait, trace.WithAttributes(attrs...))
 	return func() { span.End() }
 }
 
