@@ -37,6 +37,7 @@ func statusTable(L *lua.LState, st manager.Status) *lua.LTable {
 	if !st.NextAttempt.IsZero() {
 		t.RawSetString("next_attempt_in", lua.LNumber(math.Round(max(0, time.Until(st.NextAttempt).Seconds())*1000)/1000))
 	}
+	setString(t, "waiting", st.Waiting)
 	t.RawSetString("circuit", lua.LString(st.Circuit.String()))
 	t.RawSetString("healthy", lua.LBool(st.Healthy))
 	if st.LastPing > 0 {

@@ -221,6 +221,9 @@ func (s *supervisor) session(ctx context.Context, op string) (*snapshot, error) 
 			if cur := s.snap.Load().status.State; cur == StateClosing || cur == StateRemoved {
 				return nil, errorf(CodeClosed, s.name, op, "server is being removed")
 			}
+			if w := s.snap.Load().status.Waiting; w != "" {
+				return nil, newError(CodeConnectionLimit, s.name, "connect", slotWaitError{w, context.Cause(ctx)})
+			}
 			var te timeoutError
 			if !errors.As(context.Cause(ctx), &te) {
 				return nil, errorf(CodeConnectionFailed, s.name, op, "cancelled while %s%s", st.State, lastErrorSuffix(st))
@@ -304,3 +307,20 @@ func quoteList(names []string) string {
 	}
 	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
+
+// slotWaitError is a caller's wait for a server held back by the
+// connection cap ([Options.MaxConnections]) that ended first.
+type slotWaitError struct {
+	limit string // "max connections (2) reached"
+	cause error  // why the caller's wait ended
+}
+
+func (e slotWaitError) Error() string {
+	var te timeoutError
+	if errors.As(e.cause, &te) {
+		return fmt.Sprintf("%s; no slot came free within %s", e.limit, te.after)
+	}
+	return fmt.Sprintf("%s; the caller stopped waiting for a slot (%v)", e.limit, e.cause)
+}
+
+func (e slotWaitError) Unwrap() error { return e.cause }

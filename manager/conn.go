@@ -18,6 +18,7 @@ type conn struct {
 	cancel    context.CancelFunc // ends the session's context
 	cat       *catalog           // what the first discovery found
 	attempt   int                // the attempt that made it
+	release   func()             // gives back its connection slot; nil if none
 }
 
 func (c *conn) proc() *process {
@@ -55,6 +56,9 @@ func (c *conn) close() {
 		_ = cl.Close()
 	}
 	c.cancel()
+	if c.release != nil {
+		c.release()
+	}
 }
 
 // errConnectTimeout is the cause given to an attempt's context when the

@@ -41,6 +41,12 @@
 // supervisor for things (reconnect, enable, disable, a new HTTP session,
 // waking an idle server) by setting a flag and kicking it, so repeated
 // requests coalesce.
+//
+// [Options.MaxConnections] caps the connections held at once: an attempt
+// takes a slot before it starts and its connection gives it back when it
+// closes (a failed attempt at once). A server beyond the cap waits in
+// connecting with [Status.Waiting] set, in line, until a slot comes free;
+// a caller whose timeout ends first gets CONNECTION_LIMIT.
 
 // # Processes
 //

@@ -39,6 +39,13 @@ type Options struct {
 	// for its requests in flight before abandoning them (each is also
 	// bounded by its own timeout). If zero, 10s.
 	DrainTimeout time.Duration
+	// MaxConnections caps the servers connected or connecting at once; 0
+	// means no cap. A server beyond the cap waits in connecting (its status
+	// and a connecting event say "max connections (N) reached") until a
+	// connection closes: a failed attempt, an idle close (timeouts.idle), a
+	// lost session, a disable or a removal frees its slot. Callers waiting
+	// for it get CONNECTION_LIMIT when their own timeout ends first.
+	MaxConnections int
 	// Version is reported to servers as the client version. If empty, "dev".
 	Version string
 	// TracerProvider makes the tracer of the manager's spans (mcp.add,
@@ -62,6 +69,7 @@ type Manager struct {
 	dial    DialFunc
 	rand    func() float64
 	tel     *telemetry
+	slots   *slots // nil: no cap on connections
 
 	mu sync.Mutex
 	// mu guards the following.
@@ -91,6 +99,7 @@ func New(opts Options) *Manager {
 	if m.opts.Version == "" {
 		m.opts.Version = "dev"
 	}
+	m.slots = newSlots(m.opts.MaxConnections)
 	m.http = newHTTPTransport()
 	m.tel = newTelemetry(opts.TracerProvider, opts.MeterProvider, m.Statuses, m.log)
 	if m.dial == nil {

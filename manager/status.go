@@ -50,6 +50,9 @@ type Status struct {
 	// PingUnsupported is true when the server answered ping with -32601;
 	// its liveness is then judged from the session and request errors.
 	PingUnsupported bool
+	// Waiting, while connecting, says what the attempt waits for before it
+	// can start: "max connections (N) reached" ([Options.MaxConnections]).
+	Waiting string
 }
 
 // snapshot is a supervisor's published view: its status and what a caller

@@ -135,6 +135,7 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 		next.status.Since = time.Now()
 	}
 	next.status.Circuit = s.brk.state
+	next.status.Waiting = ""
 	if edit != nil {
 		edit(&next)
 	}
@@ -198,11 +199,17 @@ func (s *supervisor) connectLoop() *conn {
 				probe = true
 			}
 		}
+		release, ok := s.takeSlot(s.failures + 1)
+		if !ok {
+			return nil
+		}
 		c, err := s.attempt(s.failures+1, probe)
 		if err == nil {
 			c.attempt = s.failures + 1
+			c.release = release
 			return c
 		}
+		release()
 		if s.ctx.Err() != nil {
 			return nil
 		}

@@ -91,6 +91,28 @@ func TestWorkingDirectoryStartup(t *testing.T) {
 	require.Equal(t, "mine\n", o.stdout)
 }
 
+// FAULTS #26 through the command line: with --max-connections 1 a second
+// server waits for a slot, says so in mcp_status, and a call to it gets
+// CONNECTION_LIMIT at its timeout; removing the holder lets it connect.
+func TestMaxConnectionsFlag(t *testing.T) {
+	code := `
+mcp_add("second", {command = {MCPVISOR, "demo-server"}})
+assert(mcp_wait("demo", "connected"))
+sleep(0.2)
+local st = mcp_status("second")
+local _, err = mcp_call("second.echo", {text = "x"}, {timeout = 0.3})
+mcp_remove("demo", {wait = true})
+assert(mcp_wait("second", "connected"))
+return st.state .. " | " .. st.waiting .. " | " .. err.code .. " | " .. err.message`
+	o := runBinary(t, invocation{args: []string{"--max-connections", "1", "-e", code}})
+	require.Equal(t, 0, o.code, "exit code; stderr: %s", o.stderr)
+	require.Equal(t, `connecting | max connections (1) reached | CONNECTION_LIMIT | server "second": connect: max connections (1) reached; no slot came free within 300ms`+"\n", o.stdout)
+
+	o = runBinary(t, invocation{args: []string{"--max-connections", "-1", "-e", "return 1"}})
+	require.Equal(t, 2, o.code)
+	require.Contains(t, o.stderr, "--max-connections must be 0 (no cap) or more, got -1")
+}
+
 // Failures of -e code and of the config: exit 1, the Lua message with its
 // chunk and line on stderr, nothing on stdout.
 func TestEvalErrors(t *testing.T) {

@@ -61,7 +61,7 @@ func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	outSwap := &swapWriter{w: stdout}
-	h := startHost(logger, logOut, outSwap, filepath.Dir(path), tel, hud)
+	h := startHost(cfg, logger, logOut, outSwap, filepath.Dir(path), tel, hud)
 	// Signals are handled until the very end, so one during the graceful
 	// shutdown still forces exit rather than killing us half-way.
 	ctx, stopSignals := h.handleSignals(interactive, stderr)
@@ -110,14 +110,14 @@ func (h *host) handleSignals(interactive bool, stderr io.Writer) (context.Contex
 	}
 }
 
-func startHost(logger *slog.Logger, logOut, stdout *swapWriter, dir string, tel *hostTelemetry, hud *hudOptions) *host {
+func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir string, tel *hostTelemetry, hud *hudOptions) *host {
 	h := &host{bus: events.NewBus(events.Options{}), logOut: logOut, out: stdout, log: logger, logDone: make(chan struct{}), otel: tel}
 	sub := h.bus.Subscribe(events.SubscribeOptions{})
 	go func() {
 		defer close(h.logDone)
 		_ = events.Log(context.Background(), sub, logger)
 	}()
-	h.mgr = manager.New(manager.Options{Bus: h.bus, Logger: logger, Version: version(),
+	h.mgr = manager.New(manager.Options{Bus: h.bus, Logger: logger, Version: version(), MaxConnections: cfg.maxConnections,
 		TracerProvider: tel.tracerProvider(), MeterProvider: tel.meterProvider()})
 	var hudAPI luaapi.HUD // nil without a terminal: mcp_hud says so
 	if hud != nil {

@@ -35,6 +35,9 @@ Flags:
   --log-level LEVEL     debug, info, warn or error (default info; warn with -e)
   --log-format FORMAT   text or json (default text)
   --no-watch            do not reload the config when it changes on disk
+  --max-connections N   connect at most N servers at once (default 0: no
+                        cap); the others wait in "connecting" until an idle
+                        close, a failure or a removal frees a slot
   --hud                 show the live status block (HUD) at the top of the
                         terminal: a line per server with its state, tools,
                         latency, retry countdown and last error (the default
@@ -126,6 +129,8 @@ type config struct {
 	logFormat string
 	noWatch   bool
 	hud       hudMode
+	// maxConnections caps the servers connected at once; 0: no cap.
+	maxConnections int
 }
 
 // hudMode is what --hud and --no-hud asked for.
@@ -146,6 +151,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "")
 	fs.StringVar(&c.logFormat, "log-format", "text", "")
 	fs.BoolVar(&c.noWatch, "no-watch", false, "")
+	fs.IntVar(&c.maxConnections, "max-connections", 0, "")
 	var hudFlag, noHUDFlag bool
 	fs.BoolVar(&hudFlag, "hud", false, "")
 	fs.BoolVar(&noHUDFlag, "no-hud", false, "")
@@ -168,6 +174,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		c.hud = hudOn
 	case noHUDFlag:
 		c.hud = hudOff
+	}
+	if c.maxConnections < 0 {
+		return c, fmt.Errorf("--max-connections must be 0 (no cap) or more, got %d", c.maxConnections)
 	}
 	if c.hasCode && !levelSet {
 		c.logLevel = "warn" // a one-shot command prints its result, not the lifecycle

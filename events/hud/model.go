@@ -34,6 +34,7 @@ type server struct {
 	circuit     Circuit
 	probeAt     time.Time // circuit open: when the probe is due
 	err         string    // last error, one line
+	waiting     string    // connecting: what the attempt waits for
 }
 
 // createdBy are the kinds that give an unknown server a row: those the
@@ -115,6 +116,7 @@ func (s *server) apply(e events.Event) {
 		s.state = StateConnecting
 		s.attempt = int(e.Int("attempt"))
 		s.probe, _ = e.Fields["probe"].(bool)
+		s.waiting = e.String("waiting")
 		s.retryAt = time.Time{}
 		s.probeAt = time.Time{}
 	case events.KindConnected:

@@ -80,6 +80,23 @@ func TestHUDModelConnect(t *testing.T) {
 	assert.Equal(t, "mcpvisor: 1 server · 1 connected", hud.Lines(m.View(t0), hud.Layout{Width: 80})[0])
 }
 
+// A server held back by the connection cap says so until its attempt
+// starts.
+func TestHUDModelWaitingForSlot(t *testing.T) {
+	var s script
+	s.at(0, events.KindAdded, "c", events.Fields{"transport": "stdio"})
+	s.at(0, events.KindConnecting, "c", events.Fields{"attempt": 1, "waiting": "max connections (2) reached"})
+	m := s.model()
+	r := row(t, m, t0, "c")
+	assert.Equal(t, "max connections (2) reached", r.Waiting)
+	assert.Equal(t, "◌ c  stdio  0 tools  waiting: max connections (2) reached", line(t, m, t0, "c"))
+
+	s.at(time.Second, events.KindConnecting, "c", events.Fields{"attempt": 1})
+	m = s.model()
+	assert.Empty(t, row(t, m, t0.Add(time.Second), "c").Waiting, "the attempt has started")
+	assert.Equal(t, "◌ c  stdio  0 tools  connecting", line(t, m, t0.Add(time.Second), "c"))
+}
+
 func TestHUDModelBackoffCountdown(t *testing.T) {
 	var s script
 	s.at(0, events.KindAdded, "broken", events.Fields{"transport": "stdio"})

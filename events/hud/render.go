@@ -195,6 +195,8 @@ func status(r Row) string {
 	switch r.State {
 	case StateConnecting:
 		switch {
+		case r.Waiting != "":
+			parts = append(parts, "waiting: "+r.Waiting)
 		case r.Probe:
 			parts = append(parts, fmt.Sprintf("probing (attempt %d)", r.Attempt))
 		case r.Attempt > 1:

@@ -38,6 +38,9 @@ type Row struct {
 	ProbeIn time.Duration
 	// Error is the last error on one line, cleared by a successful connect.
 	Error string
+	// Waiting, while connecting, is what the attempt waits for before it
+	// starts ("max connections (2) reached").
+	Waiting string
 }
 
 // View returns a row per server, sorted by name, with countdowns computed
@@ -58,6 +61,9 @@ func (m *Model) View(now time.Time) []Row {
 			Probe:       s.probe && s.state == StateConnecting,
 			Circuit:     s.circuit,
 			Error:       s.err,
+		}
+		if s.state == StateConnecting {
+			r.Waiting = s.waiting
 		}
 		if s.state == StateBackoff && !s.retryAt.IsZero() {
 			r.RetryIn = max(s.retryAt.Sub(now), 0)

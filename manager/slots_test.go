@@ -1,0 +1,132 @@
+package manager_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// FAULTS #26: with MaxConnections 2 and three servers, the third waits in
+// connecting, saying why; a caller waiting for it gets CONNECTION_LIMIT at
+// its own timeout. A holder whose connect fails frees its slot at once, and
+// an idle close frees one exactly at the idle timeout. No deadlock.
+func TestFault26MaxConnections(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &peers{}
+		var aDials atomic.Int32
+		dial := func(ctx context.Context, server string, spec manager.Spec) (mcp.Transport, error) {
+			if server == "a" && aDials.Add(1) == 1 {
+				time.Sleep(time.Second) // a's first connect fails after holding its slot for 1s
+				return nil, errors.New("connection refused")
+			}
+			return p.dial(ctx, server, spec)
+		}
+		m := newManager(t, manager.Options{Dial: dial, MaxConnections: 2, Rand: constRand(0)})
+		tl := watch(t, m)
+		idle := map[string]any{"timeouts": map[string]any{"idle": "30s"}}
+		for _, name := range []string{"a", "b"} {
+			require.NoError(t, m.Add(name, fakeSpec(t, idle)))
+			synctest.Wait()
+		}
+		require.NoError(t, m.Add("c", fakeSpec(t, idle)))
+		synctest.Wait()
+
+		st := mustStatus(t, m, "c")
+		require.Equal(t, manager.StateConnecting, st.State)
+		require.Equal(t, "max connections (2) reached", st.Waiting)
+		require.Equal(t, manager.StateConnected, mustStatus(t, m, "b").State)
+
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, err := m.Call(ctx, "c.echo", map[string]any{"text": "hi"}, manager.CallOptions{})
+		cancel()
+		requireCode(t, err, manager.ErrConnectionLimit, "c", "connect")
+		require.EqualError(t, err, `server "c": connect: max connections (2) reached; the caller stopped waiting for a slot (context deadline exceeded)`)
+
+		_, err = m.Call(context.Background(), "c.echo", map[string]any{"text": "hi"}, manager.CallOptions{Timeout: 200 * time.Millisecond})
+		requireCode(t, err, manager.ErrConnectionLimit, "c", "connect")
+		require.ErrorIs(t, err, manager.ErrTimeout)
+		require.EqualError(t, err, `server "c": connect: max connections (2) reached; no slot came free within 200ms`)
+
+		// a's connect fails at 1s: its slot goes to c, which was first in line.
+		evs := lifecycle(tl.until("c", events.KindConnected, 2*time.Second))
+		require.Equal(t, time.Second, evs[len(evs)-1].At, "c connects the moment a's failed attempt frees the slot")
+		res, err := m.Call(context.Background(), "c.echo", map[string]any{"text": "hi"}, manager.CallOptions{})
+		require.NoError(t, err)
+		require.Equal(t, "hi", res.Content[0].(*mcp.TextContent).Text)
+
+		// a retries 100ms later and finds no slot: it waits until b's idle
+		// close at exactly 30s (b's last activity was its connect at 0).
+		var aEvents, idled []ev
+		for _, e := range append(evs, lifecycle(tl.until("a", events.KindConnected, time.Minute))...) {
+			switch {
+			case e.Server == "a" && e.At > 0:
+				aEvents = append(aEvents, e)
+			case e.Kind == events.KindIdle:
+				idled = append(idled, e)
+			}
+		}
+		require.Equal(t, []events.Kind{events.KindBackoff, events.KindConnecting, events.KindConnecting, events.KindConnected}, kinds(aEvents))
+		require.Equal(t, 1100*time.Millisecond, aEvents[1].At)
+		require.Equal(t, "max connections (2) reached", aEvents[1].Fields["waiting"])
+		require.Nil(t, aEvents[2].Fields["waiting"], "the attempt itself starts once a slot is free")
+		require.Len(t, idled, 1)
+		require.Equal(t, "b", idled[0].Server)
+		require.Equal(t, 30*time.Second, idled[0].At)
+		require.Equal(t, 30*time.Second, aEvents[3].At, "a connects the moment b's idle close frees the slot")
+		require.Empty(t, mustStatus(t, m, "a").Waiting)
+
+		// b, now idle, needs a slot again: it waits for c's idle close.
+		ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err = m.Call(ctx, "b.echo", map[string]any{"text": "back"}, manager.CallOptions{})
+		require.NoError(t, err)
+		require.Equal(t, "back", res.Content[0].(*mcp.TextContent).Text)
+		st = mustStatus(t, m, "b")
+		require.Equal(t, manager.StateConnected, st.State)
+		require.Equal(t, 31*time.Second, st.ConnectedAt.Sub(tl.start), "c went idle 30s after its last call at 1s")
+		require.Equal(t, manager.StateIdle, mustStatus(t, m, "c").State)
+	})
+}
+
+// A server waiting for a connection slot can be disabled or removed at
+// once; neither takes a slot or leaves the waiting note behind.
+func TestWaitingForSlotDisableRemove(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &peers{}
+		m := newManager(t, manager.Options{Dial: p.dial, MaxConnections: 1})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("a", fakeSpec(t, nil)))
+		tl.until("a", events.KindConnected, time.Second)
+		require.NoError(t, m.Add("b", fakeSpec(t, nil)))
+		require.NoError(t, m.Add("c", fakeSpec(t, nil)))
+		synctest.Wait()
+		require.Equal(t, "max connections (1) reached", mustStatus(t, m, "b").Waiting)
+
+		require.NoError(t, m.Disable("b"))
+		synctest.Wait()
+		st := mustStatus(t, m, "b")
+		require.Equal(t, manager.StateDisabled, st.State)
+		require.Empty(t, st.Waiting)
+
+		done, err := m.Remove("c")
+		require.NoError(t, err)
+		<-done
+		_, err = m.Status("c")
+		requireCode(t, err, manager.ErrServerNotFound, "c", "status")
+
+		_, err = m.Remove("a")
+		require.NoError(t, err)
+		require.NoError(t, m.Enable("b"))
+		tl.until("b", events.KindConnected, time.Second)
+		require.Equal(t, 2, p.dialCount(), "only a and b ever dialled")
+	})
+}
