@@ -3,7 +3,9 @@ package manager_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -292,5 +294,41 @@ func TestToolsListing(t *testing.T) {
 		_, err = m.Tools("demoo")
 		me := requireCode(t, err, manager.ErrServerNotFound, "demoo", "tools")
 		require.Contains(t, me.Error(), `did you mean "demo"?`)
+	})
+}
+
+// R-LIFE-5: a panic inside one server's connection attempt (here the
+// embedder's Dial) is recovered and logged with its stack; that server
+// backs off and recovers, and no other server notices.
+func TestPanicInAttemptIsContained(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &peers{}
+		var panicked atomic.Bool
+		dial := func(ctx context.Context, server string, spec manager.Spec) (mcp.Transport, error) {
+			if server == "bad" && panicked.CompareAndSwap(false, true) {
+				panic("boom")
+			}
+			return p.dial(ctx, server, spec)
+		}
+		var logs syncBuffer
+		m := newManager(t, manager.Options{Dial: dial, Rand: constRand(0),
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("good", fakeSpec(t, nil)))
+		tl.until("good", events.KindConnected, time.Second)
+		require.NoError(t, m.Add("bad", fakeSpec(t, nil)))
+
+		evs := lifecycle(tl.until("bad", events.KindConnected, time.Second))
+		require.Equal(t, []events.Kind{events.KindAdded, events.KindConnecting, events.KindBackoff, events.KindConnecting, events.KindConnected}, kinds(evs))
+		require.Equal(t, `server "bad": connect: internal error: boom`, evs[2].Fields["error"])
+		require.Equal(t, 100*ms, evs[4].At-evs[2].At, "the normal schedule: retried after backoff.initial")
+		require.Contains(t, logs.String(), `msg="panic in connection attempt" server=bad panic=boom stack=`)
+		require.Contains(t, logs.String(), "TestPanicInAttemptIsContained", "the stack shows where it came from")
+
+		st := mustStatus(t, m, "good")
+		require.Equal(t, manager.StateConnected, st.State)
+		require.Equal(t, 2, p.dialCount(), "one dial each: good's session was not touched by the panic")
+		_, err := m.Call(context.Background(), "bad.echo", map[string]any{"text": "ok"}, manager.CallOptions{})
+		require.NoError(t, err)
 	})
 }
