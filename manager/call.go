@@ -76,6 +76,10 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 	}
 	span.target(s.name, tool)
 	op := fmt.Sprintf("tools/call %q", tool)
+	if !s.callers.enter() {
+		return nil, errorf(CodeClosed, s.name, op, "server is being removed")
+	}
+	defer s.callers.exit() // after its event
 	ctx, cancel := s.requestContext(ctx, opts.Timeout)
 	defer cancel()
 
@@ -240,8 +244,9 @@ func (s *supervisor) session(ctx context.Context, op string) (*snapshot, error) 
 func (m *Manager) resolve(name string) (*supervisor, string, error) {
 	name = strings.TrimSpace(name)
 	if server, tool, ok := strings.Cut(name, "."); ok {
-		if s, err := m.lookup(server, "call"); err == nil {
-			return s, tool, nil
+		s, err := m.target(server, fmt.Sprintf("tools/call %q", tool))
+		if err == nil || errors.Is(err, ErrClosed) {
+			return s, tool, err
 		}
 	}
 	var matches []*supervisor

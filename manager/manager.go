@@ -74,13 +74,16 @@ type Manager struct {
 	mu sync.Mutex
 	// mu guards the following.
 	servers map[string]*supervisor // by nameKey
+	// leaving holds removed servers until their disposal is done, so that
+	// a request for one is refused with CLOSED, not "no such server".
+	leaving map[string]*supervisor // by nameKey
 	closed  bool
 }
 
 // New returns a manager with no servers.
 func New(opts Options) *Manager {
 	m := &Manager{opts: opts, bus: opts.Bus, log: opts.Logger, dial: opts.Dial, rand: opts.Rand,
-		servers: make(map[string]*supervisor)}
+		servers: make(map[string]*supervisor), leaving: make(map[string]*supervisor)}
 	if m.bus == nil {
 		m.bus, m.ownsBus = events.NewBus(events.Options{}), true
 	}
@@ -173,6 +176,7 @@ func (m *Manager) Remove(name string) (done <-chan struct{}, err error) {
 	s, ok := m.servers[nameKey(strings.TrimSpace(name))]
 	if ok {
 		delete(m.servers, nameKey(s.name))
+		m.leaving[nameKey(s.name)] = s
 	}
 	m.mu.Unlock()
 	if !ok {
@@ -203,6 +207,35 @@ func (m *Manager) lookup(name, op string) (*supervisor, error) {
 		return nil, m.notFound(name, op)
 	}
 	return s, nil
+}
+
+// target finds the server a request is for. A server that is being
+// removed, or any once the manager is closing, refuses it with CLOSED.
+func (m *Manager) target(name, op string) (*supervisor, error) {
+	key := nameKey(strings.TrimSpace(name))
+	m.mu.Lock()
+	s, ok := m.servers[key]
+	gone, closed := m.leaving[key], m.closed
+	m.mu.Unlock()
+	switch {
+	case ok:
+		return s, nil
+	case gone != nil:
+		return nil, errorf(CodeClosed, gone.name, op, "server is being removed")
+	case closed:
+		return nil, newError(CodeClosed, strings.TrimSpace(name), op, errShutdown)
+	}
+	return nil, m.notFound(name, op)
+}
+
+// forget drops a disposed server from leaving (unless the name was
+// removed again since, by a server added after it).
+func (m *Manager) forget(s *supervisor) {
+	m.mu.Lock()
+	if m.leaving[nameKey(s.name)] == s {
+		delete(m.leaving, nameKey(s.name))
+	}
+	m.mu.Unlock()
 }
 
 // supervisors returns the current servers sorted by name.
@@ -296,8 +329,9 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
 	m.closed = true
 	list := make([]*supervisor, 0, len(m.servers))
-	for _, s := range m.servers {
+	for k, s := range m.servers {
 		list = append(list, s)
+		m.leaving[k] = s
 	}
 	clear(m.servers)
 	m.mu.Unlock()

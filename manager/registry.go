@@ -84,7 +84,7 @@ func (m *Manager) ReadResource(ctx context.Context, uri, server string, timeout 
 	var s *supervisor
 	if server != "" {
 		var err error
-		if s, err = m.lookup(server, op); err != nil {
+		if s, err = m.target(server, op); err != nil {
 			return nil, err
 		}
 	} else {
@@ -153,11 +153,11 @@ func (m *Manager) GetPrompt(ctx context.Context, name string, args map[string]st
 	if !ok {
 		return nil, errorf(CodeToolNotFound, "", "prompts/get", "prompt names are \"server.prompt\", got %q", name)
 	}
-	s, err := m.lookup(server, "prompts/get")
+	op := fmt.Sprintf("prompts/get %q", prompt)
+	s, err := m.target(server, op)
 	if err != nil {
 		return nil, err
 	}
-	op := fmt.Sprintf("prompts/get %q", prompt)
 	ctx, cancel := s.requestContext(ctx, timeout)
 	defer cancel()
 	var res *mcp.GetPromptResult

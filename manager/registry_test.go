@@ -588,7 +588,7 @@ func TestPrompts(t *testing.T) {
 		require.EqualError(t, err, `prompts/get: prompt names are "server.prompt", got "greet"`)
 
 		_, err = m.GetPrompt(context.Background(), "nope.greet", nil, 0)
-		requireCode(t, err, manager.ErrServerNotFound, "nope", "prompts/get")
+		requireCode(t, err, manager.ErrServerNotFound, "nope", `prompts/get "greet"`)
 
 		_, err = m.GetPrompt(context.Background(), "demo.greet", nil, 0)
 		requireCode(t, err, manager.ErrInvocationFailed, "demo", `prompts/get "greet"`)

@@ -46,6 +46,7 @@ type supervisor struct {
 	progress  progressRoutes                    // progress tokens of calls in flight
 
 	gate     gate         // requests using the session
+	callers  gate         // tool calls from resolve to their event (finish waits for them)
 	stats    callStats    // request metrics
 	lastRecv atomic.Int64 // UnixNano when the server was last heard from
 
@@ -161,6 +162,7 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 // the server is removed.
 func (s *supervisor) run() {
 	defer close(s.done)
+	defer s.m.forget(s)
 	defer s.finish()
 	for s.ctx.Err() == nil {
 		if s.disabled.Load() {
@@ -462,6 +464,11 @@ func (s *supervisor) finish() {
 		s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
 	}
 	s.abortCalls(errAbandoned) // callers still waiting for a session: closing says why
+	// The abandoned calls return at once; each publishes its tool_call
+	// before removed, the server's last event.
+	ctx, cancel := context.WithTimeout(context.Background(), s.m.opts.DrainTimeout)
+	s.callers.drain(ctx)
+	cancel()
 	s.closers.Wait()
 	s.transition(StateRemoved, nil, events.KindRemoved, events.Fields{"reason": s.reason.Load()})
 }

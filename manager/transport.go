@@ -108,6 +108,41 @@ func (e streamBroken) Is(target error) bool { return target == ErrDisconnected }
 
 func (e streamBroken) Unwrap() error { return e.protocolError }
 
+// farewellWait bounds how long Close may spend telling the server about
+// requests still pending: a server that does not read its stdin must not
+// hold up the close.
+const farewellWait = 100 * time.Millisecond
+
+// Close tells the server to stop working on requests of ours it never
+// answered, then closes the connection (and with it the process). The SDK
+// sends notifications/cancelled for a call it abandons, but from a
+// goroutine of its own after the call has returned, and not at all once
+// the session is closing: the calls a disposal abandons would otherwise
+// keep running on a server that may outlive the close (FAULTS #28).
+func (c *stdioConn) Close() error {
+	c.mu.Lock()
+	ids := make([]jsonrpc.ID, 0, len(c.pending))
+	for id := range c.pending {
+		ids = append(ids, id)
+	}
+	clear(c.pending)
+	c.mu.Unlock()
+	if len(ids) > 0 && c.proc.exitError() == nil {
+		_ = c.proc.stdin.SetWriteDeadline(time.Now().Add(farewellWait))
+		ctx := context.Background()
+		for _, id := range ids {
+			params, err := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": "the client closed the session"})
+			if err != nil {
+				break
+			}
+			if c.Connection.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params}) != nil {
+				break
+			}
+		}
+	}
+	return c.Connection.Close()
+}
+
 // sent notes a request awaiting its response, or the cancellation of one.
 func (c *stdioConn) sent(req *jsonrpc.Request) {
 	switch {
