@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -183,8 +184,27 @@ func (s *supervisor) callFailure(ctx context.Context, err error, c *conn) error 
 		}
 		return fmt.Errorf("connection lost during the call; it may or may not have run: %w (%w)", err, ErrDisconnected)
 	}
+	// Over HTTP the SDK fails the calls in flight with its transport's
+	// error when it gives the session up, and then ends the session. An
+	// error response from the server (a JSON-RPC error) is not that.
+	var rpcErr *jsonrpc.Error
+	fromServer := errors.As(err, &rpcErr) && rpcErr.Code != codeRejectedByTransport
+	if !fromServer && c.endedWithin(sessionEndGrace) {
+		return fmt.Errorf("the session ended during the call; it may or may not have run: %w (%w)", err, ErrDisconnected)
+	}
 	return err
 }
+
+// codeRejectedByTransport is the code of the go-sdk's jsonrpc2.ErrRejected
+// (internal to it), which wraps HTTP failures: a transport error, not an
+// answer from the server.
+const codeRejectedByTransport = -32005
+
+// sessionEndGrace is how long a call that failed with a transport error
+// waits to learn whether the session ended with it (the SDK ends it right
+// after failing the calls in flight), and how long serve waits for the
+// SDK's reason once it has begun ending an HTTP session.
+const sessionEndGrace = 50 * time.Millisecond
 
 // session waits until the server is connected, then admits the caller
 // through the gate and returns the snapshot holding its session; the

@@ -19,6 +19,7 @@ type conn struct {
 	cat       *catalog           // what the first discovery found
 	attempt   int                // the attempt that made it
 	release   func()             // gives back its connection slot; nil if none
+	ended     *signal            // fires when the session is known to have ended
 }
 
 func (c *conn) proc() *process {
@@ -107,7 +108,7 @@ func (s *supervisor) connect() (*conn, error) {
 	if err != nil {
 		return fail(dialOp, err)
 	}
-	c.transport = t
+	c.transport, c.ended = t, endSignal(t)
 	c.session, err = s.m.newClient(s).Connect(ctx, t, nil)
 	if err != nil {
 		return fail("initialize", err)
@@ -132,6 +133,23 @@ func (s *supervisor) connect() (*conn, error) {
 		return fail("connect", context.Cause(ctx))
 	}
 	return c, nil
+}
+
+// endedWithin reports whether the session ends within d: a request that
+// failed with a transport error gives the SDK that long to say whether
+// the session failed with it.
+func (c *conn) endedWithin(d time.Duration) bool {
+	if c == nil || c.ended == nil {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.ended.done():
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // awaitExit gives a stdio process that broke the handshake a moment to be

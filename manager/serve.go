@@ -27,6 +27,11 @@ type ending struct {
 	err  error // for endLost
 }
 
+// errSessionEnding is why a session was lost when the SDK has begun
+// closing it (it sent the HTTP session's DELETE) before saying why; once
+// closed, the session's own error replaces it.
+var errSessionEnding = errors.New("the client library is closing the HTTP session after a stream or request failed")
+
 // pingResult is the outcome of one health ping.
 type pingResult struct {
 	latency time.Duration
@@ -43,7 +48,10 @@ func (s *supervisor) serve(c *conn) ending {
 	t := s.spec.Timeouts
 
 	lost := make(chan error, 1)
-	go func() { lost <- c.session.Wait() }()
+	go func() {
+		lost <- c.session.Wait()
+		c.ended.fire()
+	}()
 
 	interval := t.HealthInterval
 	if s.spec.Transport != TransportStdio && t.Keepalive < interval {
@@ -69,6 +77,18 @@ func (s *supervisor) serve(c *conn) ending {
 		select {
 		case err := <-lost:
 			return ending{kind: endLost, err: c.lostReason(err)}
+		case <-c.ended.done():
+			// The SDK is ending the HTTP session. Its Wait says why once the
+			// DELETE is answered, which a server may hold until its
+			// handlers finish: the status does not wait for that.
+			wait := time.NewTimer(sessionEndGrace)
+			defer wait.Stop()
+			select {
+			case err := <-lost:
+				return ending{kind: endLost, err: c.lostReason(err)}
+			case <-wait.C:
+				return ending{kind: endLost, err: errSessionEnding}
+			}
 		case <-s.ctx.Done():
 			return ending{kind: endStop}
 		case <-pingT.C:

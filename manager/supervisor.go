@@ -416,7 +416,19 @@ func (s *supervisor) after(c *conn, end ending) {
 		lost := newError(CodeConnectionFailed, s.name, "session", cause)
 		s.transition(StateConnecting, func(snap *snapshot) { snap.status.LastError = lost.Error() },
 			events.KindDisconnected, events.Fields{"error": lost.Error()})
+		if errors.Is(cause, errSessionEnding) {
+			// The SDK sent the session's DELETE and holds its lock until the
+			// answer, which the server may hold until its handlers finish:
+			// end the connection's requests rather than wait for it.
+			c.cancel()
+		}
 		c.close()
+		if errors.Is(cause, errSessionEnding) {
+			if err := c.session.Wait(); err != nil { // closed now: the SDK's reason
+				cause = c.lostReason(err)
+				lost = newError(CodeConnectionFailed, s.name, "session", cause)
+			}
+		}
 		// A connection that dies right after the handshake has not proven
 		// itself: the schedule continues rather than resetting (FAULTS #2).
 		proven := time.Since(s.snap.Load().status.ConnectedAt) >= s.spec.Backoff.Max

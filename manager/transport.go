@@ -222,6 +222,11 @@ type endpointTransport struct {
 	// by that alone, so that a server answering in JSON, whose headers come
 	// with the result, is not cut off before the call's own timeout.
 	headerTimeout time.Duration
+	// ended fires when the SDK sends the DELETE that ends the HTTP
+	// session: the first sign that it gave the session up (a stream or a
+	// request failed), while its Wait returns only once that DELETE is
+	// answered, which a server may hold until its handlers finish.
+	ended *signal
 	// life is the connection's context: when it ends, its requests end
 	// too. The SDK sends some requests on contexts of its own (the
 	// notifications/cancelled of an abandoned initialize, 5s), which would
@@ -230,7 +235,7 @@ type endpointTransport struct {
 }
 
 func newEndpointTransport(life context.Context, base http.RoundTripper, spec Spec) (endpointTransport, string) {
-	t := endpointTransport{base: base, headers: spec.Headers, life: life,
+	t := endpointTransport{base: base, headers: spec.Headers, life: life, ended: newSignal(),
 		headerTimeout: max(spec.Timeouts.Request, spec.Timeouts.Connect)}
 	u, err := url.Parse(spec.URL)
 	if err != nil { // validated before; keep going with what we have
@@ -243,6 +248,9 @@ func newEndpointTransport(life context.Context, base http.RoundTripper, spec Spe
 }
 
 func (t endpointTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodDelete && t.ended != nil {
+		t.ended.fire()
+	}
 	sameHost := t.endpoint != nil && r.URL.Scheme == t.endpoint.Scheme && r.URL.Host == t.endpoint.Host
 	query := sameHost && t.rawQuery != "" && r.URL.RawQuery == "" && r.URL.Path == t.endpoint.Path
 	auth := sameHost && t.user != nil && r.Header.Get("Authorization") == ""
@@ -386,3 +394,28 @@ func (m *Manager) httpClient(life context.Context, spec Spec) (*http.Client, str
 
 // discardLogger drops everything; the default when Options.Logger is nil.
 var discardLogger = slog.New(slog.DiscardHandler)
+
+// signal is a one-shot broadcast.
+type signal struct {
+	once sync.Once
+	c    chan struct{}
+}
+
+func newSignal() *signal { return &signal{c: make(chan struct{})} }
+
+// fire closes done's channel; later calls do nothing.
+func (s *signal) fire() { s.once.Do(func() { close(s.c) }) }
+
+func (s *signal) done() <-chan struct{} { return s.c }
+
+// endSignal is the signal that fires when the session over t has ended:
+// the HTTP session's DELETE for streamable HTTP through our own transport,
+// otherwise a new one that only serve's watch of Wait fires.
+func endSignal(t mcp.Transport) *signal {
+	if st, ok := t.(*mcp.StreamableClientTransport); ok && st.HTTPClient != nil {
+		if et, ok := st.HTTPClient.Transport.(endpointTransport); ok && et.ended != nil {
+			return et.ended
+		}
+	}
+	return newSignal()
+}

@@ -1,0 +1,20 @@
+package manager
+
+import (
+	"context"
+	"net"
+)
+
+// SetHTTPDialer makes m's own HTTP transport (the pool every HTTP and SSE
+// server of m shares) open its connections with dial instead of the
+// network, and use no proxy from the environment. Tests use it to run the
+// real transport over an in-memory network inside a synctest bubble, where
+// sockets cannot be used. Call it before adding servers.
+func SetHTTPDialer(m *Manager, dial func(ctx context.Context, network, addr string) (net.Conn, error)) {
+	m.http.DialContext = dial
+	m.http.Proxy = nil
+}
+
+// SessionEndGrace is how long the host waits for the SDK's reason once it
+// has begun ending an HTTP session, before reporting the session lost.
+const SessionEndGrace = sessionEndGrace
