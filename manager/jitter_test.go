@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/events"
@@ -264,5 +267,343 @@ func TestReconnectJitterSpread(t *testing.T) {
 		b, err := json.Marshal(report)
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(path, b, 0o644))
+	}
+}
+
+// ---- the herd after an outage ----
+
+// recoveryServers is how many servers TestRecoveryHerd runs by default.
+// Each holds an in-memory session with its own demo server, so 1000 take
+// about 20 s a run under -race (250: about 4.5 s); with recoveryReportEnv
+// set (BenchmarkRecoveryHerd) the test runs jitterServers.
+const recoveryServers = 250
+
+// recoveryReportEnv names a file that TestRecoveryHerd writes its figures
+// to (JSON, metric name → value). With it set the test runs jitterServers
+// servers and three seeds per scenario instead of recoveryServers and one,
+// and asserts the one-second spread where it holds;
+// BenchmarkRecoveryHerd sets it in a child process.
+const recoveryReportEnv = "MCPVISOR_RECOVERY_REPORT"
+
+// outageDial is an Options.Dial that connects to peers except while an
+// outage lasts, when every dial is refused. It records when each dial
+// came from the start of the outage on: what the upstream sees.
+type outageDial struct {
+	p peers
+
+	mu sync.Mutex
+	// mu guards the following.
+	cut, end time.Time       // the outage; zero until it starts
+	dials    []time.Duration // since cut, every dial from then on
+}
+
+func (d *outageDial) dial(ctx context.Context, name string, spec manager.Spec) (mcp.Transport, error) {
+	now := time.Now()
+	d.mu.Lock()
+	down := now.Before(d.end)
+	if !d.cut.IsZero() {
+		d.dials = append(d.dials, now.Sub(d.cut))
+	}
+	d.mu.Unlock()
+	if down {
+		return nil, errors.New("connection refused")
+	}
+	return d.p.dial(ctx, name, spec)
+}
+
+// crash starts an outage of length outage now: every open session is cut
+// abruptly, as a crashing upstream cuts them, and dials are refused until
+// the outage ends.
+func (d *outageDial) crash(t *testing.T, outage time.Duration) {
+	d.mu.Lock()
+	d.cut = time.Now()
+	d.end = d.cut.Add(outage)
+	d.mu.Unlock()
+	d.p.mu.Lock()
+	conns := slices.Clone(d.p.conns)
+	d.p.mu.Unlock()
+	for _, c := range conns {
+		require.NoError(t, c.Close())
+	}
+}
+
+// recovery is what the servers did after their upstream went down and
+// came back, measured from the cut and sorted: when each reconnected, and
+// when the upstream was dialled.
+type recovery struct {
+	reconnects []time.Duration // one per server: its connected event after the cut
+	dials      []time.Duration // every dial, refused or not
+}
+
+// recordRecovery adds servers with the spec raw (defaults otherwise) and a
+// seeded jitter source, all connected through one outageDial; once all
+// have been connected for 10 s (so each session counts as proven and its
+// loss starts the schedule afresh, SPEC §4) it cuts every session and
+// refuses every dial for outage, then waits until each server has
+// reconnected, failing t unless all have within horizon of the cut or if
+// one connects twice. It must run inside a synctest bubble.
+func recordRecovery(t *testing.T, servers int, raw map[string]any, outage, horizon time.Duration, seed uint64) recovery {
+	t.Helper()
+	d := &outageDial{}
+	m := newManager(t, manager.Options{Dial: d.dial, Rand: seededRand(seed)})
+	sub := m.Bus().Subscribe(events.SubscribeOptions{QueueSize: 16 << 10})
+
+	var mu sync.Mutex
+	// mu guards cut and connected.
+	var cut time.Time                             // zero until the sessions are cut
+	connected := make(map[string][]time.Duration) // since cut
+	all := make(chan struct{})                    // closed when every server has reconnected
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			e, err := sub.Recv(context.Background())
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			switch {
+			case e.Kind == events.KindLagged:
+				t.Errorf("the recorder lagged: %v events missed", e.Fields["missed"])
+			case e.Kind == events.KindConnected && !cut.IsZero():
+				connected[e.Server] = append(connected[e.Server], e.Time.Sub(cut))
+				if len(connected) == servers && len(connected[e.Server]) == 1 {
+					close(all)
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { sub.Close(); <-done }) // before the manager closes
+
+	spec := decode(t, raw)
+	names := make([]string, servers)
+	for i := range names {
+		names[i] = fmt.Sprintf("s%04d", i)
+		require.NoError(t, m.Add(names[i], spec))
+	}
+	for _, name := range names {
+		_, err := m.Wait(context.Background(), name, manager.StateConnected)
+		require.NoError(t, err)
+	}
+	time.Sleep(10 * time.Second)
+	synctest.Wait()
+	require.Equal(t, servers, d.p.dialCount(), "one dial per server before the outage")
+
+	mu.Lock()
+	cut = time.Now()
+	mu.Unlock()
+	d.crash(t, outage)
+	select {
+	case <-all:
+	case <-time.After(horizon):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%d of %d servers reconnected within %s of the cut", len(connected), servers, horizon)
+	}
+	synctest.Wait() // the recorder has read everything published so far
+
+	mu.Lock()
+	defer mu.Unlock()
+	var rec recovery
+	for name, at := range connected {
+		require.Len(t, at, 1, "%s: connected once after the cut", name)
+		rec.reconnects = append(rec.reconnects, at[0])
+	}
+	slices.Sort(rec.reconnects)
+	d.mu.Lock()
+	rec.dials = slices.Clone(d.dials)
+	d.mu.Unlock()
+	slices.Sort(rec.dials)
+	return rec
+}
+
+// burst summarises sorted event times: the span from the first to the
+// last, the most of them in any sliding one-second window, and that peak
+// over the average second of the span. The ratio is left zero when the
+// span is under a second: the window then holds them all, and an average
+// "per second" of less than a second says nothing.
+type burst struct {
+	span  time.Duration
+	peak  int
+	ratio float64
+}
+
+func burstOf(sorted []time.Duration) burst {
+	if len(sorted) == 0 {
+		return burst{}
+	}
+	first, last := sorted[0], sorted[len(sorted)-1]
+	peak, avg := peakWindow(sorted, first, last, time.Second)
+	b := burst{span: last - first, peak: peak}
+	if b.span >= time.Second {
+		b.ratio = float64(peak) / avg
+	}
+	return b
+}
+
+// TestRecoveryHerd measures what an upstream feels when it comes back
+// after an outage that hit all its servers at once: every session cut at
+// one instant (a crash), every dial refused for the outage, then
+// accepted. It records each server's reconnection (its connected event
+// after the cut) and every dial, in fake time, with the default backoff
+// and breaker unless a scenario says otherwise.
+//
+// Asserted in every scenario: each reconnection comes when the schedule
+// says (from … to below; the short outage's herd is such a bound), each
+// server connects once, and where the schedule fixes it, how many dials
+// the outage refused. The spread of the reconnections is asserted only
+// after a 10 s outage with the breaker, where the jittered probes
+// (open_for·(1+r)) spread them evenly over 30 s: no tenth of that range
+// holds more than twice its share, and with jitterServers servers
+// (recoveryReportEnv) no sliding second more than twice the average second
+// of their span: 1.37–1.57× over seeds 1–10. (With 250 servers the
+// average second holds 8, and counting noise alone puts the busiest of a
+// 30 s span at 13–20, 1.56–2.36×.) The other scenarios are logged, not
+// asserted: after a 60 s outage a reconnection is the sum of two jittered
+// probe delays, a triangle peaking at twice its average; without the
+// breaker it comes within one capped backoff delay whose jitter has not
+// mixed yet; after 0.5 s it is the fourth attempt, all within 175 ms
+// (BENCHMARKS.md §7).
+func TestRecoveryHerd(t *testing.T) {
+	servers, seeds := recoveryServers, []uint64{1}
+	path := os.Getenv(recoveryReportEnv)
+	if path != "" {
+		servers, seeds = jitterServers, []uint64{1, 2, 3}
+	}
+	quiet := map[string]any{"health_interval": "1h", "keepalive": "1h"} // no pings to weigh on the run
+	report := map[string]float64{}
+	worst := func(key string, v float64, higher bool) {
+		if old, ok := report[key]; !ok || (v > old) == higher {
+			report[key] = v
+		}
+	}
+
+	for _, sc := range []struct {
+		name     string
+		breaker  bool
+		outage   time.Duration
+		from, to time.Duration // every reconnection comes within [from, to] of the cut
+		refused  int           // dials refused per server during the outage, if fixed
+		spread   bool          // assert the reconnections' spread
+	}{
+		// The lost session is failure 1; attempts 2–5 come after 100, 200,
+		// 400 and 800 ms (+ up to 25 %) and fail: the circuit opens at
+		// 1.5–1.875 s, and its probe, open_for·(1+r) later, connects.
+		{name: "breaker-10s", breaker: true, outage: 10 * time.Second, from: 31500 * ms, to: 61875 * ms, refused: 4, spread: true},
+		// The first probe (31.5–61.875 s) fails unless it comes at 60 s or
+		// later; if it fails, the next comes open_for·(1+r) after it.
+		{name: "breaker-60s", breaker: true, outage: 60 * time.Second, from: 60 * time.Second, to: 120 * time.Second},
+		// Delays of 0.1, 0.2 … 1.6 s, then 3 s (+ up to 25 %): at 10 s a
+		// server waits at most 3.75 s more.
+		{name: "nobreaker-10s", outage: 10 * time.Second, from: 10 * time.Second, to: 13750 * ms},
+		// Attempts 2 and 3 (0.1–0.125 s, 0.3–0.375 s) fail; attempt 4
+		// (0.7–0.875 s) connects.
+		{name: "breaker-0.5s", breaker: true, outage: 500 * ms, from: 700 * ms, to: 875 * ms, refused: 2},
+	} {
+		for _, seed := range seeds {
+			t.Run(fmt.Sprintf("%s/seed%d", sc.name, seed), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					raw := map[string]any{"command": []any{"fake-server"}, "timeouts": quiet}
+					if !sc.breaker {
+						raw["breaker"] = false
+					}
+					rec := recordRecovery(t, servers, raw, sc.outage, sc.to+time.Second, seed)
+					require.Len(t, rec.reconnects, servers)
+					first, last := rec.reconnects[0], rec.reconnects[servers-1]
+					require.GreaterOrEqual(t, first, sc.from, "the first reconnection")
+					require.LessOrEqual(t, last, sc.to, "the last reconnection")
+					var refused []time.Duration
+					for _, at := range rec.dials {
+						if at < sc.outage {
+							refused = append(refused, at)
+						}
+					}
+					require.Len(t, rec.dials, len(refused)+servers, "one dial per server after the outage, and it connected")
+					if sc.refused > 0 {
+						require.Len(t, refused, sc.refused*servers, "dials refused during the outage")
+					}
+
+					re, out := burstOf(rec.reconnects), burstOf(refused)
+					outAvg := float64(len(refused)) / sc.outage.Seconds()
+					ratio := "all of them (span under a second)"
+					if re.ratio > 0 {
+						ratio = fmt.Sprintf("%.2f× the average second", re.ratio)
+					}
+					after := rec.reconnects[servers/2] - sc.outage // the median wait once the upstream is back
+					t.Logf("%d servers, outage %s: reconnected %s…%s (span %s, %.0f/s; median %s after the outage), busiest second %d, %s; "+
+						"refused %d dials, busiest second %d, %.1f/s on average over the outage",
+						servers, sc.outage, first, last, re.span, float64(servers)/re.span.Seconds(), after.Round(ms), re.peak, ratio,
+						len(refused), out.peak, outAvg)
+
+					key := sc.name + "-"
+					worst(key+"reconnect-span-s", re.span.Seconds(), false)
+					worst(key+"reconnect-peak/s", float64(re.peak), true)
+					worst(key+"reconnect-median-after-outage-s", after.Seconds(), true)
+					if re.ratio > 0 {
+						worst(key+"reconnect-peak/avg", re.ratio, true)
+					}
+					if sc.outage >= time.Second {
+						worst(key+"outage-dial-peak/avg", float64(out.peak)/outAvg, true)
+					}
+					if !sc.spread {
+						return
+					}
+					var tenths [10]int
+					for _, at := range rec.reconnects {
+						tenths[min(int(10*float64(at-sc.from)/float64(sc.to-sc.from)), 9)]++
+					}
+					t.Logf("reconnections per tenth of %s…%s: %v", sc.from, sc.to, tenths)
+					require.LessOrEqual(t, slices.Max(tenths[:]), 2*servers/10,
+						"a tenth of %s…%s holds more than twice its share of the reconnections: %v", sc.from, sc.to, tenths)
+					worst(key+"reconnect-tenth-peak/avg", float64(slices.Max(tenths[:]))/(float64(servers)/10), true)
+					if servers >= jitterServers {
+						require.LessOrEqual(t, re.ratio, 2.0, "the busiest second of reconnections over the average second of their span")
+					}
+				})
+			})
+		}
+	}
+
+	if path != "" {
+		b, err := json.Marshal(report)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+	}
+}
+
+// BenchmarkRecoveryHerd reports the figures of TestRecoveryHerd with
+// jitterServers servers and three seeds per scenario (the worst seed's
+// figure of each): the span of the reconnections after the outage, their
+// busiest one-second window (count, and over the average second of the
+// span), and the busiest second of refused dials over the average second
+// of the outage. As with BenchmarkJitterSpread, a synctest bubble needs a
+// *testing.T, so each iteration runs the test in a child process (this
+// test binary) that writes its figures to a file; ns/op is that child's
+// run time.
+func BenchmarkRecoveryHerd(b *testing.B) {
+	report := map[string]float64{}
+	for range b.N {
+		path := filepath.Join(b.TempDir(), "recovery.json")
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRecoveryHerd$", "-test.count=1")
+		cmd.Env = append(os.Environ(), recoveryReportEnv+"="+path)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("TestRecoveryHerd: %v\n%s", err, out)
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &report); err != nil {
+			b.Fatal(err)
+		}
+	}
+	names := make([]string, 0, len(report))
+	for k := range report {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		b.ReportMetric(report[k], k)
 	}
 }
