@@ -18,3 +18,7 @@ func SetHTTPDialer(m *Manager, dial func(ctx context.Context, network, addr stri
 // SessionEndGrace is how long the host waits for the SDK's reason once it
 // has begun ending an HTTP session, before reporting the session lost.
 const SessionEndGrace = sessionEndGrace
+
+// CloseIdleHTTP closes the idle connections of m's shared HTTP pool, as
+// its IdleConnTimeout does after 90s without requests.
+func CloseIdleHTTP(m *Manager) { m.http.CloseIdleConnections() }

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -362,8 +363,9 @@ func BenchmarkThousandHTTPServers(b *testing.B) {
 			b.StopTimer()
 			// 1. The server side alone, with the manager in a helper process.
 			base := measure()
-			res, stop := startHTTPHelper(b, srv.url)
+			res, closeIdle, stop := startHTTPHelper(b, srv.url)
 			server = server.plus(measure().minus(base, httpServers))
+			res.PoolIdle = closeIdle()
 			stop()
 			helper = helper.plus(res)
 			// 2. Server and host in this process.
@@ -376,6 +378,7 @@ func BenchmarkThousandHTTPServers(b *testing.B) {
 		b.ReportMetric(sum.Stack/n, "stack-B/server")
 		b.ReportMetric(helper.Heap/n, "helper-heap-B/server")
 		b.ReportMetric(helper.Goroutines/n, "helper-goroutines/server")
+		b.ReportMetric((helper.Goroutines-helper.PoolIdle)/n, "helper-goroutines/server-no-idle-pool")
 		b.ReportMetric(float64(helper.Took.Milliseconds())/n, "helper-connect-ms")
 		b.ReportMetric(server.Heap/n, "server-heap-B/server")
 		b.ReportMetric(server.Goroutines/n, "server-goroutines/server")
@@ -418,13 +421,14 @@ func BenchmarkThousandHTTPServers(b *testing.B) {
 // server, how long connecting all took, and what it took of TCP.
 type perServer struct {
 	Heap, Stack, Goroutines float64 // per server
+	PoolIdle                float64 // of Goroutines: the shared pool's idle connections
 	Took                    time.Duration
 	Failures                int
 	Accepted, Open          int64 // connections the server accepted, and had open at the end
 }
 
 func (p perServer) plus(q perServer) perServer {
-	return perServer{Heap: p.Heap + q.Heap, Stack: p.Stack + q.Stack, Goroutines: p.Goroutines + q.Goroutines,
+	return perServer{Heap: p.Heap + q.Heap, Stack: p.Stack + q.Stack, Goroutines: p.Goroutines + q.Goroutines, PoolIdle: p.PoolIdle + q.PoolIdle,
 		Took: p.Took + q.Took, Failures: p.Failures + q.Failures, Accepted: p.Accepted + q.Accepted, Open: p.Open + q.Open}
 }
 
@@ -442,6 +446,7 @@ func connectInProcess(b *testing.B, srv *loopbackMCP, opts manager.Options) perS
 	b.StopTimer()
 	p := measure().minus(base, httpServers)
 	p.Took, p.Failures = took, failures
+
 	p.Accepted, p.Open = srv.accepted.Load()-acc0, srv.open()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -454,9 +459,10 @@ func connectInProcess(b *testing.B, srv *loopbackMCP, opts manager.Options) perS
 
 // startHTTPHelper runs TestThousandHTTPClientHelper in a child process
 // against base and returns its own growth once its manager holds every
-// session; stop closes the child's stdin, which makes it close its manager
-// and exit, and waits for that.
-func startHTTPHelper(b *testing.B, base string) (perServer, func()) {
+// session; closeIdle has it close its pool's idle connections and returns
+// the goroutines per server that freed; stop closes the child's stdin,
+// which makes it close its manager and exit, and waits for that.
+func startHTTPHelper(b *testing.B, base string) (res perServer, closeIdle func() float64, stop func()) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestThousandHTTPClientHelper$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), httpHelperEnv+"="+base)
 	stdin, err := cmd.StdinPipe()
@@ -473,7 +479,6 @@ func startHTTPHelper(b *testing.B, base string) (perServer, func()) {
 		b.Fatal(err)
 	}
 	var out strings.Builder
-	var res perServer
 	found := false
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
@@ -487,7 +492,7 @@ func startHTTPHelper(b *testing.B, base string) (perServer, func()) {
 			break
 		}
 	}
-	stop := func() {
+	stop = func() {
 		stdin.Close()
 		_, _ = io.Copy(io.Discard, stdout)
 		if err := cmd.Wait(); err != nil {
@@ -498,7 +503,25 @@ func startHTTPHelper(b *testing.B, base string) (perServer, func()) {
 		stop()
 		b.Fatalf("helper ended without a result:\n%s%s", out.String(), stderr.String())
 	}
-	return res, stop
+	closeIdle = func() float64 {
+		if _, err := io.WriteString(stdin, "close-idle\n"); err != nil {
+			b.Fatal(err)
+		}
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "helper-idle-pool: "); ok {
+				n, err := strconv.ParseFloat(rest, 64)
+				if err != nil {
+					b.Fatalf("helper: %v: %q", err, rest)
+				}
+				return n
+			}
+		}
+		stop()
+		b.Fatalf("helper ended without its idle pool figure:\n%s%s", out.String(), stderr.String())
+		return 0
+	}
+	return res, closeIdle, stop
 }
 
 // waitConnsClosed waits (at most 10 s) until the helper's connections to
@@ -533,6 +556,16 @@ func TestThousandHTTPClientHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Printf("helper-result: %s\n", out)
+
+	// Once the benchmark has measured the server side, it asks for the
+	// host's cost without the shared pool's idle connections: up to
+	// MaxIdleConnsPerHost (64) of the connect storm's POSTs stay idle for
+	// 90s, 2 goroutines each, the host's rather than any server's.
+	in := bufio.NewScanner(os.Stdin)
+	if in.Scan() && in.Text() == "close-idle" {
+		manager.CloseIdleHTTP(m)
+		fmt.Printf("helper-idle-pool: %g\n", res.Goroutines-measure().minus(before, httpServers).Goroutines)
+	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
 }
 
