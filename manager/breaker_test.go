@@ -197,3 +197,35 @@ func TestCrashLoopTripsBreaker(t *testing.T) {
 		require.EqualValues(t, 5, evs[len(evs)-1].Fields["failures"])
 	})
 }
+
+// SPEC §5: the breaker counts failed connection attempts. The loss of a
+// session that had proven itself starts the backoff schedule (failure 1,
+// FAULTS #1) but is no failed attempt: five quick retries (0.1 … 1.6 s)
+// fail before the circuit opens.
+func TestProvenSessionLossIsNoBreakerFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &switchDial{p: &peers{}}
+		d.up.Store(true)
+		m := newManager(t, manager.Options{Dial: d.dial, Rand: constRand(0)})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("x", fakeSpec(t, nil)))
+		tl.until("x", events.KindConnected, time.Second)
+		time.Sleep(10 * time.Second) // proven: up longer than backoff.max
+		tl = watch(t, m)
+		d.up.Store(false)
+		d.p.drop(t)
+
+		evs := tl.until("x", events.KindCircuit, time.Minute)
+		var retries []time.Duration
+		for _, e := range only(evs, events.KindConnecting) {
+			retries = append(retries, e.At)
+		}
+		require.Equal(t, []time.Duration{100 * ms, 300 * ms, 700 * ms, 1500 * ms, 3100 * ms}, retries, "five failed attempts")
+		require.Equal(t, events.KindDisconnected, evs[0].Kind)
+		require.EqualValues(t, 1, evs[1].Fields["attempt"], "the loss is failure 1 of the backoff schedule")
+		opened := evs[len(evs)-1]
+		require.Equal(t, 3100*ms, opened.At)
+		require.EqualValues(t, 6, opened.Fields["failures"], "consecutive failures, the loss included")
+		require.Equal(t, "open", opened.Fields["to"])
+	})
+}

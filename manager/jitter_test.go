@@ -487,13 +487,14 @@ func TestRecoveryHerd(t *testing.T) {
 		refused  int           // dials refused per server during the outage, if fixed
 		spread   bool          // assert the reconnections' spread
 	}{
-		// The lost session is failure 1; attempts 2–5 come after 100, 200,
-		// 400 and 800 ms (+ up to 25 %) and fail: the circuit opens at
-		// 1.5–1.875 s, and its probe, open_for·(1+r) later, connects.
-		{name: "breaker-10s", breaker: true, outage: 10 * time.Second, from: 31500 * ms, to: 61875 * ms, refused: 4, spread: true},
-		// The first probe (31.5–61.875 s) fails unless it comes at 60 s or
+		// The lost session starts the backoff (failure 1) but is no failed
+		// attempt for the breaker; attempts 2–6 come after 100, 200, 400,
+		// 800 and 1600 ms (+ up to 25 %) and fail: the circuit opens at
+		// 3.1–3.875 s, and its probe, open_for·(1+r) later, connects.
+		{name: "breaker-10s", breaker: true, outage: 10 * time.Second, from: 33100 * ms, to: 63875 * ms, refused: 5, spread: true},
+		// The first probe (33.1–63.875 s) fails unless it comes at 60 s or
 		// later; if it fails, the next comes open_for·(1+r) after it.
-		{name: "breaker-60s", breaker: true, outage: 60 * time.Second, from: 60 * time.Second, to: 120 * time.Second},
+		{name: "breaker-60s", breaker: true, outage: 60 * time.Second, from: 60 * time.Second, to: 123875 * ms},
 		// Delays of 0.1, 0.2 … 1.6 s, then 3 s (+ up to 25 %): at 10 s a
 		// server waits at most 3.75 s more.
 		{name: "nobreaker-10s", outage: 10 * time.Second, from: 10 * time.Second, to: 13750 * ms},

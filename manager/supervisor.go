@@ -215,18 +215,21 @@ func (s *supervisor) connectLoop() *conn {
 		if s.ctx.Err() != nil {
 			return nil
 		}
-		if !s.failed(err) {
+		if !s.failed(err, true) {
 			return nil
 		}
 	}
 	return nil
 }
 
-// failed records a failed attempt or an unproven session and waits as the
-// retry limit, the breaker and the backoff schedule say. It reports
-// whether to attempt again (false: the server is being removed or
-// disabled).
-func (s *supervisor) failed(cause error) bool {
+// failed records a failed attempt or a lost session and waits as the
+// retry limit, the breaker and the backoff schedule say. The breaker
+// counts failed attempts (breaker true), including sessions lost before
+// they proved themselves; the loss of a proven session only starts the
+// backoff schedule (SPEC §5: five quick retries, then the circuit opens).
+// It reports whether to attempt again (false: the server is being removed
+// or disabled).
+func (s *supervisor) failed(cause error, breaker bool) bool {
 	s.failures++
 	n := s.failures
 	s.reiniting = false
@@ -242,7 +245,7 @@ func (s *supervisor) failed(cause error) bool {
 	}
 	from := s.brk.state
 	now := time.Now()
-	if s.brk.failure(now, s.probeJitter()) {
+	if breaker && s.brk.failure(now, s.probeJitter()) {
 		probe := s.brk.probeAt()
 		s.transition(StateOpen, func(snap *snapshot) {
 			snap.status.Attempts = n
@@ -443,7 +446,7 @@ func (s *supervisor) after(c *conn, end ending) {
 			s.reiniting = true
 			return
 		}
-		s.failed(lost)
+		s.failed(lost, !proven)
 	}
 }
 
