@@ -189,7 +189,7 @@ func (s *supervisor) callFailure(ctx context.Context, err error, c *conn) error 
 	// error response from the server (a JSON-RPC error) is not that.
 	var rpcErr *jsonrpc.Error
 	fromServer := errors.As(err, &rpcErr) && rpcErr.Code != codeRejectedByTransport
-	if !fromServer && c.endedWithin(sessionEndGrace) {
+	if !fromServer && !errors.Is(err, ErrDisconnected) && c.endedWithin(sessionEndGrace) {
 		return fmt.Errorf("the session ended during the call; it may or may not have run: %w (%w)", err, ErrDisconnected)
 	}
 	return err
