@@ -22,3 +22,13 @@ const SessionEndGrace = sessionEndGrace
 // CloseIdleHTTP closes the idle connections of m's shared HTTP pool, as
 // its IdleConnTimeout does after 90s without requests.
 func CloseIdleHTTP(m *Manager) { m.http.CloseIdleConnections() }
+
+// SetServeHook runs hook (nil: nothing) each time a supervisor has
+// published a connection, on the supervisor's goroutine.
+func SetServeHook(hook func(server string)) {
+	if hook == nil {
+		testHookServe.Store(nil)
+		return
+	}
+	testHookServe.Store(&hook)
+}

@@ -332,3 +332,40 @@ func TestPanicInAttemptIsContained(t *testing.T) {
 		require.NoError(t, err)
 	})
 }
+
+// R-LIFE-5 for a panic while serving: the session is reported lost with
+// the panic as its reason, the stack is logged, the server reconnects on
+// its schedule, and the other server's session is untouched.
+func TestPanicWhileServingIsContained(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var panicked atomic.Bool
+		manager.SetServeHook(func(server string) {
+			if server == "bad" && panicked.CompareAndSwap(false, true) {
+				panic("boom")
+			}
+		})
+		t.Cleanup(func() { manager.SetServeHook(nil) })
+		p := &peers{}
+		var logs syncBuffer
+		m := newManager(t, manager.Options{Dial: p.dial, Rand: constRand(0),
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("good", fakeSpec(t, nil)))
+		tl.until("good", events.KindConnected, time.Second)
+		require.NoError(t, m.Add("bad", fakeSpec(t, nil)))
+
+		evs := lifecycle(tl.until("bad", events.KindBackoff, time.Second))
+		require.Equal(t, []events.Kind{events.KindAdded, events.KindConnecting, events.KindConnected, events.KindDisconnected, events.KindBackoff}, kinds(evs))
+		require.Equal(t, `server "bad": session: internal error: boom`, evs[3].Fields["error"])
+		require.Contains(t, logs.String(), `msg="panic in supervisor" server=bad panic=boom stack=`)
+		require.Contains(t, logs.String(), "TestPanicWhileServingIsContained", "the stack shows where it came from")
+
+		evs = lifecycle(tl.until("bad", events.KindConnected, time.Second))
+		require.Equal(t, []events.Kind{events.KindConnecting, events.KindConnected}, kinds(evs))
+		_, err := m.Call(context.Background(), "bad.echo", map[string]any{"text": "ok"}, manager.CallOptions{})
+		require.NoError(t, err)
+		st := mustStatus(t, m, "good")
+		require.Equal(t, manager.StateConnected, st.State)
+		require.Equal(t, tl.start, st.ConnectedAt, "good's first session is still up")
+	})
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
@@ -27,6 +29,23 @@ type ending struct {
 	err  error // for endLost
 }
 
+// serveSafely is serve with a panic recovered (R-LIFE-5): logged with its
+// stack, it ends the session as lost, so the server reconnects on its
+// backoff schedule and no other server notices.
+func (s *supervisor) serveSafely(c *conn) (end ending) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.m.log.Error("panic in supervisor", "server", s.name, "panic", r, "stack", string(debug.Stack()))
+			end = ending{kind: endLost, err: fmt.Errorf("internal error: %v", r)}
+		}
+	}()
+	return s.serve(c)
+}
+
+// testHookServe, if set, runs when serve has published a connection
+// (tests inject a panic with it).
+var testHookServe atomic.Pointer[func(server string)]
+
 // errSessionEnding is why a session was lost when the SDK has begun
 // closing it (it sent the HTTP session's DELETE) before saying why; once
 // closed, the session's own error replaces it.
@@ -45,6 +64,9 @@ type pingResult struct {
 // for.
 func (s *supervisor) serve(c *conn) ending {
 	s.connected(c)
+	if hook := testHookServe.Load(); hook != nil {
+		(*hook)(s.name)
+	}
 	t := s.spec.Timeouts
 
 	lost := make(chan error, 1)

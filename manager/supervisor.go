@@ -173,7 +173,7 @@ func (s *supervisor) run() {
 		if c == nil {
 			continue
 		}
-		end := s.serve(c)
+		end := s.serveSafely(c)
 		if end.kind == endStop {
 			s.dispose(c)
 			return
