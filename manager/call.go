@@ -184,12 +184,13 @@ func (s *supervisor) callFailure(ctx context.Context, err error, c *conn) error 
 		}
 		return fmt.Errorf("connection lost during the call; it may or may not have run: %w (%w)", err, ErrDisconnected)
 	}
-	// Over HTTP the SDK fails the calls in flight with its transport's
-	// error when it gives the session up, and then ends the session. An
-	// error response from the server (a JSON-RPC error) is not that.
+	// Over streamable HTTP the SDK fails the calls in flight with its
+	// transport's error when it gives the session up, and then ends the
+	// session. An error response from the server (a JSON-RPC error) is not
+	// that.
 	var rpcErr *jsonrpc.Error
 	fromServer := errors.As(err, &rpcErr) && rpcErr.Code != codeRejectedByTransport
-	if !fromServer && !errors.Is(err, ErrDisconnected) && c.endedWithin(sessionEndGrace) {
+	if !fromServer && !errors.Is(err, ErrDisconnected) && c.streamable() && c.endedWithin(sessionEndGrace) {
 		return fmt.Errorf("the session ended during the call; it may or may not have run: %w (%w)", err, ErrDisconnected)
 	}
 	return err

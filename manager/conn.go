@@ -135,6 +135,15 @@ func (s *supervisor) connect() (*conn, error) {
 	return c, nil
 }
 
+// streamable reports whether the connection is streamable HTTP.
+func (c *conn) streamable() bool {
+	if c == nil {
+		return false
+	}
+	_, ok := c.transport.(*mcp.StreamableClientTransport)
+	return ok
+}
+
 // endedWithin reports whether the session ends within d: a request that
 // failed with a transport error gives the SDK that long to say whether
 // the session failed with it.

@@ -23,8 +23,9 @@
 // that is lost within Backoff.Max of connecting has not proven itself and
 // counts as a failed attempt too (a crash loop right after the handshake
 // backs off and trips the breaker); the loss of a proven session starts
-// the backoff schedule but is no failed attempt for the breaker. The breaker, the backoff and the retry limit
-// are owned by the supervisor goroutine; only it decides when to attempt.
+// the backoff schedule but is no failed attempt for the breaker. The
+// breaker, the backoff and the retry limit are owned by the supervisor
+// goroutine; only it decides when to attempt.
 //
 // While connected, the supervisor pings the session every health interval
 // (on its own goroutine, bounded by the health timeout; -32601 means the
