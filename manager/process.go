@@ -478,11 +478,17 @@ func (e protocolError) Error() string {
 
 func (e protocolError) Unwrap() error { return e.err }
 
-// stdinWriter is the SDK's view of stdin; closing it runs the process's
-// close sequence.
+// stdinWriter is the SDK's view of stdin; closing it starts the process's
+// close sequence without waiting for it: the SDK closes the connection of
+// a failed handshake before Connect returns, and a connect timeout is
+// reported when it fires, not grace periods later. The transport's Close
+// (conn.close) waits for the sequence to finish.
 type stdinWriter struct{ p *process }
 
 func (w stdinWriter) Write(b []byte) (int, error) { return w.p.stdin.Write(b) }
-func (w stdinWriter) Close() error                { return w.p.Close() }
+func (w stdinWriter) Close() error {
+	go w.p.Close()
+	return nil
+}
 
 var _ io.ReadCloser = (*stdoutReader)(nil)
