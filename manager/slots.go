@@ -62,6 +62,10 @@ func (s *supervisor) takeSlot(n int) (release func(), ok bool) {
 	if sl == nil {
 		return noSlot, true
 	}
+	if kept := s.slot; kept != nil {
+		s.slot = nil
+		return kept, true
+	}
 	if sl.tryTake() {
 		return sl.giver(), true
 	}
@@ -81,5 +85,24 @@ func (s *supervisor) takeSlot(n int) (release func(), ok bool) {
 				return nil, false
 			}
 		}
+	}
+}
+
+// keepSlot takes c's slot over for the supervisor's next attempt, so that
+// closing c to replace it at once (mcp_reconnect, an expired HTTP session)
+// does not hand the slot to a waiting server.
+func (s *supervisor) keepSlot(c *conn) {
+	if c.release != nil && s.m.slots != nil {
+		s.dropSlot()
+		s.slot, c.release = c.release, nil
+	}
+}
+
+// dropSlot gives back a kept slot, if any: the next attempt is not
+// immediate after all (backoff, disabled, removed).
+func (s *supervisor) dropSlot() {
+	if s.slot != nil {
+		s.slot()
+		s.slot = nil
 	}
 }

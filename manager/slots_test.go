@@ -130,3 +130,36 @@ func TestWaitingForSlotDisableRemove(t *testing.T) {
 		require.Equal(t, 2, p.dialCount(), "only a and b ever dialled")
 	})
 }
+
+// mcp_reconnect of a connected server under the cap keeps its slot: the
+// new session replaces the old one at once, and a server waiting for a
+// slot goes on waiting.
+func TestReconnectKeepsItsSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &peers{}
+		m := newManager(t, manager.Options{Dial: p.dial, MaxConnections: 1})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("a", fakeSpec(t, nil)))
+		tl.until("a", events.KindConnected, time.Second)
+		require.NoError(t, m.Add("b", fakeSpec(t, nil)))
+		synctest.Wait()
+		require.Equal(t, "max connections (1) reached", mustStatus(t, m, "b").Waiting)
+
+		time.Sleep(time.Second)
+		require.NoError(t, m.Reconnect("a"))
+		evs := lifecycle(tl.until("a", events.KindConnected, time.Second))
+		var aKinds []events.Kind
+		for _, e := range evs {
+			if e.Server == "a" {
+				aKinds = append(aKinds, e.Kind)
+			}
+		}
+		require.Equal(t, []events.Kind{events.KindDisconnected, events.KindConnecting, events.KindConnected}, aKinds)
+		require.Equal(t, time.Second, evs[len(evs)-1].At, "at once")
+		synctest.Wait()
+		st := mustStatus(t, m, "b")
+		require.Equal(t, manager.StateConnecting, st.State)
+		require.Equal(t, "max connections (1) reached", st.Waiting, "b still waits")
+		require.Equal(t, 2, p.dialCount(), "a twice, b never")
+	})
+}

@@ -61,6 +61,7 @@ type supervisor struct {
 	reiniting bool     // the next attempt replaces an expired HTTP session
 	reinited  bool     // the current session replaced an expired one
 	idleTimer *time.Timer
+	slot      func()        // a connection slot kept for the next attempt (mcp_reconnect, re-init)
 	trace     *connectTrace // spans of the connection attempts
 
 	closers sync.WaitGroup // connections of timed-out attempts still stopping
@@ -230,6 +231,7 @@ func (s *supervisor) connectLoop() *conn {
 // It reports whether to attempt again (false: the server is being removed
 // or disabled).
 func (s *supervisor) failed(cause error, breaker bool) bool {
+	s.dropSlot()
 	s.failures++
 	n := s.failures
 	s.reiniting = false
@@ -318,6 +320,7 @@ func (s *supervisor) parkFailed() bool {
 
 // parkDisabled publishes StateDisabled (once) and waits to be enabled.
 func (s *supervisor) parkDisabled() {
+	s.dropSlot()
 	s.trace.stopped("disabled")
 	if s.snap.Load().status.State != StateDisabled {
 		s.transition(StateDisabled, func(snap *snapshot) { snap.status.NextAttempt = time.Time{} }, events.KindDisabled, nil)
@@ -410,6 +413,7 @@ func (s *supervisor) after(c *conn, end ending) {
 		s.resetFailures()
 		s.transition(StateConnecting, nil, events.KindDisconnected,
 			events.Fields{"error": errorf(CodeConnectionFailed, s.name, "session", "closed: reconnect requested").Error()})
+		s.keepSlot(c) // reconnecting now: no other server takes its place meanwhile
 		c.close()
 	case endReinit, endLost:
 		cause := end.err
@@ -419,6 +423,9 @@ func (s *supervisor) after(c *conn, end ending) {
 		lost := newError(CodeConnectionFailed, s.name, "session", cause)
 		s.transition(StateConnecting, func(snap *snapshot) { snap.status.LastError = lost.Error() },
 			events.KindDisconnected, events.Fields{"error": lost.Error()})
+		if errors.Is(cause, mcp.ErrSessionMissing) {
+			s.keepSlot(c) // for the new session, unless it backs off (failed)
+		}
 		if errors.Is(cause, errSessionEnding) {
 			// The SDK sent the session's DELETE and holds its lock until the
 			// answer, which the server may hold until its handlers finish:
@@ -474,6 +481,7 @@ var errAbandoned = errors.New("the server was closed while the request ran")
 
 // finish publishes closing (if not yet) and removed, last of all.
 func (s *supervisor) finish() {
+	s.dropSlot()
 	s.trace.stopped(s.reason.Load().(string))
 	if st := s.snap.Load().status.State; st != StateClosing {
 		s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
