@@ -31,7 +31,7 @@ var logMessages = map[Kind]string{
 	KindConnecting:        "connect attempt",
 	KindConnected:         "server connected",
 	KindDisconnected:      "server disconnected",
-	KindBackoff:           "connect failed, will retry",
+	KindBackoff:           "backing off, will retry",
 	KindFailed:            "server failed, giving up",
 	KindLagged:            "log subscriber fell behind, events missed",
 	KindConfigApplied:     "config applied",

@@ -104,7 +104,7 @@ func TestLogWritesEventsAtTheirLevels(t *testing.T) {
 		{"level": "INFO", "msg": "server connected", "seq": 1.0, "server": "git", "kind": "connected",
 			"attempt": 1.0, "protocol": "2025-06-18", "tools": 12.0},
 		// seq 2, the notification, is DEBUG and filtered out at INFO.
-		{"level": "WARN", "msg": "connect failed, will retry", "seq": 3.0, "server": "git", "kind": "backoff",
+		{"level": "WARN", "msg": "backing off, will retry", "seq": 3.0, "server": "git", "kind": "backoff",
 			"attempt": 3.0, "delay_ms": 400.0, "error": "exit status 3"},
 		{"level": "INFO", "msg": "config applied", "seq": 4.0, "kind": "config_applied",
 			"added": []any{"fs"}, "file": "mcp.lua"},

@@ -280,6 +280,21 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// --help names every mcp_ function the Lua API has.
+func TestHelpListsLuaAPI(t *testing.T) {
+	o := runBinary(t, invocation{args: []string{"-e", `local t = {}
+for k in pairs(_G) do if k:match("^mcp_") then t[#t + 1] = k end end
+table.sort(t)
+return table.concat(t, " ")`}})
+	require.Equal(t, 0, o.code, o.stderr)
+	names := strings.Fields(o.stdout)
+	require.Contains(t, names, "mcp_reconnect", "the listing works")
+	help := runBinary(t, invocation{args: []string{"--help"}}).stdout
+	for _, name := range names {
+		assert.Regexp(t, `\b`+name+`\b`, help, "--help does not mention %s", name)
+	}
+}
+
 // Usage errors exit 2 with a message that says what is wrong and where to
 // look, before anything starts.
 func TestBadUsage(t *testing.T) {
@@ -360,7 +375,7 @@ return json.encode({demo = mcp_status("demo"), bad = mcp_status("bad"), mute = m
 	assert.Contains(t, st["bad"].LastError, "spawn")
 	assert.Contains(t, st["bad"].LastError, "/nonexistent/mcpvisor-e2e/no-such-server")
 	assert.Contains(t, st["bad"].LastError, "no such file or directory")
-	assert.Contains(t, o.stderr, `msg="connect failed, will retry"`)
+	assert.Contains(t, o.stderr, `msg="backing off, will retry"`)
 	// Generous: the demo connects in milliseconds and shutdown closes the
 	// mute server's stdin, which ends it.
 	assert.Less(t, o.took, 5*time.Second, "run time")

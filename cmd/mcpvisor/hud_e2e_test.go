@@ -113,7 +113,7 @@ func TestHUDREPLTypingIntact(t *testing.T) {
 	const frame = escSave + "\x1b[1;1H"
 	screen, cur := scr.wait("a frame after frames and logs while typing", func(raw string, screen []string, _ vt10x.Cursor) bool {
 		later := raw[from:]
-		return strings.Count(later, frame) >= 3 && strings.Count(later, `msg="connect failed, will retry"`) >= 3 &&
+		return strings.Count(later, frame) >= 3 && strings.Count(later, `msg="backing off, will retry"`) >= 3 &&
 			strings.HasSuffix(raw, escRestore) && strings.LastIndex(raw, frame) > strings.LastIndex(raw, "mcp> return 6") &&
 			blockOK(screen)
 	})

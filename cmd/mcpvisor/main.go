@@ -36,8 +36,9 @@ Flags:
   --log-format FORMAT   text or json (default text)
   --no-watch            do not reload the config when it changes on disk
   --max-connections N   connect at most N servers at once (default 0: no
-                        cap); the others wait in "connecting" until an idle
-                        close, a failure or a removal frees a slot
+                        cap); the others wait in "connecting" until a slot
+                        comes free: a failed connect, an idle close, a lost
+                        session, mcp_disable or a removal
   --hud                 show the live status block (HUD) at the top of the
                         terminal: a line per server with its state, tools,
                         latency, retry countdown and last error (the default
@@ -63,8 +64,9 @@ Examples:
 
 In Lua (see README.md):
   declare  mcp_add, mcp_remove, mcp_import
-  look     mcp_status, mcp_servers, mcp_events, mcp_wait, mcp_hud,
-           mcp_hud_model
+  control  mcp_enable, mcp_disable, mcp_reconnect
+  look     mcp_status, mcp_servers, mcp_events, mcp_wait, mcp_metrics,
+           mcp_hud, mcp_hud_model
   use      mcp_tools, mcp_call, mcp_call_cb, mcp_discover, mcp_resources,
            mcp_read, mcp_prompts, mcp_prompt
   react    mcp_on, mcp_off, mcp_after, mcp_every, sleep
