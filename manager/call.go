@@ -246,8 +246,8 @@ func (s *supervisor) session(ctx context.Context, op string) (*snapshot, error) 
 			if cur := s.snap.Load().status.State; cur == StateClosing || cur == StateRemoved {
 				return nil, errorf(CodeClosed, s.name, op, "server is being removed")
 			}
-			if w := s.snap.Load().status.Waiting; w != "" {
-				return nil, newError(CodeConnectionLimit, s.name, "connect", slotWaitError{w, context.Cause(ctx)})
+			if cur := s.snap.Load().status; cur.Waiting != "" {
+				return nil, newError(CodeConnectionLimit, s.name, "connect", slotWaitError{cur.Waiting, context.Cause(ctx), lastErrorSuffix(cur)})
 			}
 			var te timeoutError
 			if !errors.As(context.Cause(ctx), &te) {
@@ -339,14 +339,15 @@ func quoteList(names []string) string {
 type slotWaitError struct {
 	limit string // "max connections (2) reached"
 	cause error  // why the caller's wait ended
+	last  string // " (last error: …)" of the server's earlier attempt, or ""
 }
 
 func (e slotWaitError) Error() string {
 	var te timeoutError
 	if errors.As(e.cause, &te) {
-		return fmt.Sprintf("%s; no slot came free within %s", e.limit, te.after)
+		return fmt.Sprintf("%s; no slot came free within %s%s", e.limit, te.after, e.last)
 	}
-	return fmt.Sprintf("%s; the caller stopped waiting for a slot (%v)", e.limit, e.cause)
+	return fmt.Sprintf("%s; the caller stopped waiting for a slot (%v)%s", e.limit, e.cause, e.last)
 }
 
 func (e slotWaitError) Unwrap() error { return e.cause }

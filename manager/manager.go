@@ -310,7 +310,11 @@ func (m *Manager) Wait(ctx context.Context, name string, state State) (Status, e
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return st, errorf(CodeConnectionTimeout, s.name, "wait", "still %s, not %s%s", st.State, state, lastErrorSuffix(st))
+			still := st.State.String()
+			if st.Waiting != "" {
+				still += " (waiting: " + st.Waiting + ")"
+			}
+			return st, errorf(CodeConnectionTimeout, s.name, "wait", "still %s, not %s%s", still, state, lastErrorSuffix(st))
 		}
 	}
 }

@@ -63,8 +63,18 @@ func TestFault26MaxConnections(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "hi", res.Content[0].(*mcp.TextContent).Text)
 
-		// a retries 100ms later and finds no slot: it waits until b's idle
-		// close at exactly 30s (b's last activity was its connect at 0).
+		// a retries 100ms later and finds no slot; a caller waiting for it
+		// learns why, and what went wrong before.
+		time.Sleep(200 * time.Millisecond)
+		ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, err = m.Wait(ctx, "a", manager.StateConnected)
+		cancel()
+		require.EqualError(t, err, `server "a": wait: still connecting (waiting: max connections (2) reached), not connected (last error: server "a": spawn: connection refused)`)
+		_, err = m.Call(context.Background(), "a.echo", map[string]any{"text": "hi"}, manager.CallOptions{Timeout: 100 * time.Millisecond})
+		require.EqualError(t, err, `server "a": connect: max connections (2) reached; no slot came free within 100ms (last error: server "a": spawn: connection refused)`)
+
+		// a waits until b's idle close at exactly 30s (b's last activity
+		// was its connect at 0).
 		var aEvents, idled []ev
 		for _, e := range append(evs, lifecycle(tl.until("a", events.KindConnected, time.Minute))...) {
 			switch {
