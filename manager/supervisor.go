@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -498,7 +499,13 @@ func (s *supervisor) finish() {
 
 // lostReason explains why a session ended.
 func (c *conn) lostReason(waitErr error) error {
-	if exit := c.exitError(); exit != nil {
+	exit := c.exitError()
+	if exit == nil && (waitErr == nil || errors.Is(waitErr, io.EOF) || errors.Is(waitErr, mcp.ErrConnectionClosed)) {
+		// Its stdout closed: a process that is exiting is given a moment
+		// to be reaped, so the reason is its exit status.
+		exit = c.awaitExit()
+	}
+	if exit != nil {
 		return exit
 	}
 	if waitErr != nil {
