@@ -47,7 +47,7 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stdioConn{Connection: c, proc: t.proc, log: t.log, pending: map[jsonrpc.ID]bool{}}, nil
+	return &stdioConn{Connection: c, proc: t.proc, log: t.log, pending: map[jsonrpc.ID]string{}}, nil
 }
 
 // stdioConn is the SDK's connection to a process, watched for what the SDK
@@ -62,9 +62,9 @@ type stdioConn struct {
 
 	mu sync.Mutex
 	// mu guards the following.
-	pending   map[jsonrpc.ID]bool // ids of our requests awaiting a response
-	cancelled []jsonrpc.ID        // recently cancelled ids, whose late answers are expected
-	strays    int                 // responses that matched nothing
+	pending   map[jsonrpc.ID]string // our requests awaiting a response: id → method
+	cancelled []jsonrpc.ID          // recently cancelled ids, whose late answers are expected
+	strays    int                   // responses that matched nothing
 }
 
 // maxCancelled bounds the cancelled ids remembered per connection.
@@ -122,8 +122,10 @@ const farewellWait = 100 * time.Millisecond
 func (c *stdioConn) Close() error {
 	c.mu.Lock()
 	ids := make([]jsonrpc.ID, 0, len(c.pending))
-	for id := range c.pending {
-		ids = append(ids, id)
+	for id, method := range c.pending {
+		if method != "initialize" { // which a client must not cancel (MCP lifecycle)
+			ids = append(ids, id)
+		}
 	}
 	clear(c.pending)
 	c.mu.Unlock()
@@ -148,7 +150,7 @@ func (c *stdioConn) sent(req *jsonrpc.Request) {
 	switch {
 	case req.ID.IsValid():
 		c.mu.Lock()
-		c.pending[req.ID] = true
+		c.pending[req.ID] = req.Method
 		c.mu.Unlock()
 	case req.Method == "notifications/cancelled":
 		var p struct {
@@ -162,7 +164,7 @@ func (c *stdioConn) sent(req *jsonrpc.Request) {
 			return
 		}
 		c.mu.Lock()
-		if c.pending[id] {
+		if _, ok := c.pending[id]; ok {
 			delete(c.pending, id)
 			if len(c.cancelled) == maxCancelled {
 				c.cancelled = c.cancelled[1:]
@@ -176,7 +178,7 @@ func (c *stdioConn) sent(req *jsonrpc.Request) {
 // answered checks a response against the requests in flight.
 func (c *stdioConn) answered(id jsonrpc.ID) {
 	c.mu.Lock()
-	if c.pending[id] {
+	if _, ok := c.pending[id]; ok {
 		delete(c.pending, id)
 		c.mu.Unlock()
 		return

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func TestStdioConnStrayResponses(t *testing.T) {
 		}},
 		proc:    &process{server: "git", out: &stdoutReader{}},
 		log:     slog.New(slog.NewTextHandler(&logs, nil)),
-		pending: map[jsonrpc.ID]bool{},
+		pending: map[jsonrpc.ID]string{},
 	}
 	ctx := context.Background()
 	for _, n := range []int64{1, 2} {
@@ -155,5 +156,75 @@ func TestEndpointTransport(t *testing.T) {
 	end()
 	if _, err := get(ctx, endpoint); !errors.Is(err, errConnectionDone) {
 		t.Errorf("after the connection ended: %v", err)
+	}
+}
+
+// recordingConn is an mcp.Connection that keeps what is written to it.
+type recordingConn struct {
+	scriptedConn
+	written []jsonrpc.Message
+	closed  bool
+}
+
+func (c *recordingConn) Write(_ context.Context, m jsonrpc.Message) error {
+	c.written = append(c.written, m)
+	return nil
+}
+
+func (c *recordingConn) Close() error {
+	c.closed = true
+	return nil
+}
+
+// FAULTS #28: closing a stdio connection tells the server to cancel every
+// request of ours still unanswered — but not initialize, which a client
+// must not cancel — and then closes.
+func TestStdioConnCloseCancelsPending(t *testing.T) {
+	id := func(n int64) jsonrpc.ID { return jsonrpc2ID(t, n) }
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	rec := &recordingConn{}
+	c := &stdioConn{
+		Connection: rec,
+		proc:       &process{server: "x", stdin: w, out: &stdoutReader{}, exited: make(chan struct{})},
+		log:        slog.New(slog.DiscardHandler),
+		pending:    map[jsonrpc.ID]string{},
+	}
+	ctx := context.Background()
+	for n, method := range map[int64]string{1: "initialize", 2: "tools/call", 3: "tools/call", 4: "ping"} {
+		if err := c.Write(ctx, &jsonrpc.Request{ID: id(n), Method: method}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 3 was cancelled by the SDK already; 4 was answered.
+	if err := c.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: json.RawMessage(`{"requestId":3}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&stdioConn{Connection: &scriptedConn{msgs: []jsonrpc.Message{&jsonrpc.Response{ID: id(4), Result: json.RawMessage(`{}`)}}},
+		proc: c.proc, log: c.log, pending: c.pending}).Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := len(rec.written)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !rec.closed {
+		t.Error("the connection was not closed")
+	}
+	var cancelled []string
+	for _, m := range rec.written[before:] {
+		req, ok := m.(*jsonrpc.Request)
+		if !ok || req.Method != "notifications/cancelled" {
+			t.Fatalf("wrote %#v, want only notifications/cancelled", m)
+		}
+		cancelled = append(cancelled, string(req.Params))
+	}
+	want := []string{`{"reason":"the client closed the session","requestId":2}`}
+	if strings.Join(cancelled, "|") != strings.Join(want, "|") {
+		t.Errorf("cancelled %q, want %q", cancelled, want)
 	}
 }
