@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/chzyer/readline"
 	"github.com/mcpvisor/mcpvisor/luaapi"
@@ -172,6 +173,7 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 		if !ok {
 			continue
 		}
+		settleReading(rl)
 		cctx, cancel := context.WithCancel(ctx)
 		h.chunk.set(cancel)
 		runChunk(cctx, h.rt, src, rl.Stdout(), rl.Stderr())
@@ -179,6 +181,17 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 		cancel()
 	}
 	return 0
+}
+
+// settleReading waits (briefly) until readline's terminal goroutine has
+// noticed that the line is read. Readline returns as soon as it has the
+// Enter key, and until that goroutine loops back, readline's writer still
+// redraws the prompt after each write: a chunk's first print would leave
+// a stray ">> " in front of its second.
+func settleReading(rl *readline.Instance) {
+	for deadline := time.Now().Add(100 * time.Millisecond); rl.Terminal.IsReading() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // ttyReader is the terminal as readline reads it. Between lines readline
