@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -583,28 +581,5 @@ func TestRecoveryHerd(t *testing.T) {
 // test binary) that writes its figures to a file; ns/op is that child's
 // run time.
 func BenchmarkRecoveryHerd(b *testing.B) {
-	report := map[string]float64{}
-	for range b.N {
-		path := filepath.Join(b.TempDir(), "recovery.json")
-		cmd := exec.Command(os.Args[0], "-test.run=^TestRecoveryHerd$", "-test.count=1")
-		cmd.Env = append(os.Environ(), recoveryReportEnv+"="+path)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("TestRecoveryHerd: %v\n%s", err, out)
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := json.Unmarshal(raw, &report); err != nil {
-			b.Fatal(err)
-		}
-	}
-	names := make([]string, 0, len(report))
-	for k := range report {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		b.ReportMetric(report[k], k)
-	}
+	benchmarkSynctestReport(b, "TestRecoveryHerd", recoveryReportEnv)
 }

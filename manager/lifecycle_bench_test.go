@@ -579,13 +579,21 @@ func TestThousandHTTPClientHelper(t *testing.T) {
 // test in a child process (this test binary) that writes its figures to a
 // file; ns/op is that child's run time.
 func BenchmarkJitterSpread(b *testing.B) {
+	benchmarkSynctestReport(b, "TestReconnectJitterSpread", jitterReportEnv)
+}
+
+// benchmarkSynctestReport runs test, a synctest test that writes its
+// figures (JSON, metric name → value) to the file named by env, in a child
+// process (this test binary) once per iteration, and reports the figures.
+// ns/op is the child's run time.
+func benchmarkSynctestReport(b *testing.B, test, env string) {
 	report := map[string]float64{}
 	for range b.N {
-		path := filepath.Join(b.TempDir(), "jitter.json")
-		cmd := exec.Command(os.Args[0], "-test.run=^TestReconnectJitterSpread$", "-test.count=1")
-		cmd.Env = append(os.Environ(), jitterReportEnv+"="+path)
+		path := filepath.Join(b.TempDir(), "report.json")
+		cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+		cmd.Env = append(os.Environ(), env+"="+path)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("TestReconnectJitterSpread: %v\n%s", err, out)
+			b.Fatalf("%s: %v\n%s", test, err, out)
 		}
 		raw, err := os.ReadFile(path)
 		if err != nil {
