@@ -24,7 +24,7 @@ const (
 	KindCircuit              Kind = "circuit"               // from, to, failures, probe_in_ms (to open), error
 	KindHealthFailed         Kind = "health_failed"         // error
 	KindHealthUnsupported    Kind = "health_unsupported"    // error: ping answered -32601, liveness is passive
-	KindIdle                 Kind = "idle"                  // idle_ms
+	KindIdle                 Kind = "idle"                  // idle_ms, or reason
 	KindClosing              Kind = "closing"               // reason
 	KindDisabled             Kind = "disabled"              //
 	KindToolCall             Kind = "tool_call"             // tool, duration_ms, is_error; code, error on failure

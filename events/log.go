@@ -42,7 +42,7 @@ var logMessages = map[Kind]string{
 	KindClosing:           "server closing",
 	KindDisabled:          "server disabled",
 	KindToolCall:          "tool call finished",
-	KindIdle:              "server idle, session closed",
+	KindIdle:              "server idle, no session until the next call",
 	KindCircuit:           "circuit breaker changed",
 	KindHealthFailed:      "health check failed",
 	KindHealthUnsupported: "ping unsupported, using passive liveness",

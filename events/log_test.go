@@ -143,8 +143,8 @@ func TestLogReportsLag(t *testing.T) {
 	require.NoError(t, events.Log(context.Background(), sub, logger))
 	require.Equal(t, []map[string]any{
 		{"level": "WARN", "msg": "log subscriber fell behind, events missed", "kind": "lagged", "missed": 3.0},
-		{"level": "INFO", "msg": "server idle, session closed", "seq": 4.0, "server": "git", "kind": "idle"},
-		{"level": "INFO", "msg": "server idle, session closed", "seq": 5.0, "server": "git", "kind": "idle"},
+		{"level": "INFO", "msg": "server idle, no session until the next call", "seq": 4.0, "server": "git", "kind": "idle"},
+		{"level": "INFO", "msg": "server idle, no session until the next call", "seq": 5.0, "server": "git", "kind": "idle"},
 	}, decodeJSONLines(t, buf.Bytes()))
 }
 

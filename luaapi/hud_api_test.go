@@ -116,3 +116,29 @@ func TestHUDLuaComplete(t *testing.T) {
 	require.Equal(t, []string{"d", "d_model"}, suffixes)
 	require.Equal(t, len("mcp_hu"), length)
 }
+
+// Under --max-connections, a server waiting for a slot says so in
+// mcp_status and in its HUD row, and connects once the holder is removed.
+func TestLuaWaitingForSlot(t *testing.T) {
+	r := newTestRuntimeWith(t, manager.Options{Dial: inMemoryDemoDial(t), MaxConnections: 1},
+		func(o *luaapi.Options) { o.ScriptDir = scriptsDir })
+	r.addDemo(t, "first")
+	got := r.run(t, `
+		mcp_add("second", {command = {"demo"}})
+		local row
+		require("testlib").eventually(function()
+			for _, r in ipairs(mcp_hud_model()) do
+				if r.name == "second" and r.waiting then row = r return true end
+			end
+		end, "second waiting in the HUD")
+		local st = mcp_status("second")
+		return st.state, st.waiting, row.state, row.waiting`)
+	require.Equal(t, []string{"connecting", "max connections (1) reached", "connecting", "max connections (1) reached"}, got)
+
+	got = r.run(t, `
+		mcp_remove("first", {wait = true})
+		local ok, why = mcp_wait("second", "connected")
+		assert(ok, why)
+		return mcp_status("second").waiting`)
+	require.Equal(t, []string{"nil"}, got, "no waiting note once connected")
+}

@@ -213,6 +213,8 @@ const sessionEndGrace = 50 * time.Millisecond
 // itself: the supervisor is already trying, or is woken for an idle
 // server (single-flight by construction, R-LIFE-1).
 func (s *supervisor) session(ctx context.Context, op string) (*snapshot, error) {
+	s.wanted.Add(1)
+	defer s.unwant()
 	for {
 		snap, changed := s.watch()
 		st := snap.status

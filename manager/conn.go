@@ -18,7 +18,7 @@ type conn struct {
 	cancel    context.CancelFunc // ends the session's context
 	cat       *catalog           // what the first discovery found
 	attempt   int                // the attempt that made it
-	release   func()             // gives back its connection slot; nil if none
+	slot      *ticket            // its connection slot; nil if none
 	ended     *signal            // fires when the session is known to have ended
 }
 
@@ -57,9 +57,7 @@ func (c *conn) close() {
 		_ = cl.Close()
 	}
 	c.cancel()
-	if c.release != nil {
-		c.release()
-	}
+	c.slot.giveBack()
 }
 
 // errConnectTimeout is the cause given to an attempt's context when the

@@ -47,8 +47,10 @@
 // [Options.MaxConnections] caps the connections held at once: an attempt
 // takes a slot before it starts and its connection gives it back when it
 // closes (a failed attempt at once). A server beyond the cap waits in
-// connecting with [Status.Waiting] set, in line, until a slot comes free;
-// a caller whose timeout ends first gets CONNECTION_LIMIT.
+// connecting with [Status.Waiting] set, in line (joined at Add, so in the
+// order of declaration), until a slot comes free; a caller whose timeout
+// ends first gets CONNECTION_LIMIT, and an idle server nobody waits for
+// any more leaves the line.
 
 // # Processes
 //

@@ -43,8 +43,11 @@ type Options struct {
 	// means no cap. A server beyond the cap waits in connecting (its status
 	// and a connecting event say "max connections (N) reached") until a
 	// connection closes: a failed attempt, an idle close (timeouts.idle), a
-	// lost session, a disable or a removal frees its slot. Callers waiting
-	// for it get CONNECTION_LIMIT when their own timeout ends first.
+	// lost session, a disable or a removal frees its slot. Waiting servers
+	// are served in order: those added together connect in the order of
+	// Add. Callers waiting for one get CONNECTION_LIMIT when their own
+	// timeout ends first; an idle server woken by callers goes back to
+	// idle when none of them waits any more.
 	MaxConnections int
 	// Version is reported to servers as the client version. If empty, "dev".
 	Version string
@@ -141,6 +144,9 @@ func (m *Manager) Add(name string, spec Spec) (err error) {
 		return m.conflict(n, old.name)
 	}
 	s := newSupervisor(m, n, spec)
+	if !spec.Disabled {
+		s.slot = m.slots.take() // in line in the order of declaration
+	}
 	m.servers[nameKey(n)] = s
 	m.mu.Unlock()
 
@@ -294,6 +300,8 @@ func (m *Manager) Wait(ctx context.Context, name string, state State) (Status, e
 	if err != nil {
 		return Status{}, err
 	}
+	s.wanted.Add(1)
+	defer s.unwant()
 	for {
 		snap, changed := s.watch()
 		st := snap.status

@@ -49,6 +49,11 @@ func newExpiringServer(t *testing.T, after int) *expiringServer {
 			expired := e.after > 0 && e.requests[id] > e.after
 			e.mu.Unlock()
 			if expired {
+				// Forget it for real, as a restarted server has.
+				forget := httptest.NewRequestWithContext(r.Context(), http.MethodDelete, r.URL.String(), nil)
+				forget.Header.Set("Mcp-Session-Id", id)
+				forget.Host = r.Host
+				h.ServeHTTP(httptest.NewRecorder(), forget)
 				http.Error(w, "session not found", http.StatusNotFound)
 				return
 			}
@@ -140,4 +145,29 @@ func TestSessionExpiryTwiceBacksOff(t *testing.T) {
 	e.setAfter(0)
 	_, err = m.Wait(ctx, "web", manager.StateConnected)
 	require.NoError(t, err)
+}
+
+// Under a connection cap, the new session that replaces an expired one
+// keeps the old one's slot: a server waiting in line does not get it.
+func TestSessionExpiryKeepsItsSlot(t *testing.T) {
+	e := newExpiringServer(t, 6)
+	m := newManager(t, manager.Options{MaxConnections: 1})
+	tl := watch(t, m)
+	timeouts := map[string]any{"idle": 0, "health_interval": "1h", "health_timeout": "1s"}
+	require.NoError(t, m.Add("web", decode(t, map[string]any{"url": e.url, "timeouts": timeouts})))
+	require.NoError(t, m.Add("other", decode(t, map[string]any{"url": e.url, "timeouts": timeouts})))
+	tl.until("web", events.KindConnected, 10*time.Second)
+	handshake := e.sessions()
+
+	for range 10 {
+		if _, err := m.Call(context.Background(), "web.echo", nil, manager.CallOptions{Timeout: 5 * time.Second}); err != nil {
+			require.ErrorIs(t, err, mcp.ErrSessionMissing)
+			break
+		}
+	}
+	tl.until("web", events.KindSessionReinitialized, 10*time.Second)
+	require.Equal(t, 2*handshake, e.sessions(), "web's new session, and none for other")
+	st := mustStatus(t, m, "other")
+	require.Equal(t, manager.StateConnecting, st.State)
+	require.Equal(t, "max connections (1) reached", st.Waiting)
 }

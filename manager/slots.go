@@ -2,6 +2,7 @@ package manager
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,11 +12,15 @@ import (
 // slots caps the connections held at once across the manager
 // ([Options.MaxConnections]). A connection holds its slot from the start of
 // its attempt until it is closed: a failed attempt, an idle close, a lost
-// session or a removal gives it back. Waiting servers queue on the channel
-// (the runtime wakes blocked senders in order).
+// session or a removal gives it back. Servers beyond the cap wait in one
+// line, served in order: [Manager.Add] joins it, so servers declared
+// together connect in the order they were declared.
 type slots struct {
 	limit int
-	held  chan struct{}
+	mu    sync.Mutex
+	// mu guards the following.
+	held int       // slots granted and not given back
+	line []*ticket // waiting for a slot, first in line first
 }
 
 // newSlots returns the cap for limit connections; nil (no cap) when limit
@@ -24,23 +29,71 @@ func newSlots(limit int) *slots {
 	if limit <= 0 {
 		return nil
 	}
-	return &slots{limit: limit, held: make(chan struct{}, limit)}
+	return &slots{limit: limit}
 }
 
-// tryTake takes a slot if one is free.
-func (sl *slots) tryTake() bool {
+// ticket is one server's place in line for a slot, then the slot itself
+// once granted. The nil ticket (no cap) is always granted and gives back
+// nothing.
+type ticket struct {
+	sl      *slots
+	granted chan struct{} // closed when the slot is this ticket's
+	once    sync.Once
+}
+
+// take joins the line: the ticket is granted at once if a slot is free
+// and nobody waits before it.
+func (sl *slots) take() *ticket {
+	if sl == nil {
+		return nil
+	}
+	t := &ticket{sl: sl, granted: make(chan struct{})}
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.held < sl.limit && len(sl.line) == 0 {
+		sl.held++
+		close(t.granted)
+	} else {
+		sl.line = append(sl.line, t)
+	}
+	return t
+}
+
+// ready reports whether the ticket holds its slot.
+func (t *ticket) ready() bool {
+	if t == nil {
+		return true
+	}
 	select {
-	case sl.held <- struct{}{}:
+	case <-t.granted:
 		return true
 	default:
 		return false
 	}
 }
 
-// giver returns the function that gives one taken slot back; calling it
-// again does nothing.
-func (sl *slots) giver() func() {
-	return sync.OnceFunc(func() { <-sl.held })
+// giveBack leaves the line, or gives the slot to the first in line if the
+// ticket held it. Calling it again does nothing.
+func (t *ticket) giveBack() {
+	if t == nil {
+		return
+	}
+	t.once.Do(func() {
+		sl := t.sl
+		sl.mu.Lock()
+		defer sl.mu.Unlock()
+		if i := slices.Index(sl.line, t); i >= 0 {
+			sl.line = slices.Delete(sl.line, i, i+1)
+			return
+		}
+		if len(sl.line) > 0 {
+			next := sl.line[0]
+			sl.line = slices.Delete(sl.line, 0, 1)
+			close(next.granted) // the slot passes on: held is unchanged
+			return
+		}
+		sl.held--
+	})
 }
 
 // limitReached is the explanation of a server kept waiting by the cap,
@@ -49,41 +102,56 @@ func (sl *slots) limitReached() string {
 	return fmt.Sprintf("max connections (%d) reached", sl.limit)
 }
 
-// noSlot is the release of a connection that holds no slot.
-func noSlot() {}
-
 // takeSlot waits for a connection slot before attempt n. Without a cap it
 // returns at once. When the cap is reached the server says so (state
 // connecting, Status.Waiting, a connecting event with "waiting") and waits
 // in line until a slot is free, the server is removed or disabled (ok
-// false). The returned function gives the slot back.
-func (s *supervisor) takeSlot(n int) (release func(), ok bool) {
+// false). An idle server woken by callers goes back to idle, and out of
+// the line, once none of them is waiting any more. The ticket holds the
+// slot; giving it back frees it.
+func (s *supervisor) takeSlot(n int) (t *ticket, ok bool) {
+	defer func() { s.woken = false }()
 	sl := s.m.slots
 	if sl == nil {
-		return noSlot, true
+		return nil, true
 	}
-	if kept := s.slot; kept != nil {
-		s.slot = nil
-		return kept, true
-	}
-	if sl.tryTake() {
-		return sl.giver(), true
-	}
-	why := sl.limitReached()
-	s.transition(StateConnecting, func(snap *snapshot) {
-		snap.status.NextAttempt = time.Time{}
-		snap.status.Waiting = why
-	}, events.KindConnecting, events.Fields{"attempt": n, "waiting": why})
+	t, s.slot = s.slot, nil
 	for {
-		select {
-		case sl.held <- struct{}{}:
-			return sl.giver(), true
-		case <-s.ctx.Done():
-			return nil, false
-		case <-s.kick:
-			if s.disabled.Load() {
+		if t == nil {
+			t = sl.take()
+		}
+		if t.ready() {
+			return t, true
+		}
+		why := sl.limitReached()
+		s.transition(StateConnecting, func(snap *snapshot) {
+			snap.status.NextAttempt = time.Time{}
+			snap.status.Waiting = why
+		}, events.KindConnecting, events.Fields{"attempt": n, "waiting": why})
+		for !(s.woken && s.wanted.Load() == 0) {
+			select {
+			case <-t.granted:
+				if s.ctx.Err() != nil { // removed meanwhile: no attempt
+					t.giveBack()
+					return nil, false
+				}
+				return t, true
+			case <-s.ctx.Done():
+				t.giveBack()
 				return nil, false
+			case <-s.kick:
+				if s.disabled.Load() {
+					t.giveBack()
+					return nil, false
+				}
 			}
+		}
+		t.giveBack()
+		t = nil
+		s.transition(StateIdle, nil, events.KindIdle, events.Fields{"reason": "no caller is waiting for a connection slot any more"})
+		s.parkIdle()
+		if s.ctx.Err() != nil || s.disabled.Load() {
+			return nil, false
 		}
 	}
 }
@@ -92,17 +160,15 @@ func (s *supervisor) takeSlot(n int) (release func(), ok bool) {
 // closing c to replace it at once (mcp_reconnect, an expired HTTP session)
 // does not hand the slot to a waiting server.
 func (s *supervisor) keepSlot(c *conn) {
-	if c.release != nil && s.m.slots != nil {
+	if c.slot != nil {
 		s.dropSlot()
-		s.slot, c.release = c.release, nil
+		s.slot, c.slot = c.slot, nil
 	}
 }
 
-// dropSlot gives back a kept slot, if any: the next attempt is not
-// immediate after all (backoff, disabled, removed).
+// dropSlot gives back a kept slot or place in line, if any: the next
+// attempt is not immediate after all (backoff, disabled, removed).
 func (s *supervisor) dropSlot() {
-	if s.slot != nil {
-		s.slot()
-		s.slot = nil
-	}
+	s.slot.giveBack()
+	s.slot = nil
 }

@@ -173,3 +173,87 @@ func TestReconnectKeepsItsSlot(t *testing.T) {
 		require.Equal(t, 2, p.dialCount(), "a twice, b never")
 	})
 }
+
+// Servers beyond the cap connect in the order they were declared, however
+// their goroutines happen to be scheduled: Add puts each in line, and each
+// freed slot goes to the first in line.
+func TestSlotsFollowDeclarationOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newManager(t, manager.Options{Dial: (&peers{}).dial, MaxConnections: 2})
+		start := time.Now()
+		names := []string{"e", "d", "c", "b", "a"} // not alphabetical: declaration order counts
+		for _, name := range names {
+			require.NoError(t, m.Add(name, fakeSpec(t, nil)))
+		}
+		synctest.Wait()
+		for _, name := range names[:2] {
+			require.Equal(t, manager.StateConnected, mustStatus(t, m, name).State, name)
+		}
+		for _, name := range names[2:] {
+			require.Equal(t, "max connections (2) reached", mustStatus(t, m, name).Waiting, name)
+		}
+
+		// One removal a second, each freeing one slot for the next in line.
+		for i, name := range names[:3] {
+			time.Sleep(time.Second)
+			_, err := m.Remove(name)
+			require.NoError(t, err)
+			synctest.Wait()
+			next := mustStatus(t, m, names[i+2])
+			require.Equal(t, manager.StateConnected, next.State, "%s is next when %s goes", next.Name, name)
+			require.Equal(t, time.Duration(i+1)*time.Second, next.ConnectedAt.Sub(start))
+		}
+	})
+}
+
+// An idle server woken by a call joins the line for a slot; when every
+// caller has given up before a slot came free, it goes back to idle and
+// leaves the line, so a free slot later is not spent on it. Callers still
+// waiting keep it in line.
+func TestIdleServerLeavesTheLineWhenNobodyWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &peers{}
+		m := newManager(t, manager.Options{Dial: p.dial, MaxConnections: 1})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("b", fakeSpec(t, map[string]any{"timeouts": map[string]any{"idle": "1s"}})))
+		tl.until("b", events.KindIdle, 2*time.Second)
+		require.NoError(t, m.Add("a", fakeSpec(t, nil)))
+		tl.until("a", events.KindConnected, time.Second)
+
+		_, err := m.Call(context.Background(), "b.echo", map[string]any{"text": "hi"}, manager.CallOptions{Timeout: 100 * time.Millisecond})
+		requireCode(t, err, manager.ErrConnectionLimit, "b", "connect")
+		evs := lifecycle(tl.until("b", events.KindIdle, time.Second))
+		require.Equal(t, []events.Kind{events.KindConnecting, events.KindIdle}, kinds(evs))
+		require.Equal(t, "max connections (1) reached", evs[0].Fields["waiting"])
+		require.Equal(t, "no caller is waiting for a connection slot any more", evs[1].Fields["reason"])
+		require.Equal(t, evs[0].At+100*time.Millisecond, evs[1].At, "back to idle the moment the caller gives up")
+		st := mustStatus(t, m, "b")
+		require.Equal(t, manager.StateIdle, st.State)
+		require.Empty(t, st.Waiting)
+
+		// a's slot is free now, and nobody wants b: it stays idle.
+		_, err = m.Remove("a")
+		require.NoError(t, err)
+		time.Sleep(time.Minute)
+		require.Equal(t, manager.StateIdle, mustStatus(t, m, "b").State)
+		require.Equal(t, 2, p.dialCount(), "b once at first, a once")
+
+		// Two callers; the first gives up, the second keeps b in line and
+		// is served when the slot frees.
+		require.NoError(t, m.Add("a2", fakeSpec(t, nil)))
+		tl.until("a2", events.KindConnected, time.Second)
+		patient := make(chan error, 1)
+		go func() {
+			_, err := m.Call(context.Background(), "b.echo", map[string]any{"text": "hi"}, manager.CallOptions{Timeout: time.Minute})
+			patient <- err
+		}()
+		_, err = m.Call(context.Background(), "b.echo", map[string]any{"text": "hi"}, manager.CallOptions{Timeout: 100 * time.Millisecond})
+		requireCode(t, err, manager.ErrConnectionLimit, "b", "connect")
+		time.Sleep(time.Second)
+		require.Equal(t, "max connections (1) reached", mustStatus(t, m, "b").Waiting, "still in line for the patient caller")
+		_, err = m.Remove("a2")
+		require.NoError(t, err)
+		require.NoError(t, <-patient)
+		require.Equal(t, manager.StateConnected, mustStatus(t, m, "b").State)
+	})
+}

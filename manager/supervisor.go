@@ -41,6 +41,7 @@ type supervisor struct {
 	disabled  atomic.Bool                       // desired: no session (mcp_disable)
 	reconnect atomic.Bool                       // reset backoff and breaker, try now
 	demand    atomic.Bool                       // a caller waits for the idle server
+	wanted    atomic.Int32                      // callers waiting for a session now
 	reinit    atomic.Pointer[mcp.ClientSession] // this session's HTTP session expired
 	kick      chan struct{}                     // capacity 1: some flag is set
 	requests  chan refreshReq                   // forced discovery from callers
@@ -62,7 +63,8 @@ type supervisor struct {
 	reiniting bool     // the next attempt replaces an expired HTTP session
 	reinited  bool     // the current session replaced an expired one
 	idleTimer *time.Timer
-	slot      func()        // a connection slot kept for the next attempt (mcp_reconnect, re-init)
+	slot      *ticket       // the next attempt's slot or place in line (Add, mcp_reconnect, re-init)
+	woken     bool          // the next attempt is for callers of the idle server
 	trace     *connectTrace // spans of the connection attempts
 
 	closers sync.WaitGroup // connections of timed-out attempts still stopping
@@ -107,6 +109,15 @@ func (s *supervisor) wake() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
+	}
+}
+
+// unwant ends a caller's wait for a session (counted in wanted). The last
+// one to stop waiting for a server queued for a connection slot wakes it:
+// if it was idle, nobody needs it any more.
+func (s *supervisor) unwant() {
+	if s.wanted.Add(-1) == 0 && s.snap.Load().status.Waiting != "" {
+		s.wake()
 	}
 }
 
@@ -203,17 +214,17 @@ func (s *supervisor) connectLoop() *conn {
 				probe = true
 			}
 		}
-		release, ok := s.takeSlot(s.failures + 1)
+		slot, ok := s.takeSlot(s.failures + 1)
 		if !ok {
 			return nil
 		}
 		c, err := s.attempt(s.failures+1, probe)
 		if err == nil {
 			c.attempt = s.failures + 1
-			c.release = release
+			c.slot = slot
 			return c
 		}
-		release()
+		slot.giveBack()
 		if s.ctx.Err() != nil {
 			return nil
 		}
@@ -340,7 +351,11 @@ func (s *supervisor) parkDisabled() {
 // parkIdle waits in StateIdle until a caller needs the server.
 func (s *supervisor) parkIdle() {
 	for {
-		if s.demand.Swap(false) || s.reconnect.Swap(false) {
+		if s.reconnect.Swap(false) {
+			return
+		}
+		if s.demand.Swap(false) {
+			s.woken = true
 			return
 		}
 		select {
