@@ -76,13 +76,13 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		return nil, err
 	}
 	span.target(s.name, tool)
-	op := fmt.Sprintf("tools/call %q", tool)
+	op := s.snap.Load().cat.callOp(tool)
 	if !s.callers.enter() {
 		return nil, errorf(CodeClosed, s.name, op, "server is being removed")
 	}
 	defer s.callers.exit() // after its event
-	ctx, cancel := s.requestContext(ctx, opts.Timeout)
-	defer cancel()
+	ctx, req, cancel := s.requestContext(ctx, opts.Timeout)
+	defer s.inflight.end(req, cancel)
 
 	start := time.Now()
 	err = s.request(ctx, op, func(ctx context.Context, snap *snapshot) (bool, error) {
@@ -103,7 +103,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		span.inject(ctx, params)
 		res, err = snap.session.CallTool(ctx, params)
 		if err != nil {
-			return false, newError(CodeInvocationFailed, s.name, op, s.callFailure(ctx, err, snap.conn))
+			return false, newError(CodeInvocationFailed, s.name, op, s.callFailure(ctx, req, err, snap.conn))
 		}
 		return res.IsError, nil
 	})
@@ -162,14 +162,14 @@ func (s *supervisor) request(ctx context.Context, op string, fn func(context.Con
 // callFailure turns what the SDK returned into the cause users see. When
 // the session died under the call, it says so, with the process's exit
 // status if that is why.
-func (s *supervisor) callFailure(ctx context.Context, err error, c *conn) error {
+func (s *supervisor) callFailure(ctx context.Context, req uint64, err error, c *conn) error {
 	if cause := context.Cause(ctx); cause != nil {
 		var te timeoutError
 		switch {
 		case errors.As(cause, &te):
 			return te
-		case s.calls.Err() != nil:
-			return fmt.Errorf("%w (%w)", context.Cause(s.calls), ErrDisconnected)
+		case s.inflight.abandoned(req):
+			return fmt.Errorf("%w (%w)", errAbandoned, ErrDisconnected)
 		}
 		return fmt.Errorf("cancelled: %w", cause)
 	}
@@ -267,7 +267,10 @@ func (s *supervisor) session(ctx context.Context, op string) (*snapshot, error) 
 func (m *Manager) resolve(name string) (*supervisor, string, error) {
 	name = strings.TrimSpace(name)
 	if server, tool, ok := strings.Cut(name, "."); ok {
-		s, err := m.target(server, fmt.Sprintf("tools/call %q", tool))
+		if s, _, _ := m.find(server); s != nil {
+			return s, tool, nil // without making the op its errors would name
+		}
+		s, err := m.target(server, callOp(tool))
 		if err == nil || errors.Is(err, ErrClosed) {
 			return s, tool, err
 		}
@@ -321,7 +324,7 @@ func toolNotFound(server, tool string, names []string) error {
 	} else if len(names) > 0 {
 		msg += "; its tools: " + strings.Join(names, ", ")
 	}
-	return errorf(CodeToolNotFound, server, fmt.Sprintf("tools/call %q", tool), "%s", msg)
+	return errorf(CodeToolNotFound, server, callOp(tool), "%s", msg)
 }
 
 // quoteList renders names as "a", "b" or "c".

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ const (
 // immutable once built; a refresh builds a new one.
 type catalog struct {
 	tools     []*mcp.Tool     // sorted by name
+	callOps   []string        // callOp of each tool, made once
 	schemas   *schemaCache    // of tools; compiled on first use
 	resources []*mcp.Resource // sorted by URI
 	templates []*mcp.ResourceTemplate
@@ -56,7 +58,7 @@ func discover(ctx context.Context, sess *mcp.ClientSession, prev *catalog, kinds
 		caps = &mcp.ServerCapabilities{}
 	}
 	if kinds&listTools != 0 {
-		next.tools, next.schemas = nil, nil
+		next.tools, next.callOps, next.schemas = nil, nil, nil
 		if caps.Tools != nil {
 			tools, err := collect(sess.Tools(ctx, nil))
 			if err != nil {
@@ -64,6 +66,10 @@ func discover(ctx context.Context, sess *mcp.ClientSession, prev *catalog, kinds
 			}
 			slices.SortFunc(tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
 			next.tools = tools
+			next.callOps = make([]string, len(tools))
+			for i, t := range tools {
+				next.callOps[i] = callOp(t.Name)
+			}
 			next.schemas = &schemaCache{}
 		}
 	}
@@ -160,15 +166,29 @@ func (c *catalog) promptNames() []string {
 }
 
 func (c *catalog) tool(name string) *mcp.Tool {
-	if c == nil {
-		return nil
+	if i, ok := c.toolIndex(name); ok {
+		return c.tools[i]
 	}
-	i, ok := slices.BinarySearchFunc(c.tools, name, func(t *mcp.Tool, n string) int { return strings.Compare(t.Name, n) })
-	if !ok {
-		return nil
-	}
-	return c.tools[i]
+	return nil
 }
+
+func (c *catalog) toolIndex(name string) (int, bool) {
+	if c == nil {
+		return 0, false
+	}
+	return slices.BinarySearchFunc(c.tools, name, func(t *mcp.Tool, n string) int { return strings.Compare(t.Name, n) })
+}
+
+// callOp is the operation of a call of tool name, as errors name it:
+// tools/call "name". For a listed tool it is made once, at discovery.
+func (c *catalog) callOp(name string) string {
+	if i, ok := c.toolIndex(name); ok {
+		return c.callOps[i]
+	}
+	return callOp(name)
+}
+
+func callOp(tool string) string { return fmt.Sprintf("tools/call %q", tool) }
 
 // diffNames returns the names only in next (added) and only in prev
 // (removed), each sorted and never nil: an event says "removed: []", not

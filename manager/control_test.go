@@ -199,3 +199,34 @@ func TestMetrics(t *testing.T) {
 		require.Equal(t, uint64(3), pool.Requests)
 	})
 }
+
+// A disable whose drain runs out abandons the calls in flight then, and
+// only those: once enabled again, the server's calls work.
+func TestDisableDrainRunsOutThenEnable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := slowServer(time.Hour)
+		f.addEcho("echo")
+		m := newManager(t, manager.Options{Dial: f.serve().dial, DrainTimeout: time.Second})
+		require.NoError(t, m.Add("x", fakeSpec(t, map[string]any{"timeouts": map[string]any{"request": "2h"}})))
+		_, err := m.Wait(context.Background(), "x", manager.StateConnected)
+		require.NoError(t, err)
+
+		slow := make(chan error, 1)
+		go func() {
+			_, err := m.Call(context.Background(), "x.slow", nil, manager.CallOptions{})
+			slow <- err
+		}()
+		synctest.Wait()
+		require.NoError(t, m.Disable("x"))
+		err = <-slow
+		requireCode(t, err, manager.ErrInvocationFailed, "x", `tools/call "slow"`)
+		require.ErrorIs(t, err, manager.ErrDisconnected)
+
+		require.NoError(t, m.Enable("x"))
+		_, err = m.Wait(context.Background(), "x", manager.StateConnected)
+		require.NoError(t, err)
+		res, err := m.Call(context.Background(), "x.echo", map[string]any{"text": "again"}, manager.CallOptions{})
+		require.NoError(t, err, "a call after the enable is not abandoned")
+		require.Equal(t, "echo:again", res.Content[0].(*mcp.TextContent).Text)
+	})
+}

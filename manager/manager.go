@@ -218,13 +218,9 @@ func (m *Manager) lookup(name, op string) (*supervisor, error) {
 // target finds the server a request is for. A server that is being
 // removed, or any once the manager is closing, refuses it with CLOSED.
 func (m *Manager) target(name, op string) (*supervisor, error) {
-	key := nameKey(strings.TrimSpace(name))
-	m.mu.Lock()
-	s, ok := m.servers[key]
-	gone, closed := m.leaving[key], m.closed
-	m.mu.Unlock()
+	s, gone, closed := m.find(name)
 	switch {
-	case ok:
+	case s != nil:
 		return s, nil
 	case gone != nil:
 		return nil, errorf(CodeClosed, gone.name, op, "server is being removed")
@@ -232,6 +228,15 @@ func (m *Manager) target(name, op string) (*supervisor, error) {
 		return nil, newError(CodeClosed, strings.TrimSpace(name), op, errShutdown)
 	}
 	return nil, m.notFound(name, op)
+}
+
+// find returns the server declared as name, or else the one of that name
+// being removed, and whether the manager is closing.
+func (m *Manager) find(name string) (s, gone *supervisor, closed bool) {
+	key := nameKey(strings.TrimSpace(name))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.servers[key], m.leaving[key], m.closed
 }
 
 // forget drops a disposed server from leaving (unless the name was

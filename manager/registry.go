@@ -107,14 +107,14 @@ func (m *Manager) ReadResource(ctx context.Context, uri, server string, timeout 
 			return nil, errorf(CodeAmbiguousTool, "", op, "several servers list this resource: %s; pass {server = name}", strings.Join(names, ", "))
 		}
 	}
-	ctx, cancel := s.requestContext(ctx, timeout)
-	defer cancel()
+	ctx, req, cancel := s.requestContext(ctx, timeout)
+	defer s.inflight.end(req, cancel)
 	var res *mcp.ReadResourceResult
 	err := s.request(ctx, op, func(ctx context.Context, snap *snapshot) (bool, error) {
 		var err error
 		res, err = snap.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 		if err != nil {
-			return false, newError(CodeInvocationFailed, s.name, op, s.callFailure(ctx, err, snap.conn))
+			return false, newError(CodeInvocationFailed, s.name, op, s.callFailure(ctx, req, err, snap.conn))
 		}
 		return false, nil
 	})
@@ -158,8 +158,8 @@ func (m *Manager) GetPrompt(ctx context.Context, name string, args map[string]st
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.requestContext(ctx, timeout)
-	defer cancel()
+	ctx, req, cancel := s.requestContext(ctx, timeout)
+	defer s.inflight.end(req, cancel)
 	var res *mcp.GetPromptResult
 	err = s.request(ctx, op, func(ctx context.Context, snap *snapshot) (bool, error) {
 		if !snap.cat.hasPrompt(prompt) {
@@ -168,7 +168,7 @@ func (m *Manager) GetPrompt(ctx context.Context, name string, args map[string]st
 		var err error
 		res, err = snap.session.GetPrompt(ctx, &mcp.GetPromptParams{Name: prompt, Arguments: args})
 		if err != nil {
-			return false, newError(CodeInvocationFailed, s.name, op, s.callFailure(ctx, err, snap.conn))
+			return false, newError(CodeInvocationFailed, s.name, op, s.callFailure(ctx, req, err, snap.conn))
 		}
 		return false, nil
 	})
@@ -176,17 +176,16 @@ func (m *Manager) GetPrompt(ctx context.Context, name string, args map[string]st
 }
 
 // requestContext bounds one request by timeout, or by the server's request
-// timeout when zero; its cause says which limit ran out.
-func (s *supervisor) requestContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+// timeout when zero; its cause says which limit ran out. The request is in
+// flight (a drain that runs out abandons it) until s.inflight.end(id,
+// cancel).
+func (s *supervisor) requestContext(ctx context.Context, timeout time.Duration) (_ context.Context, id uint64, cancel context.CancelFunc) {
+	cause := s.requestTimeout // boxed once: no allocation per request
 	if timeout <= 0 {
 		timeout = s.spec.Timeouts.Request
+	} else if timeout != s.spec.Timeouts.Request {
+		cause = timeoutError{timeout}
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, timeoutError{timeout})
-	// A disposal that runs out of drain time abandons the request (see
-	// callFailure for how that is told from the caller's own cancel).
-	unlink := context.AfterFunc(s.calls, cancel)
-	return ctx, func() {
-		unlink()
-		cancel()
-	}
+	ctx, cancel = context.WithTimeoutCause(ctx, timeout, cause)
+	return ctx, s.inflight.add(cancel), cancel
 }

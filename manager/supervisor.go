@@ -29,10 +29,7 @@ type supervisor struct {
 	done   chan struct{} // closed when run returns
 	reason atomic.Value  // string: why it is being closed (removed, replaced, shutdown)
 
-	// calls is cancelled when in-flight requests must be abandoned (the
-	// drain of a disposal or disable ran out).
-	calls      context.Context
-	abortCalls context.CancelCauseFunc
+	requestTimeout error // timeoutError of spec.Timeouts.Request, made once
 
 	snap atomic.Pointer[snapshot]
 
@@ -48,6 +45,7 @@ type supervisor struct {
 	progress  progressRoutes                    // progress tokens of calls in flight
 
 	gate     gate         // requests using the session
+	inflight inflight     // requests from their start, for abandoning them
 	callers  gate         // tool calls from resolve to their event (finish waits for them)
 	stats    callStats    // request metrics
 	lastRecv atomic.Int64 // UnixNano when the server was last heard from
@@ -72,21 +70,19 @@ type supervisor struct {
 
 func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 	ctx, cancel := context.WithCancel(context.Background())
-	calls, abort := context.WithCancelCause(context.Background())
 	s := &supervisor{
-		name:       name,
-		spec:       spec,
-		m:          m,
-		ctx:        ctx,
-		cancel:     cancel,
-		calls:      calls,
-		abortCalls: abort,
-		done:       make(chan struct{}),
-		changed:    make(chan struct{}),
-		kick:       make(chan struct{}, 1),
-		requests:   make(chan refreshReq),
-		brk:        newBreaker(spec.Breaker),
-		trace:      m.tel.connectTrace(name, spec.Endpoint()),
+		name:           name,
+		spec:           spec,
+		m:              m,
+		ctx:            ctx,
+		cancel:         cancel,
+		done:           make(chan struct{}),
+		changed:        make(chan struct{}),
+		kick:           make(chan struct{}, 1),
+		requests:       make(chan refreshReq),
+		brk:            newBreaker(spec.Breaker),
+		requestTimeout: timeoutError{spec.Timeouts.Request},
+		trace:          m.tel.connectTrace(name, spec.Endpoint()),
 	}
 	s.reason.Store("removed")
 	s.disabled.Store(spec.Disabled)
@@ -487,7 +483,7 @@ func (s *supervisor) drainAndClose(c *conn) {
 	drained := s.gate.drain(ctx)
 	cancel()
 	if !drained {
-		s.abortCalls(errAbandoned)
+		s.inflight.abandon(false)
 	}
 	c.close()
 }
@@ -502,7 +498,7 @@ func (s *supervisor) finish() {
 	if st := s.snap.Load().status.State; st != StateClosing {
 		s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
 	}
-	s.abortCalls(errAbandoned) // callers still waiting for a session: closing says why
+	s.inflight.abandon(true) // callers still waiting for a session: closing says why
 	// The abandoned calls return at once; each publishes its tool_call
 	// before removed, the server's last event.
 	ctx, cancel := context.WithTimeout(context.Background(), s.m.opts.DrainTimeout)
