@@ -7,7 +7,7 @@ import (
 
 // gate counts the requests using a server's session, so the supervisor
 // can close the session only when none is in flight: at once for the idle
-// timeout (tryClose), or after draining them for disposal (drain).
+// timeout (closeIf), or after draining them for disposal (drain).
 type gate struct {
 	mu sync.Mutex
 	// mu guards the following.
@@ -45,12 +45,13 @@ func (g *gate) inFlight() int {
 	return g.n
 }
 
-// tryClose closes the gate if no request is in flight, reporting whether
-// it did.
-func (g *gate) tryClose() bool {
+// closeIf closes the gate if no request is in flight and ok says so,
+// reporting whether it did. ok runs under the gate's lock: no request
+// enters or leaves meanwhile.
+func (g *gate) closeIf(ok func() bool) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.n > 0 {
+	if g.n > 0 || !ok() {
 		return false
 	}
 	g.closed = true

@@ -230,18 +230,21 @@ func (s *supervisor) connected(c *conn) {
 // re-arms the timer for when it next could.
 func (s *supervisor) checkIdle() bool {
 	limit := s.spec.Timeouts.Idle
-	last := s.stats.lastActivity()
-	if up := s.snap.Load().status.ConnectedAt; up.After(last) {
-		last = up
+	rest := limit // while a request is in flight: its end is activity
+	// Read under the gate's lock, so a request that has just finished is
+	// seen: each records its activity before it leaves the gate.
+	idle := func() bool {
+		last := s.stats.lastActivity()
+		if up := s.snap.Load().status.ConnectedAt; up.After(last) {
+			last = up
+		}
+		rest = limit - time.Since(last)
+		return rest <= 0
 	}
-	if rest := limit - time.Since(last); rest > 0 {
-		s.idleTimer.Reset(rest)
-		return false
-	}
-	if s.gate.tryClose() {
+	if s.gate.closeIf(idle) {
 		return true
 	}
-	s.idleTimer.Reset(limit) // a request is in flight; its end is activity
+	s.idleTimer.Reset(rest)
 	return false
 }
 
