@@ -305,8 +305,10 @@ func (m *Manager) Wait(ctx context.Context, name string, state State) (Status, e
 	if err != nil {
 		return Status{}, err
 	}
-	s.wanted.Add(1)
-	defer s.unwant()
+	if state == StateConnected {
+		s.wanted.Add(1) // waiting for it is needing it
+		defer s.unwant()
+	}
 	for {
 		snap, changed := s.watch()
 		st := snap.status
