@@ -117,7 +117,8 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 // callEvent publishes a finished tool call (SPEC §12 logs it at DEBUG, at
 // WARN when it failed).
 func (s *supervisor) callEvent(tool string, start time.Time, res *mcp.CallToolResult, err error) {
-	f := events.Fields{"tool": tool, "duration_ms": time.Since(start).Milliseconds(), "is_error": res != nil && res.IsError}
+	ms := float64(time.Since(start).Microseconds()) / 1000 // sub-millisecond calls are common
+	f := events.Fields{"tool": tool, "duration_ms": ms, "is_error": res != nil && res.IsError}
 	if err != nil {
 		f["error"] = err.Error()
 		var e *Error

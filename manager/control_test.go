@@ -230,3 +230,19 @@ func TestDisableDrainRunsOutThenEnable(t *testing.T) {
 		require.Equal(t, "echo:again", res.Content[0].(*mcp.TextContent).Text)
 	})
 }
+
+// A tool_call event gives the call's duration in milliseconds with
+// microsecond precision: most local calls take under a millisecond.
+func TestToolCallEventDuration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := slowServer(1500 * time.Microsecond)
+		m := newManager(t, manager.Options{Dial: f.serve().dial})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("x", fakeSpec(t, nil)))
+		tl.until("x", events.KindConnected, time.Second)
+		_, err := m.Call(context.Background(), "x.slow", nil, manager.CallOptions{})
+		require.NoError(t, err)
+		evs := only(tl.until("x", events.KindToolCall, time.Second), events.KindToolCall)
+		require.Equal(t, 1.5, evs[0].Fields["duration_ms"])
+	})
+}
