@@ -14,11 +14,11 @@ type inflight struct {
 	mu sync.Mutex
 	// mu guards the following.
 	next    uint64
-	live    map[uint64]request
+	live    map[uint64]inflightReq
 	closing bool // the server is being removed: requests are abandoned as they start
 }
 
-type request struct {
+type inflightReq struct {
 	cancel    context.CancelFunc
 	abandoned bool
 }
@@ -28,10 +28,10 @@ func (f *inflight) add(cancel context.CancelFunc) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.live == nil {
-		f.live = make(map[uint64]request)
+		f.live = make(map[uint64]inflightReq)
 	}
 	f.next++
-	f.live[f.next] = request{cancel: cancel, abandoned: f.closing}
+	f.live[f.next] = inflightReq{cancel: cancel, abandoned: f.closing}
 	if f.closing {
 		cancel()
 	}

@@ -33,8 +33,7 @@ func newSlots(limit int) *slots {
 }
 
 // ticket is one server's place in line for a slot, then the slot itself
-// once granted. The nil ticket (no cap) is always granted and gives back
-// nothing.
+// once granted. The nil ticket (no cap) gives back nothing.
 type ticket struct {
 	sl      *slots
 	granted chan struct{} // closed when the slot is this ticket's
@@ -61,9 +60,6 @@ func (sl *slots) take() *ticket {
 
 // ready reports whether the ticket holds its slot.
 func (t *ticket) ready() bool {
-	if t == nil {
-		return true
-	}
 	select {
 	case <-t.granted:
 		return true

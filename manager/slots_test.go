@@ -231,6 +231,16 @@ func TestIdleServerLeavesTheLineWhenNobodyWaits(t *testing.T) {
 		require.Equal(t, manager.StateIdle, st.State)
 		require.Empty(t, st.Waiting)
 
+		// Waiting for it to be connected wakes it the same way, and giving
+		// up sends it back.
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, err = m.Wait(ctx, "b", manager.StateConnected)
+		cancel()
+		require.ErrorIs(t, err, manager.ErrConnectionTimeout)
+		evs = lifecycle(tl.until("b", events.KindIdle, time.Second))
+		require.Equal(t, []events.Kind{events.KindConnecting, events.KindIdle}, kinds(evs))
+		require.Equal(t, evs[0].At+100*time.Millisecond, evs[1].At)
+
 		// a's slot is free now, and nobody wants b: it stays idle.
 		_, err = m.Remove("a")
 		require.NoError(t, err)

@@ -286,15 +286,19 @@ func (s *supervisor) probeJitter() float64 {
 	return s.m.rand()
 }
 
-// pause waits until the given time. It reports true when it is time to
-// attempt (the time came, or mcp_reconnect asked to try now) and false
-// when the server is being removed or disabled.
+// pause waits until the given time (for ever if zero). It reports true
+// when it is time to attempt (the time came, or mcp_reconnect asked to
+// try now) and false when the server is being removed or disabled.
 func (s *supervisor) pause(until time.Time) bool {
-	t := time.NewTimer(time.Until(until))
-	defer t.Stop()
+	var due <-chan time.Time
+	if !until.IsZero() {
+		t := time.NewTimer(time.Until(until))
+		defer t.Stop()
+		due = t.C
+	}
 	for {
 		select {
-		case <-t.C:
+		case <-due:
 			return true
 		case <-s.ctx.Done():
 			return false
@@ -310,21 +314,7 @@ func (s *supervisor) pause(until time.Time) bool {
 }
 
 // parkFailed waits in StateFailed for mcp_reconnect or mcp_enable.
-func (s *supervisor) parkFailed() bool {
-	for {
-		select {
-		case <-s.ctx.Done():
-			return false
-		case <-s.kick:
-			if s.disabled.Load() {
-				return false
-			}
-			if s.takeReconnect() {
-				return true
-			}
-		}
-	}
-}
+func (s *supervisor) parkFailed() bool { return s.pause(time.Time{}) }
 
 // parkDisabled publishes StateDisabled (once) and waits to be enabled.
 func (s *supervisor) parkDisabled() {
