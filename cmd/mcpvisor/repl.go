@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/chzyer/readline"
 	"github.com/mcpvisor/mcpvisor/luaapi"
@@ -145,11 +144,21 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 	}()
 	// Everything printed while the user types (logs, hooks' print) goes
 	// through readline, which redraws the prompt and the line being typed.
-	h.logOut.set(rl.Stderr())
-	defer h.logOut.set(stderr)
-	h.out.set(rl.Stdout())
-	defer h.out.set(stdout)
-	fmt.Fprintln(rl.Stdout(), "mcpvisor REPL — Lua with mcp_* functions. Ctrl-D exits; try mcp_status() or mcp_tools().")
+	// From the moment a line is read there is no prompt: output goes
+	// straight out. (Readline's writer would redraw the prompt until its
+	// terminal goroutine notices the line is read, which under load can
+	// take long enough to put a stray "mcp> " before a chunk's output.)
+	atPrompt := func(on bool) {
+		if on {
+			h.logOut.set(rl.Stderr())
+			h.out.set(rl.Stdout())
+		} else {
+			h.logOut.set(stderr)
+			h.out.set(stdout)
+		}
+	}
+	defer atPrompt(false)
+	fmt.Fprintln(stdout, "mcpvisor REPL — Lua with mcp_* functions. Ctrl-D exits; try mcp_status() or mcp_tools().")
 
 	var c chunker
 	for ctx.Err() == nil {
@@ -158,7 +167,9 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 		} else {
 			rl.SetPrompt("mcp> ")
 		}
+		atPrompt(true)
 		line, err := rl.Readline()
+		atPrompt(false)
 		switch {
 		case errors.Is(err, readline.ErrInterrupt):
 			c.reset() // Ctrl-C at the prompt drops the pending input
@@ -173,25 +184,13 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 		if !ok {
 			continue
 		}
-		settleReading(rl)
 		cctx, cancel := context.WithCancel(ctx)
 		h.chunk.set(cancel)
-		runChunk(cctx, h.rt, src, rl.Stdout(), rl.Stderr())
+		runChunk(cctx, h.rt, src, stdout, stderr)
 		h.chunk.set(nil)
 		cancel()
 	}
 	return 0
-}
-
-// settleReading waits (briefly) until readline's terminal goroutine has
-// noticed that the line is read. Readline returns as soon as it has the
-// Enter key, and until that goroutine loops back, readline's writer still
-// redraws the prompt after each write: a chunk's first print would leave
-// a stray ">> " in front of its second.
-func settleReading(rl *readline.Instance) {
-	for deadline := time.Now().Add(100 * time.Millisecond); rl.Terminal.IsReading() && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // ttyReader is the terminal as readline reads it. Between lines readline
