@@ -30,8 +30,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/demo"
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/demo"
 	"github.com/mcpvisor/mcpvisor/internal/fakemcp/fakemcptest"
 	"github.com/mcpvisor/mcpvisor/manager"
 )

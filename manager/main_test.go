@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/demo"
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/demo"
 	"github.com/mcpvisor/mcpvisor/internal/fakemcp/fakemcptest"
 	"github.com/mcpvisor/mcpvisor/manager"
 )

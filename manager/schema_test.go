@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/demo"
+	"github.com/mcpvisor/mcpvisor/internal/demo"
 )
 
 // mustCompile compiles a schema given as JSON text, the way discovery

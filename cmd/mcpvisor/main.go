@@ -14,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/demo"
+	"github.com/mcpvisor/mcpvisor/internal/demo"
 )
 
 const usage = `mcpvisor keeps your MCP servers connected and lets you use their tools from Lua.
