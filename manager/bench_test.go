@@ -13,8 +13,6 @@ package manager_test
 import (
 	"context"
 	"fmt"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +25,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/suggest"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -90,7 +91,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		if t == nil {
 			return false, toolNotFound(s.name, tool, snap.cat.toolNames())
 		}
-		args, err := checkArgs(snap.cat.schema(t), args)
+		args, err := snap.cat.schema(t).Check(args)
 		if err != nil {
 			return false, newError(CodeInvalidArguments, s.name, op, err)
 		}
@@ -291,7 +292,7 @@ func (m *Manager) resolve(name string) (*supervisor, string, error) {
 			if !qualified {
 				candidates = append(candidates, t.Name)
 			}
-			if len(closeMatches(name, candidates)) > 0 {
+			if len(suggest.CloseMatches(name, candidates)) > 0 {
 				close = append(close, full)
 			}
 		}
@@ -320,7 +321,7 @@ func (m *Manager) resolve(name string) (*supervisor, string, error) {
 
 func toolNotFound(server, tool string, names []string) error {
 	msg := fmt.Sprintf("server has no tool %q", tool)
-	if close := closeMatches(tool, names); len(close) > 0 {
+	if close := suggest.CloseMatches(tool, names); len(close) > 0 {
 		msg += "; did you mean " + quoteList(close) + "?"
 	} else if len(names) > 0 {
 		msg += "; its tools: " + strings.Join(names, ", ")

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/manager/argschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -239,11 +240,11 @@ type schemaCache struct {
 	mu sync.Mutex
 	// mu guards compiled; a nil entry is a schema that does not compile
 	// (the call is then not checked here; the server still validates).
-	compiled map[string]*argSchema
+	compiled map[string]*argschema.Schema
 }
 
 // schema returns the compiled input schema of tool t, or nil.
-func (c *catalog) schema(t *mcp.Tool) *argSchema {
+func (c *catalog) schema(t *mcp.Tool) *argschema.Schema {
 	if c == nil || c.schemas == nil || t == nil {
 		return nil
 	}
@@ -253,12 +254,12 @@ func (c *catalog) schema(t *mcp.Tool) *argSchema {
 	if s, ok := sc.compiled[t.Name]; ok {
 		return s
 	}
-	s, err := compileSchema(t.InputSchema)
+	s, err := argschema.Compile(t.InputSchema)
 	if err != nil {
 		s = nil
 	}
 	if sc.compiled == nil {
-		sc.compiled = make(map[string]*argSchema)
+		sc.compiled = make(map[string]*argschema.Schema)
 	}
 	sc.compiled[t.Name] = s
 	return s

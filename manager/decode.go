@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpvisor/mcpvisor/internal/suggest"
 )
 
 // DecodeOptions configures [DecodeSpec].
@@ -197,7 +199,7 @@ func (d *decoder) unknown(section string, raw map[string]any) {
 		if section != "" {
 			field = section + "." + k
 		}
-		if best := closest(k, known); best != "" {
+		if best := suggest.Closest(k, known); best != "" {
 			d.probs.add(field, "unknown field; did you mean %q?", best)
 		} else {
 			d.probs.add(field, "unknown field; known fields: %s", strings.Join(known, ", "))

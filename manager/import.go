@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcpvisor/mcpvisor/internal/suggest"
 )
 
 // Declaration is one server found in an imported config file, as a raw
@@ -134,7 +136,7 @@ func (p *importer) locate(doc any) (map[string]any, string) {
 		msg := p.file + `: no "mcpServers" object (Claude Desktop, Cursor) or "servers" object (VS Code mcp.json, or "mcp": {"servers": …} in settings.json)`
 		keys := sortedKeys(top)
 		for _, k := range keys {
-			if best := closest(k, []string{"mcpServers", "servers"}); best != "" {
+			if best := suggest.Closest(k, []string{"mcpServers", "servers"}); best != "" {
 				msg += fmt.Sprintf("; found %q, did you mean %q?", k, best)
 				break
 			}
@@ -171,7 +173,7 @@ func (p *importer) entry(section, name string, v any) (Declaration, bool) {
 		if contains(importKeys, k) || contains(foreignKeys, k) {
 			continue
 		}
-		if best := closest(k, importKeys); best != "" {
+		if best := suggest.Closest(k, importKeys); best != "" {
 			p.add(where, "unknown key %q; did you mean %q?", k, best)
 		} else {
 			p.add(where, "unknown key %q; known keys: %s", k, strings.Join(importKeys, ", "))

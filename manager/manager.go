@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/suggest"
 )
 
 // Options configures a [Manager]. The zero value is ready to use.
@@ -197,7 +198,7 @@ func (m *Manager) notFound(name, op string) error {
 	hint := "no servers are declared"
 	if len(names) > 0 {
 		hint = "known servers: " + strings.Join(names, ", ")
-		if c := closest(name, names); c != "" {
+		if c := suggest.Closest(name, names); c != "" {
 			hint = fmt.Sprintf("did you mean %q? %s", c, hint)
 		}
 	}

@@ -1,10 +1,10 @@
-package manager
+package suggest
 
 import "strings"
 
-// closest returns the candidate nearest to s by edit distance, if it is close
+// Closest returns the candidate nearest to s by edit distance, if it is close
 // enough to be a plausible typo, else "".
-func closest(s string, candidates []string) string {
+func Closest(s string, candidates []string) string {
 	best, bestDist := "", 0
 	for _, c := range candidates {
 		d := editDistance(strings.ToLower(s), strings.ToLower(c))
@@ -19,9 +19,9 @@ func closest(s string, candidates []string) string {
 	return best
 }
 
-// closeMatches returns the candidates within typo distance of s, or
+// CloseMatches returns the candidates within typo distance of s, or
 // containing it, in the order given.
-func closeMatches(s string, candidates []string) []string {
+func CloseMatches(s string, candidates []string) []string {
 	var out []string
 	ls := strings.ToLower(s)
 	for _, c := range candidates {

@@ -1,4 +1,4 @@
-package manager
+package argschema
 
 import (
 	"encoding/json"
@@ -11,11 +11,12 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpvisor/mcpvisor/internal/suggest"
 )
 
-// argSchema is a tool's input schema, compiled once per discovery so a call
-// only validates (R-INV-1).
-type argSchema struct {
+// Schema is a tool's input schema, compiled once per discovery so that a
+// call only validates.
+type Schema struct {
 	schema *jsonschema.Schema
 	root   *jsonschema.Resolved
 	// parts holds the schemas of properties and items, at any depth, each
@@ -31,8 +32,8 @@ type argSchema struct {
 // maxSchemaDepth bounds how deep parts are resolved for per-path reports.
 const maxSchemaDepth = 32
 
-// compileSchema compiles a tool's inputSchema as the SDK delivered it.
-func compileSchema(raw any) (*argSchema, error) {
+// Compile compiles a tool's inputSchema as the SDK delivered it.
+func Compile(raw any) (*Schema, error) {
 	if raw == nil {
 		return nil, nil
 	}
@@ -48,14 +49,14 @@ func compileSchema(raw any) (*argSchema, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &argSchema{schema: &s, root: root, parts: make(map[*jsonschema.Schema]*jsonschema.Resolved)}
+	a := &Schema{schema: &s, root: root, parts: make(map[*jsonschema.Schema]*jsonschema.Resolved)}
 	a.resolveParts(&s, 0)
 	a.flat = flatten(&s)
 	return a, nil
 }
 
 // resolveParts resolves the property and item schemas under s.
-func (a *argSchema) resolveParts(s *jsonschema.Schema, depth int) {
+func (a *Schema) resolveParts(s *jsonschema.Schema, depth int) {
 	if depth >= maxSchemaDepth {
 		return
 	}
@@ -74,10 +75,11 @@ func (a *argSchema) resolveParts(s *jsonschema.Schema, depth int) {
 	}
 }
 
-// checkArgs validates a call's arguments against the tool's schema (if it
-// has one) before any RPC, returning them coerced toward the schema, or an
-// error listing every violation with its JSON path.
-func checkArgs(s *argSchema, args any) (any, error) {
+// Check validates a call's arguments against the schema before any RPC,
+// returning them coerced toward the schema, or an error listing every
+// violation with its JSON path. A nil Schema (a tool without one) accepts
+// any object.
+func (s *Schema) Check(args any) (any, error) {
 	if args == nil {
 		args = map[string]any{}
 	}
@@ -98,7 +100,7 @@ func checkArgs(s *argSchema, args any) (any, error) {
 // check coerces args toward the schema (an empty Lua table where an array is
 // expected, an integral float where an integer is) and validates them. It
 // returns every violation found, each prefixed by its JSON path.
-func (a *argSchema) check(args map[string]any) (map[string]any, []string) {
+func (a *Schema) check(args map[string]any) (map[string]any, []string) {
 	coerced, _ := coerce(args, a.schema).(map[string]any)
 	if a.flat != nil && a.flat.valid(coerced) {
 		return coerced, nil
@@ -118,7 +120,7 @@ func (a *argSchema) check(args map[string]any) (map[string]any, []string) {
 // descends into an object's properties and an array's items first, so that
 // each violation is reported at its deepest path; only when those are fine
 // is v validated as a whole against s (resolved on its own).
-func (a *argSchema) violations(path string, s *jsonschema.Schema, v any, out []string) []string {
+func (a *Schema) violations(path string, s *jsonschema.Schema, v any, out []string) []string {
 	found := len(out)
 	switch x := v.(type) {
 	case map[string]any:
@@ -134,7 +136,7 @@ func (a *argSchema) violations(path string, s *jsonschema.Schema, v any, out []s
 					continue
 				}
 				msg := fmt.Sprintf("%s.%s: unexpected property (the tool accepts: %s)", path, name, strings.Join(known, ", "))
-				if c := closest(name, known); c != "" {
+				if c := suggest.Closest(name, known); c != "" {
 					msg = fmt.Sprintf("%s.%s: unexpected property; did you mean %q?", path, name, c)
 				}
 				out = append(out, msg)

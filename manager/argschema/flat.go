@@ -1,4 +1,4 @@
-package manager
+package argschema
 
 import (
 	"encoding/json"

@@ -1,13 +1,12 @@
-package manager
+package argschema
 
-// Unit tests of argument validation (R-INV-1) on compiled schemas, and the
+// Unit tests of argument validation on compiled schemas, and the
 // benchmark of the per-call cost. The end-to-end tests (the server never
-// sees an invalid call) are in registry_test.go.
+// sees an invalid call) are in the manager's registry_test.go.
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
 	"testing"
 
@@ -19,11 +18,11 @@ import (
 
 // mustCompile compiles a schema given as JSON text, the way discovery
 // receives it from the SDK (decoded into map[string]any).
-func mustCompile(t testing.TB, schemaJSON string) *argSchema {
+func mustCompile(t testing.TB, schemaJSON string) *Schema {
 	t.Helper()
 	var raw any
 	require.NoError(t, json.Unmarshal([]byte(schemaJSON), &raw))
-	s, err := compileSchema(raw)
+	s, err := Compile(raw)
 	require.NoError(t, err)
 	require.NotNil(t, s)
 	return s
@@ -66,7 +65,7 @@ func TestCheckArgs(t *testing.T) {
 	open := mustCompile(t, openSchema)
 	tests := []struct {
 		name    string
-		schema  *argSchema
+		schema  *Schema
 		args    any
 		want    any    // the coerced arguments, when valid
 		wantErr string // the whole message, when not
@@ -178,7 +177,7 @@ func TestCheckArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := checkArgs(tt.schema, tt.args)
+			got, err := tt.schema.Check(tt.args)
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				require.Nil(t, got)
@@ -206,11 +205,11 @@ func TestCoerceLeavesNonIntegralNumbers(t *testing.T) {
 // A tool whose schema cannot be compiled is still callable: discovery keeps
 // no schema for it and the server judges the arguments.
 func TestCompileSchemaOfOddInputs(t *testing.T) {
-	s, err := compileSchema(nil)
+	s, err := Compile(nil)
 	require.NoError(t, err)
 	require.Nil(t, s)
 
-	_, err = compileSchema(map[string]any{"type": 42})
+	_, err = Compile(map[string]any{"type": 42})
 	require.Error(t, err)
 
 	// A $ref into the root cannot be resolved on its own: the root check
@@ -220,10 +219,10 @@ func TestCompileSchemaOfOddInputs(t *testing.T) {
 		"$defs": {"n": {"type": "integer"}},
 		"properties": {"count": {"$ref": "#/$defs/n"}}
 	}`)
-	_, err = checkArgs(s, map[string]any{"count": "x"})
+	_, err = s.Check(map[string]any{"count": "x"})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "invalid arguments: $")
-	_, err = checkArgs(s, map[string]any{"count": 2.0})
+	_, err = s.Check(map[string]any{"count": 2.0})
 	require.NoError(t, err)
 }
 
@@ -254,49 +253,51 @@ func demoTool(tb testing.TB, name string) *mcp.Tool {
 // The demo's add tool, as the manager caches it: valid calls pass with
 // integers, invalid ones name the argument.
 func TestCheckArgsDemoAdd(t *testing.T) {
-	s, err := compileSchema(demoTool(t, "add").InputSchema)
+	s, err := Compile(demoTool(t, "add").InputSchema)
 	require.NoError(t, err)
-	got, err := checkArgs(s, map[string]any{"a": 2.0, "b": int64(40)})
+	got, err := s.Check(map[string]any{"a": 2.0, "b": int64(40)})
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"a": int64(2), "b": int64(40)}, got)
 
-	_, err = checkArgs(s, map[string]any{"a": "two"})
+	_, err = s.Check(map[string]any{"a": "two"})
 	require.EqualError(t, err, `invalid arguments: $.b: required property is missing; $.a: must be integer, got string "two"`)
-	require.False(t, errors.Is(err, ErrInvalidArguments), "checkArgs gives the cause; Call wraps it in INVALID_ARGUMENTS")
 }
 
-// BenchmarkCheckArgs measures validation of one call with the cached
-// schema of the demo add tool (the target is ≤ 5µs per call):
+// BenchmarkCheck measures validation of one call with the cached schema of
+// the demo add tool (the target is ≤ 5µs per call). The general/ variants
+// run the same checks with the allocation-free flat path turned off, which
+// is what the flat path has to pay for itself against:
 //
-//	go test ./manager -run '^$' -bench BenchmarkCheckArgs -benchmem
-func BenchmarkCheckArgs(b *testing.B) {
-	s, err := compileSchema(demoTool(b, "add").InputSchema)
+//	go test ./manager/argschema -run '^$' -bench BenchmarkCheck -benchmem
+func BenchmarkCheck(b *testing.B) {
+	s, err := Compile(demoTool(b, "add").InputSchema)
 	require.NoError(b, err)
-	for _, bc := range []struct {
-		name string
-		args map[string]any
-	}{
-		{"lua_integers", map[string]any{"a": int64(2), "b": int64(40)}},
-		{"json_floats", map[string]any{"a": 2.0, "b": 40.0}},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := checkArgs(s, bc.args); err != nil {
-					b.Fatal(err)
+	require.NotNil(b, s.flat, "the demo add tool's schema is flat")
+	general := *s
+	general.flat = nil
+	for _, variant := range []struct {
+		name   string
+		schema *Schema
+	}{{"flat", s}, {"general", &general}} {
+		for _, bc := range []struct {
+			name  string
+			args  map[string]any
+			valid bool
+		}{
+			{"lua_integers", map[string]any{"a": int64(2), "b": int64(40)}, true},
+			{"json_floats", map[string]any{"a": 2.0, "b": 40.0}, true},
+			{"invalid", map[string]any{"a": "two"}, false},
+		} {
+			b.Run(variant.name+"/"+bc.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := variant.schema.Check(bc.args); (err == nil) != bc.valid {
+						b.Fatalf("Check(%v) = %v, want valid=%v", bc.args, err, bc.valid)
+					}
 				}
-			}
-		})
-	}
-	b.Run("invalid", func(b *testing.B) {
-		b.ReportAllocs()
-		args := map[string]any{"a": "two"}
-		for b.Loop() {
-			if _, err := checkArgs(s, args); err == nil {
-				b.Fatal("accepted")
-			}
+			})
 		}
-	})
+	}
 }
 
 // The allocation-free check of flat schemas must agree with the general
@@ -311,7 +312,7 @@ func TestFlatSchemaAgreesWithValidator(t *testing.T) {
 		{"b": "no"}, {"c": 1.0}, {"a": json.Number("3")}, {"a": json.Number("3.5")}, {"a": nil}, {"text": nil}, {"text": []any{}},
 	}
 	for i, raw := range schemas {
-		a, err := compileSchema(raw)
+		a, err := Compile(raw)
 		require.NoError(t, err)
 		require.NotNil(t, a.flat, "schema %d is flat", i)
 		for _, arg := range args {
@@ -326,7 +327,7 @@ func TestFlatSchemaAgreesWithValidator(t *testing.T) {
 		{"type": "object", "properties": map[string]any{"o": map[string]any{"type": "object"}}},
 		{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}}, "additionalProperties": map[string]any{"type": "string"}},
 	} {
-		a, err := compileSchema(raw)
+		a, err := Compile(raw)
 		require.NoError(t, err)
 		require.Nil(t, a.flat, "%v is not flat", raw)
 	}
