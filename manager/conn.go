@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/endpoint"
+	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -19,22 +21,30 @@ type conn struct {
 	cat       *catalog           // what the first discovery found
 	attempt   int                // the attempt that made it
 	slot      *ticket            // its connection slot; nil if none
-	ended     *signal            // fires when the session is known to have ended
+	// httpEnded is closed when the SDK gives the streamable HTTP session
+	// up; nil for other transports.
+	httpEnded <-chan struct{}
+	// waited is closed once the session's Wait has returned: the session
+	// is over. It is nil until the handshake succeeds and watch starts
+	// the goroutine that waits.
+	waited chan struct{}
+	lost   chan error // what Wait returned; buffered, written once
 }
 
-func (c *conn) proc() *process {
+// proc is the process under a stdio connection, or nil.
+func (c *conn) proc() *proc.Process {
 	if c == nil {
 		return nil
 	}
-	if t, ok := c.transport.(*stdioTransport); ok {
-		return t.proc
+	if t, ok := c.transport.(*proc.Transport); ok {
+		return t.Process()
 	}
 	return nil
 }
 
 func (c *conn) pid() int {
 	if p := c.proc(); p != nil {
-		return p.pid()
+		return p.Pid()
 	}
 	return 0
 }
@@ -42,9 +52,20 @@ func (c *conn) pid() int {
 // exitError describes the process's exit, or nil if it runs or there is none.
 func (c *conn) exitError() error {
 	if p := c.proc(); p != nil {
-		return p.exitError()
+		return p.ExitError()
 	}
 	return nil
+}
+
+// watch starts the goroutine that waits for the session to end; lost gets
+// what Wait returned. The goroutine belongs to the connection: close waits
+// for it. It runs before the connection is published.
+func (c *conn) watch() {
+	c.waited, c.lost = make(chan struct{}), make(chan error, 1)
+	go func() {
+		defer close(c.waited)
+		c.lost <- c.session.Wait()
+	}()
 }
 
 // close ends the session and stops whatever is under it (for stdio: the
@@ -57,6 +78,9 @@ func (c *conn) close() {
 		_ = cl.Close()
 	}
 	c.cancel()
+	if c.waited != nil {
+		<-c.waited // Wait returns once Close has
+	}
 	c.slot.giveBack()
 }
 
@@ -106,11 +130,12 @@ func (s *supervisor) connect() (*conn, error) {
 	if err != nil {
 		return fail(dialOp, err)
 	}
-	c.transport, c.ended = t, endSignal(t)
+	c.transport, c.httpEnded = t, endpoint.Ended(t)
 	c.session, err = s.m.newClient(s).Connect(ctx, t, nil)
 	if err != nil {
 		return fail("initialize", err)
 	}
+	c.watch()
 	cat, err := discover(ctx, c.session, nil, listAll)
 	if err != nil {
 		var de *discoverError
@@ -146,13 +171,15 @@ func (c *conn) streamable() bool {
 // failed with a transport error gives the SDK that long to say whether
 // the session failed with it.
 func (c *conn) endedWithin(d time.Duration) bool {
-	if c == nil || c.ended == nil {
+	if c == nil {
 		return false
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-c.ended.done():
+	case <-c.httpEnded:
+		return true
+	case <-c.waited:
 		return true
 	case <-t.C:
 		return false
@@ -169,10 +196,10 @@ func (c *conn) awaitExit() error {
 	t := time.NewTimer(500 * time.Millisecond)
 	defer t.Stop()
 	select {
-	case <-p.exited:
+	case <-p.Exited():
 	case <-t.C:
 	}
-	return p.exitError()
+	return p.ExitError()
 }
 
 // newClient builds the SDK client of one supervisor: no roots capability

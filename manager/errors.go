@@ -1,15 +1,17 @@
 package manager
 
 import (
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/mcpvisor/mcpvisor/internal/endpoint"
+	"github.com/mcpvisor/mcpvisor/internal/proc"
 )
 
-// Code classifies an [Error]; it is stable and meant for programs (R-INV-3).
+// Code classifies an [Error]; it is stable and meant for programs.
 type Code string
 
-// The error codes of SPEC §9.
+// The error codes.
 const (
 	CodeInvalidConfig     Code = "INVALID_CONFIG"
 	CodeNameConflict      Code = "NAME_CONFLICT"
@@ -83,8 +85,8 @@ var (
 )
 
 // ErrTimeout is in the chain of every error caused by a deadline of ours
-// (connect, request), whatever its code.
-var ErrTimeout = errors.New("timeout")
+// (connect, request, an HTTP server's response headers), whatever its code.
+var ErrTimeout = endpoint.ErrTimeout
 
 // timeoutError says which limit ran out: "timeout after 1s".
 type timeoutError struct{ after time.Duration }
@@ -103,4 +105,4 @@ func errorf(code Code, server, op, format string, args ...any) *Error {
 // ErrDisconnected is in the chain of every error caused by a session that
 // was lost under a request (the process exited, the stream broke): the
 // request may or may not have run.
-var ErrDisconnected = errors.New("disconnected")
+var ErrDisconnected = proc.ErrDisconnected

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/suggest"
 )
 
@@ -92,7 +93,7 @@ func New(opts Options) *Manager {
 		m.bus, m.ownsBus = events.NewBus(events.Options{}), true
 	}
 	if m.log == nil {
-		m.log = discardLogger
+		m.log = slog.New(slog.DiscardHandler)
 	}
 	if m.rand == nil {
 		m.rand = rand.Float64
@@ -107,7 +108,7 @@ func New(opts Options) *Manager {
 		m.opts.Version = "dev"
 	}
 	m.slots = newSlots(m.opts.MaxConnections)
-	m.http = newHTTPTransport()
+	m.http = endpoint.NewPool()
 	m.tel = newTelemetry(opts.TracerProvider, opts.MeterProvider, m.Statuses, m.log)
 	if m.dial == nil {
 		m.dial = m.defaultDial

@@ -69,11 +69,7 @@ func (s *supervisor) serve(c *conn) ending {
 	}
 	t := s.spec.Timeouts
 
-	lost := make(chan error, 1)
-	go func() {
-		lost <- c.session.Wait()
-		c.ended.fire()
-	}()
+	lost := c.lost
 
 	interval := t.HealthInterval
 	if s.spec.Transport != TransportStdio && t.Keepalive < interval {
@@ -99,7 +95,7 @@ func (s *supervisor) serve(c *conn) ending {
 		select {
 		case err := <-lost:
 			return ending{kind: endLost, err: c.lostReason(err)}
-		case <-c.ended.done():
+		case <-c.httpEnded:
 			// The SDK is ending the HTTP session. Its Wait says why once the
 			// DELETE is answered, which a server may hold until its
 			// handlers finish: the status does not wait for that.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -118,7 +119,7 @@ func TestTelemetryConnectTrace(t *testing.T) {
 		reader := sdkmetric.NewManualReader()
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 		defer func() { require.NoError(t, mp.Shutdown(context.Background())) }()
-		tel := newTelemetry(tp, mp, func() []Status { return nil }, discardLogger)
+		tel := newTelemetry(tp, mp, func() []Status { return nil }, slog.New(slog.DiscardHandler))
 		defer tel.close()
 		refused := newError(CodeConnectionFailed, "git", "connect", errors.New("connection refused"))
 

@@ -1,4 +1,4 @@
-package manager
+package proc
 
 import (
 	"bytes"
@@ -18,16 +18,17 @@ import (
 	"time"
 )
 
-// process is one stdio server: a child in its own process group whose
+// Process is one stdio server: a child in its own process group whose
 // stdin, stdout and stderr are pipes we own (not exec's), so that reading
 // stdout to EOF never races with Wait, and a grandchild holding a pipe can
 // never wedge us.
 //
-// Its close sequence (SPEC §13) is: close stdin, wait up to grace; SIGTERM to
+// Its close sequence is: close stdin, wait up to grace; SIGTERM to
 // the group, wait up to grace; SIGKILL to the group; reap. A final SIGKILL to
 // the group always follows, so grandchildren die too.
-type process struct {
+type Process struct {
 	server string
+	log    *slog.Logger
 	cmd    *exec.Cmd
 	stdin  *os.File // write end
 	stdout *os.File // read end
@@ -46,17 +47,47 @@ type process struct {
 
 	drained   chan struct{} // closed when the stderr drain ends
 	closeOnce sync.Once
-	forced    bool // valid after Close: SIGTERM or SIGKILL was needed
+	closed    chan struct{} // closed when the close sequence has finished
 }
 
-// startProcess spawns spec.Command. It returns once the child runs; it
-// never waits for the server to speak. Lines on stdout longer than
-// maxLine bytes end the session with a protocol error.
-func startProcess(server string, spec Spec, grace time.Duration, maxLine int, logger *slog.Logger) (*process, error) {
-	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
-	cmd.Dir = spec.Cwd
+// Config says what to start and how to stop it.
+type Config struct {
+	// Server names the server in logs.
+	Server string
+	// Command is the program and its arguments; required.
+	Command []string
+	// Env is added to the host's environment.
+	Env map[string]string
+	// Dir is the working directory. If empty, the host's.
+	Dir string
+	// Grace is how long Close waits after closing stdin, and again after
+	// SIGTERM, before escalating. If zero, it does not wait.
+	Grace time.Duration
+	// MaxLine caps a line on stdout: a longer one ends the session with a
+	// protocol error. If zero, DefaultMaxLine.
+	MaxLine int
+	// Logger receives the server's stderr lines at debug level and stray
+	// responses at warn. If nil, nothing is logged.
+	Logger *slog.Logger
+}
+
+// DefaultMaxLine is the cap on a stdout line when Config.MaxLine is zero.
+const DefaultMaxLine = 16 << 20
+
+// Start spawns cfg.Command in a process group of its own. It returns once
+// the child runs; it never waits for the server to speak.
+func Start(cfg Config) (*Process, error) {
+	if len(cfg.Command) == 0 {
+		return nil, errors.New("no command")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
+	cmd.Dir = cfg.Dir
 	cmd.Env = os.Environ()
-	for k, v := range spec.Env {
+	for k, v := range cfg.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -69,7 +100,7 @@ func startProcess(server string, spec Spec, grace time.Duration, maxLine int, lo
 		}
 		return r, w, err
 	}
-	fail := func(err error) (*process, error) {
+	fail := func(err error) (*Process, error) {
 		for _, f := range files {
 			f.Close()
 		}
@@ -97,19 +128,22 @@ func startProcess(server string, spec Spec, grace time.Duration, maxLine int, lo
 	outW.Close()
 	errW.Close()
 
-	p := &process{
-		server:  server,
+	p := &Process{
+		server:  cfg.Server,
+		log:     logger,
 		cmd:     cmd,
 		stdin:   inW,
 		stdout:  outR,
 		stderr:  errR,
 		tail:    newTailBuffer(64 << 10),
-		grace:   grace,
+		grace:   cfg.Grace,
 		exited:  make(chan struct{}),
 		drained: make(chan struct{}),
+		closed:  make(chan struct{}),
 	}
+	maxLine := cfg.MaxLine
 	if maxLine <= 0 {
-		maxLine = DefaultMaxFrameBytes
+		maxLine = DefaultMaxLine
 	}
 	p.out = &stdoutReader{p: p, maxLine: maxLine}
 	go func() {
@@ -123,7 +157,7 @@ func startProcess(server string, spec Spec, grace time.Duration, maxLine int, lo
 	return p, nil
 }
 
-func (p *process) pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // explainStart names a bad working directory: the kernel's ENOENT from the
 // child's chdir reads as "fork/exec /bin/prog: no such file or directory",
@@ -145,7 +179,7 @@ func explainStart(err error, dir string) error {
 // drainStderr reads stderr until EOF or until Close closes it, keeping the
 // last 64 KiB and logging lines at debug, at most stderrLinesPerSecond of
 // them. A chatty server never blocks, and never floods the log.
-func (p *process) drainStderr(logger *slog.Logger) {
+func (p *Process) drainStderr(logger *slog.Logger) {
 	defer close(p.drained)
 	lines := stderrLogger{logger: logger, server: p.server}
 	defer lines.flush()
@@ -223,7 +257,7 @@ func (l *stderrLogger) flush() {
 	}
 }
 
-// exitError explains why the process is gone, for the errors of a
+// ExitError explains why the process is gone, for the errors of a
 // connection it broke. It returns nil while the child runs, and when the
 // host stopped it for no fault of its own (a timeout, a removal, an error
 // the caller already has): that exit is no news.
@@ -233,7 +267,7 @@ func (l *stderrLogger) flush() {
 //     of the process the host then stopped.
 //   - The child went away on its own: how it ended, with its last stderr
 //     lines: "process exited (exit status 1): <stderr>".
-func (p *process) exitError() error {
+func (p *Process) ExitError() error {
 	if err := p.out.brokenProtocol(); err != nil {
 		return err
 	}
@@ -246,9 +280,9 @@ func (p *process) exitError() error {
 		return nil
 	}
 	// The child is reaped, but the drain may not have read the last of its
-	// stderr yet, and those lines are the point of this message (R-REQ-5).
+	// stderr yet, and those lines are the point of this message (they are what a crash is explained by).
 	// A grandchild that keeps stderr open bounds the wait.
-	t := time.NewTimer(250 * time.Millisecond)
+	t := time.NewTimer(stderrGrace)
 	select {
 	case <-p.drained:
 	case <-t.C:
@@ -269,7 +303,7 @@ func (p *process) exitError() error {
 
 // crashed reports whether the reaped child failed by itself: a non-zero
 // exit status, or a signal the host did not send.
-func (p *process) crashed() bool {
+func (p *Process) crashed() bool {
 	var ee *exec.ExitError
 	if !errors.As(p.waitErr, &ee) {
 		return p.waitErr != nil
@@ -288,37 +322,55 @@ func (p *process) crashed() bool {
 // Close stops the process group and reaps the child. It is idempotent and
 // safe to call from any goroutine; it returns when the child is reaped and
 // stderr drained.
-func (p *process) Close() error {
-	p.stopping.Store(true)
-	p.closeOnce.Do(func() {
-		p.stdin.Close()
-		if !p.waitExit(p.grace) {
-			p.forced = true
-			p.signalGroup(syscall.SIGTERM)
-			if !p.waitExit(p.grace) {
-				p.signalGroup(syscall.SIGKILL)
-				<-p.exited
-			}
-		}
-		p.signalGroup(syscall.SIGKILL) // grandchildren left in the group
-		p.stdout.Close()
-		// Let the drain read stderr to EOF, so the last lines it printed
-		// before dying are kept (R-REQ-5); closing our end first would
-		// discard what is still in the pipe. A writer outside the group
-		// bounds the wait.
-		t := time.NewTimer(250 * time.Millisecond)
-		select {
-		case <-p.drained:
-		case <-t.C:
-		}
-		t.Stop()
-		p.stderr.Close()
-		<-p.drained
-	})
+func (p *Process) Close() error {
+	p.beginClose()
+	<-p.closed
 	return nil
 }
 
-func (p *process) waitExit(d time.Duration) bool {
+// beginClose starts the close sequence once, on a goroutine the process
+// owns: Close waits for it (closed), so it never outlives the process.
+func (p *Process) beginClose() {
+	p.stopping.Store(true)
+	p.closeOnce.Do(func() { go p.closeSequence() })
+}
+
+// closeSequence is stdin close, SIGTERM, SIGKILL to the group, reap.
+func (p *Process) closeSequence() {
+	defer close(p.closed)
+	p.stdin.Close()
+	if !p.waitExit(p.grace) {
+		p.signalGroup(syscall.SIGTERM)
+		if !p.waitExit(p.grace) {
+			p.signalGroup(syscall.SIGKILL)
+			<-p.exited
+		}
+	}
+	p.signalGroup(syscall.SIGKILL) // grandchildren left in the group
+	p.stdout.Close()
+	// Let the drain read stderr to EOF, so the last lines it printed
+	// before dying are kept for ExitError; closing our end first would
+	// discard what is still in the pipe. A grandchild that left the group
+	// but kept stderr open would hold the drain forever: that is what the
+	// bound is for.
+	t := time.NewTimer(stderrGrace)
+	select {
+	case <-p.drained:
+	case <-t.C:
+	}
+	t.Stop()
+	p.stderr.Close()
+	<-p.drained
+}
+
+// stderrGrace bounds the wait for the last of stderr after the child is
+// reaped: only a writer outside the process group can make it run out.
+const stderrGrace = 250 * time.Millisecond
+
+// Exited is closed once the child is reaped.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+func (p *Process) waitExit(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -329,7 +381,7 @@ func (p *process) waitExit(d time.Duration) bool {
 	}
 }
 
-func (p *process) signalGroup(sig syscall.Signal) {
+func (p *Process) signalGroup(sig syscall.Signal) {
 	// The group id is the child's pid (Setpgid). ESRCH means it is gone.
 	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
 }
@@ -342,7 +394,7 @@ func (p *process) signalGroup(sig syscall.Signal) {
 // went away on its own), and keeps the last bytes read so that a parse
 // error can quote the line that broke it.
 type stdoutReader struct {
-	p       *process
+	p       *Process
 	maxLine int // > 0
 
 	mu sync.Mutex
@@ -483,11 +535,11 @@ func (e protocolError) Unwrap() error { return e.err }
 // a failed handshake before Connect returns, and a connect timeout is
 // reported when it fires, not grace periods later. The transport's Close
 // (conn.close) waits for the sequence to finish.
-type stdinWriter struct{ p *process }
+type stdinWriter struct{ p *Process }
 
 func (w stdinWriter) Write(b []byte) (int, error) { return w.p.stdin.Write(b) }
 func (w stdinWriter) Close() error {
-	go w.p.Close()
+	w.p.beginClose()
 	return nil
 }
 

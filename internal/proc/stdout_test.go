@@ -1,4 +1,4 @@
-package manager
+package proc
 
 import (
 	"encoding/json"
@@ -19,10 +19,11 @@ func readerOver(t *testing.T, maxLine int) (*stdoutReader, *os.File) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close(); w.Close() })
-	return &stdoutReader{p: &process{stdout: r}, maxLine: maxLine}, w
+	return &stdoutReader{p: &Process{stdout: r}, maxLine: maxLine}, w
 }
 
-// The quote of the line a JSON syntax error was found in (FAULTS #5).
+// The quote of the line a JSON syntax error was found in: a server that
+// prints a banner on stdout is told which line broke the protocol.
 func TestStdoutReaderQuotesTheOffendingLine(t *testing.T) {
 	long := strings.Repeat("x", 100)
 	tests := []struct {

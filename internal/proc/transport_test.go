@@ -1,17 +1,13 @@
-package manager
+package proc
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -33,13 +29,13 @@ func (c *scriptedConn) Write(context.Context, jsonrpc.Message) error { return ni
 func (c *scriptedConn) Close() error                                 { return nil }
 func (c *scriptedConn) SessionID() string                            { return "" }
 
-// FAULTS #17: responses that answer no request in flight are logged with
+// Responses that answer no request in flight are logged with
 // the server's name, sparsely; late answers to cancelled requests are not.
 func TestStdioConnStrayResponses(t *testing.T) {
 	id := func(n int64) jsonrpc.ID { return jsonrpc2ID(t, n) }
 	resp := func(n int64) jsonrpc.Message { return &jsonrpc.Response{ID: id(n), Result: json.RawMessage(`{}`)} }
 	var logs strings.Builder
-	c := &stdioConn{
+	c := &conn{
 		Connection: &scriptedConn{msgs: []jsonrpc.Message{
 			resp(1),  // answers a request in flight
 			resp(2),  // a late answer to a cancelled request
@@ -47,7 +43,7 @@ func TestStdioConnStrayResponses(t *testing.T) {
 			resp(99), // unsolicited: stray 2
 			resp(99), // stray 3, not logged
 		}},
-		proc:    &process{server: "git", out: &stdoutReader{}},
+		proc:    &Process{server: "git", out: &stdoutReader{}},
 		log:     slog.New(slog.NewTextHandler(&logs, nil)),
 		pending: map[jsonrpc.ID]string{},
 	}
@@ -86,79 +82,6 @@ func jsonrpc2ID(t *testing.T, n int64) jsonrpc.ID {
 	return id
 }
 
-// FAULTS #19 and #21: the SDK sees the endpoint without secrets, the server
-// gets them; requests without a deadline get headerTimeout for their
-// headers, requests with one get their deadline; all end with the
-// connection.
-func TestEndpointTransport(t *testing.T) {
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/slow" {
-			select {
-			case <-time.After(300 * time.Millisecond):
-			case <-r.Context().Done():
-				return
-			case <-release:
-				return
-			}
-		}
-		u, p, _ := r.BasicAuth()
-		w.Write([]byte(u + ":" + p + "?" + r.URL.RawQuery))
-	}))
-	defer srv.Close()
-	defer close(release)
-
-	life, end := context.WithCancel(context.Background())
-	defer end()
-	spec := Spec{
-		URL:      strings.Replace(srv.URL, "http://", "http://me:pw@", 1) + "/mcp?token=t",
-		Timeouts: Timeouts{Request: 100 * time.Millisecond, Connect: 50 * time.Millisecond},
-	}
-	pool := &http.Transport{}
-	defer pool.CloseIdleConnections()
-	tr, endpoint := newEndpointTransport(life, pool, spec)
-	if endpoint != srv.URL+"/mcp" {
-		t.Errorf("the SDK's endpoint is %q", endpoint)
-	}
-	client := &http.Client{Transport: tr}
-	get := func(ctx context.Context, url string) (string, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return string(b), err
-	}
-
-	if got, err := get(context.Background(), endpoint); err != nil || got != "me:pw?token=t" {
-		t.Errorf("endpoint: %q, %v; want the credentials and query back", got, err)
-	}
-	if got, err := get(context.Background(), endpoint+"?sessionid=1"); err != nil || got != "me:pw?sessionid=1" {
-		t.Errorf("session URL: %q, %v; want its own query", got, err)
-	}
-
-	start := time.Now()
-	_, err := get(context.Background(), srv.URL+"/slow")
-	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "no response headers within 100ms") {
-		t.Errorf("no deadline: %v, want the header timeout", err)
-	}
-	if took := time.Since(start); took > 250*time.Millisecond {
-		t.Errorf("the header timeout fired after %v", took)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := get(ctx, srv.URL+"/slow"); err != nil {
-		t.Errorf("with a deadline of its own: %v", err)
-	}
-
-	end()
-	if _, err := get(ctx, endpoint); !errors.Is(err, errConnectionDone) {
-		t.Errorf("after the connection ended: %v", err)
-	}
-}
-
 // recordingConn is an mcp.Connection that keeps what is written to it.
 type recordingConn struct {
 	scriptedConn
@@ -176,7 +99,7 @@ func (c *recordingConn) Close() error {
 	return nil
 }
 
-// FAULTS #28: closing a stdio connection tells the server to cancel every
+// Closing a stdio connection tells the server to cancel every
 // request of ours still unanswered — but not initialize, which a client
 // must not cancel — and then closes.
 func TestStdioConnCloseCancelsPending(t *testing.T) {
@@ -188,9 +111,9 @@ func TestStdioConnCloseCancelsPending(t *testing.T) {
 	defer r.Close()
 	defer w.Close()
 	rec := &recordingConn{}
-	c := &stdioConn{
+	c := &conn{
 		Connection: rec,
-		proc:       &process{server: "x", stdin: w, out: &stdoutReader{}, exited: make(chan struct{})},
+		proc:       &Process{server: "x", stdin: w, out: &stdoutReader{}, exited: make(chan struct{})},
 		log:        slog.New(slog.DiscardHandler),
 		pending:    map[jsonrpc.ID]string{},
 	}
@@ -204,7 +127,7 @@ func TestStdioConnCloseCancelsPending(t *testing.T) {
 	if err := c.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: json.RawMessage(`{"requestId":3}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (&stdioConn{Connection: &scriptedConn{msgs: []jsonrpc.Message{&jsonrpc.Response{ID: id(4), Result: json.RawMessage(`{}`)}}},
+	if _, err := (&conn{Connection: &scriptedConn{msgs: []jsonrpc.Message{&jsonrpc.Response{ID: id(4), Result: json.RawMessage(`{}`)}}},
 		proc: c.proc, log: c.log, pending: c.pending}).Read(ctx); err != nil {
 		t.Fatal(err)
 	}
