@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/config"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
@@ -165,7 +166,7 @@ func (r *Runtime) luaAdd(L *lua.LState) int {
 	if !ok {
 		L.RaiseError("mcp_add(%q): spec must be a table of named fields like {command = {\"prog\"}}", name)
 	}
-	spec, err := manager.DecodeSpec(name, fields, manager.DecodeOptions{LookupEnv: r.opts.LookupEnv})
+	spec, err := config.DecodeSpec(name, fields, config.DecodeOptions{LookupEnv: r.opts.LookupEnv})
 	if err != nil {
 		raiseCoded(L, err)
 	}

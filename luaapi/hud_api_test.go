@@ -13,6 +13,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/luaapi"
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/config"
 )
 
 // fakeHUD records what mcp_hud asked for.
@@ -68,7 +69,7 @@ func TestHUDLuaModelBackoffAndHistory(t *testing.T) {
 	sub := m.Bus().Subscribe(events.SubscribeOptions{})
 	defer sub.Close()
 	// Declared before the runtime exists, and connected.
-	spec, err := manager.DecodeSpec("early", map[string]any{"command": []any{"demo-server"}}, manager.DecodeOptions{})
+	spec, err := config.DecodeSpec("early", map[string]any{"command": []any{"demo-server"}}, config.DecodeOptions{})
 	require.NoError(t, err)
 	require.NoError(t, m.Add("early", spec))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

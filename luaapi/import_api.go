@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/config"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -24,13 +25,13 @@ func (r *Runtime) luaImport(L *lua.LState) int {
 	if err != nil {
 		L.RaiseError("mcp_import: %v", err)
 	}
-	decls, err := manager.ParseImport(filepath.Base(path), data)
+	decls, err := config.ParseImport(filepath.Base(path), data)
 	if err != nil {
 		raiseCoded(L, err)
 	}
 	specs := make([]manager.Spec, len(decls))
 	for i, d := range decls {
-		spec, err := manager.DecodeSpec(d.Name, d.Raw, manager.DecodeOptions{LookupEnv: r.opts.LookupEnv})
+		spec, err := config.DecodeSpec(d.Name, d.Raw, config.DecodeOptions{LookupEnv: r.opts.LookupEnv})
 		if err != nil {
 			raiseCoded(L, fmt.Errorf("%s: %s: %w", filepath.Base(path), d.Entry, err))
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/config"
 )
 
 // FAULTS.md §5: bad configuration. Each case checks invariant E on the
@@ -58,10 +59,10 @@ func TestFault29AbsurdValues(t *testing.T) {
 				`timeouts.request: must be > 0, got 0`,
 				`backoff.initial: "10" has no unit; write e.g. "10s" or "10ms", or a number of seconds`,
 				`backoff.max: "9999999h" is out of range`,
-				`backoff.multiplier: must be within 1..100, got number 0.5`,
-				`backoff.jitter: must be within 0..1, got number 1.5`,
-				`max_retries: must be a whole number within 0..1000000 (leave it out to retry forever), got number -2`,
-				`max_frame_bytes: must be within 1024..1073741824, got number -1`,
+				`backoff.multiplier: must be within 1..100, got 0.5`,
+				`backoff.jitter: must be within 0..1, got 1.5`,
+				`max_retries: must be within 0..1000000 (leave it out to retry forever), got -2`,
+				`max_frame_bytes: must be within 1024..1073741824, got -1`,
 			},
 		},
 		{
@@ -80,7 +81,7 @@ func TestFault29AbsurdValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := manager.DecodeSpec("x", tt.raw, manager.DecodeOptions{})
+			_, err := config.DecodeSpec("x", tt.raw, config.DecodeOptions{})
 			requireProblems(t, err, "x", "config", tt.want)
 		})
 	}
@@ -95,7 +96,7 @@ func TestFault29HandBuiltSpec(t *testing.T) {
 		Command:       []string{f.bin},
 		Timeouts:      manager.Timeouts{Connect: -time.Second, Request: 2 * time.Hour * 24 * 365},
 		Backoff:       manager.Backoff{Initial: time.Second, Max: time.Millisecond, Multiplier: 0.5, Jitter: 2},
-		MaxRetries:    -2,
+		MaxRetries:    new(-2),
 		MaxFrameBytes: -1,
 	}
 	err := f.m.Add("x", spec)
@@ -105,7 +106,7 @@ func TestFault29HandBuiltSpec(t *testing.T) {
 		`backoff.max: must be at least backoff.initial (1s), got 1ms`,
 		`backoff.multiplier: must be within 1..100, got 0.5`,
 		`backoff.jitter: must be within 0..1, got 2`,
-		`max_retries: must be within 0..1000000, got -2`,
+		`max_retries: must be within 0..1000000 (leave it out to retry forever), got -2`,
 		`max_frame_bytes: must be within 1024..1073741824, got -1`,
 	})
 	require.Empty(t, f.m.Names(), "nothing was declared")

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/demo"
 	"github.com/mcpvisor/mcpvisor/internal/fakemcp/fakemcptest"
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/config"
 )
 
 // TestMain fails the package if any test leaves a goroutine behind
@@ -36,7 +37,7 @@ func constRand(r float64) func() float64 { return func() float64 { return r } }
 // failing t if it is rejected.
 func decode(t testing.TB, raw map[string]any) manager.Spec {
 	t.Helper()
-	s, err := manager.DecodeSpec("test", raw, manager.DecodeOptions{})
+	s, err := config.DecodeSpec("test", raw, config.DecodeOptions{})
 	require.NoError(t, err, "DecodeSpec(%v)", raw)
 	return s
 }

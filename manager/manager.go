@@ -78,10 +78,10 @@ type Manager struct {
 
 	mu sync.Mutex
 	// mu guards the following.
-	servers map[string]*supervisor // by nameKey
+	servers map[string]*supervisor // by NameKey
 	// leaving holds removed servers until their disposal is done, so that
 	// a request for one is refused with CLOSED, not "no such server".
-	leaving map[string]*supervisor // by nameKey
+	leaving map[string]*supervisor // by NameKey
 	closed  bool
 }
 
@@ -129,16 +129,16 @@ func (m *Manager) Add(name string, spec Spec) (err error) {
 	if err != nil {
 		return newError(CodeInvalidConfig, strings.TrimSpace(name), "add", err)
 	}
-	spec = spec.withDefaults()
-	if probs := spec.validate(); len(probs) > 0 {
-		return configError(n, probs)
+	spec = spec.WithDefaults()
+	if probs := spec.Problems(); len(probs) > 0 {
+		return ConfigError(n, probs)
 	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		return newError(CodeClosed, n, "add", errShutdown)
 	}
-	if old, ok := m.servers[nameKey(n)]; ok {
+	if old, ok := m.servers[NameKey(n)]; ok {
 		m.mu.Unlock()
 		if old.spec.Equal(spec) {
 			return nil
@@ -149,7 +149,7 @@ func (m *Manager) Add(name string, spec Spec) (err error) {
 	if !spec.Disabled {
 		s.slot = m.slots.take() // in line in the order of declaration
 	}
-	m.servers[nameKey(n)] = s
+	m.servers[NameKey(n)] = s
 	m.mu.Unlock()
 
 	added := events.Fields{"transport": string(spec.Transport), "endpoint": spec.Endpoint()}
@@ -181,10 +181,10 @@ func (m *Manager) Remove(name string) (done <-chan struct{}, err error) {
 	endSpan := m.tel.remove(strings.TrimSpace(name))
 	defer func() { endSpan(done, err) }()
 	m.mu.Lock()
-	s, ok := m.servers[nameKey(strings.TrimSpace(name))]
+	s, ok := m.servers[NameKey(strings.TrimSpace(name))]
 	if ok {
-		delete(m.servers, nameKey(s.name))
-		m.leaving[nameKey(s.name)] = s
+		delete(m.servers, NameKey(s.name))
+		m.leaving[NameKey(s.name)] = s
 	}
 	m.mu.Unlock()
 	if !ok {
@@ -209,7 +209,7 @@ func (m *Manager) notFound(name, op string) error {
 // lookup finds a server by name, case-insensitively.
 func (m *Manager) lookup(name, op string) (*supervisor, error) {
 	m.mu.Lock()
-	s, ok := m.servers[nameKey(strings.TrimSpace(name))]
+	s, ok := m.servers[NameKey(strings.TrimSpace(name))]
 	m.mu.Unlock()
 	if !ok {
 		return nil, m.notFound(name, op)
@@ -235,7 +235,7 @@ func (m *Manager) target(name, op string) (*supervisor, error) {
 // find returns the server declared as name, or else the one of that name
 // being removed, and whether the manager is closing.
 func (m *Manager) find(name string) (s, gone *supervisor, closed bool) {
-	key := nameKey(strings.TrimSpace(name))
+	key := NameKey(strings.TrimSpace(name))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.servers[key], m.leaving[key], m.closed
@@ -245,8 +245,8 @@ func (m *Manager) find(name string) (s, gone *supervisor, closed bool) {
 // removed again since, by a server added after it).
 func (m *Manager) forget(s *supervisor) {
 	m.mu.Lock()
-	if m.leaving[nameKey(s.name)] == s {
-		delete(m.leaving, nameKey(s.name))
+	if m.leaving[NameKey(s.name)] == s {
+		delete(m.leaving, NameKey(s.name))
 	}
 	m.mu.Unlock()
 }
@@ -259,7 +259,7 @@ func (m *Manager) supervisors() []*supervisor {
 		list = append(list, s)
 	}
 	m.mu.Unlock()
-	slices.SortFunc(list, func(a, b *supervisor) int { return strings.Compare(nameKey(a.name), nameKey(b.name)) })
+	slices.SortFunc(list, func(a, b *supervisor) int { return strings.Compare(NameKey(a.name), NameKey(b.name)) })
 	return list
 }
 

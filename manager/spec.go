@@ -13,15 +13,16 @@ import (
 // Transport is how the host talks to a server.
 type Transport string
 
-// The transports of R-DECL-2.
+// The transports.
 const (
 	TransportStdio Transport = "stdio" // spawn Command, newline JSON over stdin/stdout
 	TransportHTTP  Transport = "http"  // streamable HTTP at URL
 	TransportSSE   Transport = "sse"   // legacy HTTP+SSE at URL
 )
 
-// Spec is one server's declaration, decoded and validated. Build it with
-// [DecodeSpec]; a Spec built by hand is validated again by [Manager.Add].
+// Spec is one server's declaration, decoded and validated. Build it from
+// Lua or JSON shapes with config.DecodeSpec (package manager/config); a
+// Spec built by hand is validated by [Manager.Add].
 type Spec struct {
 	Transport Transport
 	Command   []string          // stdio: program and arguments
@@ -35,16 +36,16 @@ type Spec struct {
 	Timeouts Timeouts
 	Backoff  Backoff
 	Breaker  Breaker
-	// MaxRetries bounds reconnection: at most MaxRetries+1 consecutive
-	// failed attempts, then the server is failed. If zero, it retries
-	// forever; NoRetries gives up after the first failure.
-	MaxRetries int
+	// MaxRetries bounds reconnection: at most *MaxRetries+1 consecutive
+	// failed attempts, then the server is failed. If nil, it retries
+	// forever; new(0) gives up after the first failure.
+	MaxRetries *int
 	// MaxFrameBytes caps one inbound JSON-RPC message (stdio line or SSE
 	// event). If zero, 16 MiB.
 	MaxFrameBytes int
 }
 
-// Timeouts are a server's time limits (SPEC §6). Zero fields take defaults.
+// Timeouts are a server's time limits. Zero fields take defaults.
 type Timeouts struct {
 	// Connect bounds one attempt: spawn or dial, handshake and first
 	// discovery. If zero, 60s.
@@ -71,7 +72,7 @@ type Timeouts struct {
 // Never, as a Timeouts field that allows it (Idle), disables that timeout.
 const Never time.Duration = -1
 
-// Breaker is the circuit breaker (SPEC §5). Zero fields take defaults.
+// Breaker is the circuit breaker. Zero fields take defaults.
 type Breaker struct {
 	// Disabled turns the breaker off (breaker = false): failures follow
 	// the backoff schedule forever.
@@ -85,7 +86,7 @@ type Breaker struct {
 	OpenFor time.Duration
 }
 
-// Backoff is the reconnection schedule (SPEC §4). Zero fields take defaults.
+// Backoff is the reconnection schedule. Zero fields take defaults.
 type Backoff struct {
 	Initial    time.Duration // if zero, 100ms
 	Max        time.Duration // if zero, 3s
@@ -96,11 +97,7 @@ type Backoff struct {
 // NoJitter, as Backoff.Jitter, disables jitter (a zero Jitter means the default).
 const NoJitter = -1.0
 
-// NoRetries, as Spec.MaxRetries, allows a single attempt (a zero MaxRetries
-// means retry forever).
-const NoRetries = -1
-
-// Defaults of SPEC §4 and §6.
+// The defaults of zero fields.
 const (
 	DefaultConnectTimeout = 60 * time.Second
 	DefaultRequestTimeout = 30 * time.Second
@@ -124,17 +121,14 @@ const (
 // retryLimit is how many consecutive failures are tolerated, or -1 for
 // no limit.
 func (s Spec) retryLimit() int {
-	switch s.MaxRetries {
-	case 0:
+	if s.MaxRetries == nil {
 		return -1
-	case NoRetries:
-		return 0
 	}
-	return s.MaxRetries
+	return *s.MaxRetries
 }
 
-// withDefaults returns s with every zero field set to its default.
-func (s Spec) withDefaults() Spec {
+// WithDefaults returns s with every zero field set to its default.
+func (s Spec) WithDefaults() Spec {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
@@ -166,8 +160,10 @@ func (s Spec) withDefaults() Spec {
 	return s
 }
 
-// validate reports every problem of a defaulted spec, each naming its field.
-func (s Spec) validate() []string {
+// Problems lists what is wrong with a spec whose defaults are applied, each
+// as "field: message", or nothing when it is valid. It owns the ranges of
+// every field.
+func (s Spec) Problems() []string {
 	var p problems
 	switch s.Transport {
 	case TransportStdio:
@@ -214,8 +210,8 @@ func (s Spec) validate() []string {
 	if j := s.Backoff.Jitter; (j < 0 && j != NoJitter) || j > 1 {
 		p.add("backoff.jitter", "must be within 0..1, got %g", s.Backoff.Jitter)
 	}
-	if s.MaxRetries < NoRetries || s.MaxRetries > 1e6 {
-		p.add("max_retries", "must be within 0..1000000, got %d", s.MaxRetries)
+	if n := s.MaxRetries; n != nil && (*n < 0 || *n > 1e6) {
+		p.add("max_retries", "must be within 0..1000000 (leave it out to retry forever), got %d", *n)
 	}
 	if s.MaxFrameBytes < 1024 || s.MaxFrameBytes > 1<<30 {
 		p.add("max_frame_bytes", "must be within 1024..1073741824, got %d", s.MaxFrameBytes)
@@ -225,7 +221,7 @@ func (s Spec) validate() []string {
 
 // Equal reports whether two specs declare the same server.
 func (s Spec) Equal(o Spec) bool {
-	return reflect.DeepEqual(s.withDefaults(), o.withDefaults())
+	return reflect.DeepEqual(s.WithDefaults(), o.WithDefaults())
 }
 
 // Endpoint describes where the server is, for status and logs: the command
@@ -265,25 +261,15 @@ func NormalizeName(name string) (string, error) {
 	return n, nil
 }
 
-func nameKey(name string) string { return strings.ToLower(name) }
+// NameKey is the form in which server names are compared: two names with
+// the same key name the same server.
+func NameKey(name string) string { return strings.ToLower(name) }
 
 // problems collects validation failures as "field: message".
 type problems []string
 
 func (p *problems) add(field, format string, args ...any) {
 	*p = append(*p, field+": "+fmt.Sprintf(format, args...))
-}
-
-// mentions reports whether a problem about field (or a part of it) is
-// already listed.
-func (p problems) mentions(field string) bool {
-	for _, e := range p {
-		f, _, _ := strings.Cut(e, ":")
-		if f == field || strings.HasPrefix(f, field+".") || strings.HasPrefix(f, field+"[") {
-			return true
-		}
-	}
-	return false
 }
 
 func (p *problems) duration(field string, d, max time.Duration) {
@@ -295,8 +281,9 @@ func (p *problems) duration(field string, d, max time.Duration) {
 	}
 }
 
-// configError builds the INVALID_CONFIG error listing every problem.
-func configError(server string, probs []string) *Error {
+// ConfigError builds the INVALID_CONFIG error of server listing every
+// problem (as Problems gives them).
+func ConfigError(server string, probs []string) *Error {
 	if len(probs) == 1 {
 		return newError(CodeInvalidConfig, server, "config", errors.New(probs[0]))
 	}

@@ -1,16 +1,18 @@
-package manager
+package config
 
 import (
 	"fmt"
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/internal/suggest"
+	"github.com/mcpvisor/mcpvisor/manager"
 )
 
 // DecodeOptions configures [DecodeSpec].
@@ -30,25 +32,27 @@ var specFields = map[string][]string{
 
 // DecodeSpec turns a declaration as written in Lua or JSON (a map of plain
 // values: string, bool, float64/int, []any, map[string]any) into a validated
-// Spec with defaults applied. It reports every problem at once, each naming
+// manager.Spec with defaults applied. It reports every problem at once, each naming
 // the field, as an INVALID_CONFIG [*Error] for server name.
-func DecodeSpec(name string, raw map[string]any, opts DecodeOptions) (Spec, error) {
+func DecodeSpec(name string, raw map[string]any, opts DecodeOptions) (manager.Spec, error) {
 	lookup := opts.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
 	d := decoder{lookup: lookup}
-	s := d.spec(raw).withDefaults()
-	// Range checks run even when decoding found problems, so one edit can
-	// fix everything; a field already reported is not reported twice.
-	for _, p := range s.validate() {
+	s := d.spec(raw).WithDefaults()
+	// The spec's own validation (ranges, consistency) runs even when
+	// decoding found problems, so one edit can fix everything. A field whose
+	// form was wrong is reported once: its range check would only complain
+	// about the zero value decoding left in its place.
+	for _, p := range s.Problems() {
 		field, _, _ := strings.Cut(p, ":")
 		if !d.probs.mentions(field) {
 			d.probs = append(d.probs, p)
 		}
 	}
 	if len(d.probs) > 0 {
-		return Spec{}, configError(name, d.probs)
+		return manager.Spec{}, manager.ConfigError(name, d.probs)
 	}
 	return s, nil
 }
@@ -58,8 +62,27 @@ type decoder struct {
 	probs  problems
 }
 
-func (d *decoder) spec(raw map[string]any) Spec {
-	var s Spec
+// problems collects what is wrong with a declaration as "field: message".
+type problems []string
+
+func (p *problems) add(field, format string, args ...any) {
+	*p = append(*p, field+": "+fmt.Sprintf(format, args...))
+}
+
+// mentions reports whether a problem about field (or a part of it) is
+// already listed.
+func (p problems) mentions(field string) bool {
+	for _, e := range p {
+		f, _, _ := strings.Cut(e, ":")
+		if f == field || strings.HasPrefix(f, field+".") || strings.HasPrefix(f, field+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *decoder) spec(raw map[string]any) manager.Spec {
+	var s manager.Spec
 	d.unknown("", raw)
 	if v, ok := raw["command"]; ok {
 		s.Command = d.strings("command", v)
@@ -75,19 +98,19 @@ func (d *decoder) spec(raw map[string]any) Spec {
 	case s.Command != nil && s.URL != "":
 		d.probs.add("command", "both command and url are set; a server is either a process (command) or a URL")
 	case s.Command != nil:
-		s.Transport = TransportStdio
+		s.Transport = manager.TransportStdio
 		if transport != "" && transport != "stdio" {
 			d.probs.add("transport", "%q needs url, not command", transport)
 		}
 	case s.URL != "":
 		switch transport {
 		case "", "http", "streamable_http", "streamable-http", "streamablehttp":
-			s.Transport = TransportHTTP
+			s.Transport = manager.TransportHTTP
 		case "sse":
-			s.Transport = TransportSSE
+			s.Transport = manager.TransportSSE
 		default:
 			d.probs.add("transport", "must be \"http\" (streamable HTTP, the default for url) or \"sse\", got %q", transport)
-			s.Transport = Transport(transport)
+			s.Transport = manager.Transport(transport)
 		}
 	default:
 		d.probs.add("command", "missing transport: set command = {\"prog\", \"arg\"} for a process or url = \"http://…\" for a remote server")
@@ -117,7 +140,7 @@ func (d *decoder) spec(raw map[string]any) Spec {
 		s.Timeouts.Server = d.duration("timeouts.server", t["server"])
 		switch v := t["idle"]; v {
 		case 0, 0.0, int64(0), "0", "0s":
-			s.Timeouts.Idle = Never // idle = 0 disables idle close (SPEC §6)
+			s.Timeouts.Idle = manager.Never // idle = 0 disables idle close
 		default:
 			s.Timeouts.Idle = d.duration("timeouts.idle", v)
 		}
@@ -132,11 +155,8 @@ func (d *decoder) spec(raw map[string]any) Spec {
 	default:
 		if b, ok := d.table("breaker", v); ok {
 			if f, ok := b["failures"]; ok {
-				n := d.number("breaker.failures", f, 0)
-				if n < 1 || n != math.Trunc(n) || n > 1000 {
-					d.probs.add("breaker.failures", "must be a whole number within 1..1000, got %s", describe(f))
-				}
-				s.Breaker.Failures = int(n)
+				s.Breaker.Failures = d.whole("breaker.failures", f)
+				d.notZero("breaker.failures", f, manager.DefaultBreakerFailures)
 			}
 			s.Breaker.Window = d.duration("breaker.window", b["window"])
 			s.Breaker.OpenFor = d.duration("breaker.open_for", b["open_for"])
@@ -147,38 +167,21 @@ func (d *decoder) spec(raw map[string]any) Spec {
 		s.Backoff.Max = d.duration("backoff.max", b["max"])
 		if v, ok := b["multiplier"]; ok {
 			s.Backoff.Multiplier = d.number("backoff.multiplier", v, 0)
-			if s.Backoff.Multiplier < 1 || s.Backoff.Multiplier > 100 {
-				d.probs.add("backoff.multiplier", "must be within 1..100, got %s", describe(v))
-			}
+			d.notZero("backoff.multiplier", v, manager.DefaultMultiplier)
 		}
 		if v, ok := b["jitter"]; ok {
 			s.Backoff.Jitter = d.number("backoff.jitter", v, 0)
-			if s.Backoff.Jitter < 0 || s.Backoff.Jitter > 1 {
-				d.probs.add("backoff.jitter", "must be within 0..1, got %s", describe(v))
-			} else if s.Backoff.Jitter == 0 {
-				s.Backoff.Jitter = NoJitter
+			if s.Backoff.Jitter == 0 {
+				s.Backoff.Jitter = manager.NoJitter
 			}
 		}
 	}
 	if v, ok := raw["max_retries"]; ok {
-		n := d.number("max_retries", v, -1)
-		if n < 0 || n != math.Trunc(n) || n > 1e6 {
-			d.probs.add("max_retries", "must be a whole number within 0..1000000 (leave it out to retry forever), got %s", describe(v))
-		}
-		s.MaxRetries = int(n)
-		if s.MaxRetries == 0 {
-			s.MaxRetries = NoRetries
-		}
+		s.MaxRetries = new(d.whole("max_retries", v))
 	}
 	if v, ok := raw["max_frame_bytes"]; ok {
-		n := d.number("max_frame_bytes", v, 0)
-		if n != math.Trunc(n) {
-			d.probs.add("max_frame_bytes", "must be a whole number of bytes, got %s", describe(v))
-		}
-		if n < 1024 || n > 1<<30 {
-			d.probs.add("max_frame_bytes", "must be within 1024..1073741824, got %s", describe(v))
-		}
-		s.MaxFrameBytes = int(n)
+		s.MaxFrameBytes = d.whole("max_frame_bytes", v)
+		d.notZero("max_frame_bytes", v, manager.DefaultMaxFrameBytes)
 	}
 	return s
 }
@@ -192,7 +195,7 @@ func (d *decoder) unknown(section string, raw map[string]any) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if contains(known, k) {
+		if slices.Contains(known, k) {
 			continue
 		}
 		field := k
@@ -281,6 +284,26 @@ func (d *decoder) number(field string, v any, def float64) float64 {
 	return def
 }
 
+// whole returns v as an integer; a fraction, or a number beyond any
+// field's range, is a problem. Ranges are the spec's to check.
+func (d *decoder) whole(field string, v any) int {
+	n := d.number(field, v, 0)
+	if n != math.Trunc(n) || math.Abs(n) > 1<<40 {
+		d.probs.add(field, "must be a whole number, got %s", describe(v))
+		return 0
+	}
+	return int(n)
+}
+
+// notZero reports an explicit 0 in a field whose zero value means "the
+// default": kept, it would silently become def.
+func (d *decoder) notZero(field string, v any, def float64) {
+	switch v {
+	case 0, 0.0, int64(0):
+		d.probs.add(field, "0 is not a setting; leave it out for the default (%g)", def)
+	}
+}
+
 // duration accepts "250ms"-style strings and numbers of seconds. Absent is 0
 // (the default).
 func (d *decoder) duration(field string, v any) time.Duration {
@@ -355,13 +378,4 @@ func describe(v any) string {
 		return "a table"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }

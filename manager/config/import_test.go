@@ -1,4 +1,4 @@
-package manager_test
+package config_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/config"
 )
 
 // importEnv is the host environment the imported declarations are decoded
@@ -36,11 +37,11 @@ func readImport(t *testing.T, name string) []byte {
 func TestParseImport(t *testing.T) {
 	tests := []struct {
 		file string
-		want []manager.Declaration
+		want []config.Declaration
 	}{
 		{
 			file: "claude_desktop_config.json",
-			want: []manager.Declaration{
+			want: []config.Declaration{
 				{Name: "filesystem", Entry: `mcpServers["filesystem"]`, Raw: map[string]any{
 					"command": []any{"npx", "-y", "@modelcontextprotocol/server-filesystem", "/Users/ada/Desktop", "/Users/ada/Downloads"},
 				}},
@@ -55,7 +56,7 @@ func TestParseImport(t *testing.T) {
 		},
 		{
 			file: "cursor_mcp.json",
-			want: []manager.Declaration{
+			want: []config.Declaration{
 				{Name: "context7", Entry: `mcpServers["context7"]`, Raw: map[string]any{
 					"url":     "https://mcp.context7.com/mcp",
 					"headers": map[string]any{"CONTEXT7_API_KEY": "${CONTEXT7_API_KEY}"},
@@ -78,7 +79,7 @@ func TestParseImport(t *testing.T) {
 		{
 			// Comments and trailing commas, "type", ${env:VAR}, disabled.
 			file: "vscode_mcp.json",
-			want: []manager.Declaration{
+			want: []config.Declaration{
 				{Name: "github", Entry: `servers["github"]`, Raw: map[string]any{
 					"url":       "https://api.githubcopilot.com/mcp/",
 					"transport": "http",
@@ -99,7 +100,7 @@ func TestParseImport(t *testing.T) {
 		},
 		{
 			file: "vscode_settings.json",
-			want: []manager.Declaration{
+			want: []config.Declaration{
 				{Name: "fetch", Entry: `mcp.servers["fetch"]`, Raw: map[string]any{
 					"command": []any{"uvx", "mcp-server-fetch"},
 				}},
@@ -108,12 +109,12 @@ func TestParseImport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			got, err := manager.ParseImport(tt.file, readImport(t, tt.file))
+			got, err := config.ParseImport(tt.file, readImport(t, tt.file))
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
 			// Every declaration is one DecodeSpec accepts.
 			for _, d := range got {
-				_, err := manager.DecodeSpec(d.Name, d.Raw, manager.DecodeOptions{LookupEnv: importEnv})
+				_, err := config.DecodeSpec(d.Name, d.Raw, config.DecodeOptions{LookupEnv: importEnv})
 				require.NoError(t, err, "%s", d.Entry)
 			}
 		})
@@ -123,11 +124,11 @@ func TestParseImport(t *testing.T) {
 // What the imported declarations decode to: transports, expansion of the
 // rewritten ${env:VAR}, disabled servers.
 func TestParseImportDecodes(t *testing.T) {
-	decls, err := manager.ParseImport("vscode_mcp.json", readImport(t, "vscode_mcp.json"))
+	decls, err := config.ParseImport("vscode_mcp.json", readImport(t, "vscode_mcp.json"))
 	require.NoError(t, err)
 	specs := map[string]manager.Spec{}
 	for _, d := range decls {
-		s, err := manager.DecodeSpec(d.Name, d.Raw, manager.DecodeOptions{LookupEnv: importEnv})
+		s, err := config.DecodeSpec(d.Name, d.Raw, config.DecodeOptions{LookupEnv: importEnv})
 		require.NoError(t, err)
 		specs[d.Name] = s
 	}
@@ -144,30 +145,30 @@ func TestParseImportEdgeCases(t *testing.T) {
 	tests := []struct {
 		name string
 		data string
-		want []manager.Declaration
+		want []config.Declaration
 	}{
 		{name: "no servers", data: `{"mcpServers": {}}`, want: nil},
 		{name: "byte order mark", data: "\uFEFF" + `{"servers": {"a": {"command": "x"}}}`,
-			want: []manager.Declaration{{Name: "a", Entry: `servers["a"]`, Raw: map[string]any{"command": []any{"x"}}}}},
+			want: []config.Declaration{{Name: "a", Entry: `servers["a"]`, Raw: map[string]any{"command": []any{"x"}}}}},
 		{name: "sorted case-insensitively, names trimmed", data: `{"mcpServers": {"b": {"url": "http://b"}, " A ": {"url": "http://a"}}}`,
-			want: []manager.Declaration{
+			want: []config.Declaration{
 				{Name: "A", Entry: `mcpServers[" A "]`, Raw: map[string]any{"url": "http://a"}},
 				{Name: "b", Entry: `mcpServers["b"]`, Raw: map[string]any{"url": "http://b"}},
 			}},
 		{name: "disabled false is the default", data: `{"mcpServers": {"a": {"command": "x", "args": [], "disabled": false}}}`,
-			want: []manager.Declaration{{Name: "a", Entry: `mcpServers["a"]`, Raw: map[string]any{"command": []any{"x"}}}}},
+			want: []config.Declaration{{Name: "a", Entry: `mcpServers["a"]`, Raw: map[string]any{"command": []any{"x"}}}}},
 		{name: "type and transport agree", data: `{"servers": {"a": {"url": "http://a", "type": "streamable-http", "transport": "HTTP"}}}`,
-			want: []manager.Declaration{{Name: "a", Entry: `servers["a"]`, Raw: map[string]any{"url": "http://a", "transport": "http"}}}},
+			want: []config.Declaration{{Name: "a", Entry: `servers["a"]`, Raw: map[string]any{"url": "http://a", "transport": "http"}}}},
 		{name: "comment markers inside strings stay", data: `{"mcpServers": {"a": {"url": "http://a/*b*/", "headers": {"X": "//, ]"}}}}`,
-			want: []manager.Declaration{{Name: "a", Entry: `mcpServers["a"]`, Raw: map[string]any{"url": "http://a/*b*/", "headers": map[string]any{"X": "//, ]"}}}}},
+			want: []config.Declaration{{Name: "a", Entry: `mcpServers["a"]`, Raw: map[string]any{"url": "http://a/*b*/", "headers": map[string]any{"X": "//, ]"}}}}},
 		{name: "other clients' settings are skipped", data: `{"mcpServers": {"a": {"command": "x", "autoApprove": ["t"], "alwaysAllow": [], "timeout": 60, "envFile": ".env"}}}`,
-			want: []manager.Declaration{{Name: "a", Entry: `mcpServers["a"]`, Raw: map[string]any{"command": []any{"x"}}}}},
+			want: []config.Declaration{{Name: "a", Entry: `mcpServers["a"]`, Raw: map[string]any{"command": []any{"x"}}}}},
 		{name: "escaped quotes inside strings", data: `{"mcpServers": {"a": {"command": "x", "args": ["say \"hi\" // not a comment", "b"]}}}`,
-			want: []manager.Declaration{{Name: "a", Entry: `mcpServers["a"]`, Raw: map[string]any{"command": []any{"x", `say "hi" // not a comment`, "b"}}}}},
+			want: []config.Declaration{{Name: "a", Entry: `mcpServers["a"]`, Raw: map[string]any{"command": []any{"x", `say "hi" // not a comment`, "b"}}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := manager.ParseImport("mcp.json", []byte(tt.data))
+			got, err := config.ParseImport("mcp.json", []byte(tt.data))
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
 		})
@@ -283,7 +284,7 @@ func TestParseImportErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := manager.ParseImport("mcp.json", []byte(tt.data))
+			got, err := config.ParseImport("mcp.json", []byte(tt.data))
 			require.Nil(t, got)
 			requireImportError(t, err, tt.want)
 		})
@@ -292,7 +293,7 @@ func TestParseImportErrors(t *testing.T) {
 
 // A file with many mistakes lists them all, entries in name order.
 func TestParseImportListsEveryProblem(t *testing.T) {
-	got, err := manager.ParseImport("broken.json", readImport(t, "broken.json"))
+	got, err := config.ParseImport("broken.json", readImport(t, "broken.json"))
 	require.Nil(t, got)
 	want := []string{
 		`broken.json: mcpServers["Git"]: must be an object like {"command": "npx", "args": ["-y", "pkg"]} or {"url": "https://…"}, got an array`,
@@ -330,13 +331,13 @@ func FuzzParseImport(f *testing.F) {
 	}
 	f.Add([]byte("{/*\n*/\"servers\":{\"a\":{\"command\":\"x\",},},}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		decls, err := manager.ParseImport("fuzz.json", data)
+		decls, err := config.ParseImport("fuzz.json", data)
 		if err != nil {
 			require.ErrorIs(t, err, manager.ErrInvalidConfig)
 			return
 		}
 		for _, d := range decls {
-			_, _ = manager.DecodeSpec(d.Name, d.Raw, manager.DecodeOptions{LookupEnv: importEnv})
+			_, _ = config.DecodeSpec(d.Name, d.Raw, config.DecodeOptions{LookupEnv: importEnv})
 		}
 	})
 }

@@ -1,16 +1,19 @@
-package manager
+package config
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/mcpvisor/mcpvisor/internal/suggest"
+	"github.com/mcpvisor/mcpvisor/manager"
 )
 
 // Declaration is one server found in an imported config file, as a raw
@@ -57,7 +60,7 @@ var importTransports = map[string]string{
 // DecodeSpec to expand, and VS Code's ${env:VAR} is rewritten to ${VAR}.
 //
 // Every problem is reported at once, each naming file and entry, as an
-// INVALID_CONFIG [*Error] with Op "import":
+// INVALID_CONFIG [*manager.Error] with Op "import":
 //
 //	import: mcp.json: mcpServers["git"]: unknown key "comand"; did you mean "command"?
 //
@@ -93,7 +96,7 @@ func ParseImport(file string, data []byte) ([]Declaration, error) {
 	if len(p.probs) > 0 {
 		return nil, importError(p.probs)
 	}
-	sort.Slice(decls, func(i, j int) bool { return nameKey(decls[i].Name) < nameKey(decls[j].Name) })
+	sort.Slice(decls, func(i, j int) bool { return manager.NameKey(decls[i].Name) < manager.NameKey(decls[j].Name) })
 	return decls, nil
 }
 
@@ -134,7 +137,7 @@ func (p *importer) locate(doc any) (map[string]any, string) {
 			break
 		}
 		msg := p.file + `: no "mcpServers" object (Claude Desktop, Cursor) or "servers" object (VS Code mcp.json, or "mcp": {"servers": …} in settings.json)`
-		keys := sortedKeys(top)
+		keys := slices.Sorted(maps.Keys(top))
 		for _, k := range keys {
 			if best := suggest.Closest(k, []string{"mcpServers", "servers"}); best != "" {
 				msg += fmt.Sprintf("; found %q, did you mean %q?", k, best)
@@ -156,21 +159,21 @@ func (p *importer) locate(doc any) (map[string]any, string) {
 func (p *importer) entry(section, name string, v any) (Declaration, bool) {
 	where := fmt.Sprintf("%s[%q]", section, name)
 	before := len(p.probs)
-	n, err := NormalizeName(name)
+	n, err := manager.NormalizeName(name)
 	if err != nil {
 		p.add(where, "%v", err)
-	} else if prev, dup := p.seen[nameKey(n)]; dup {
+	} else if prev, dup := p.seen[manager.NameKey(n)]; dup {
 		p.add(where, "same name as %s (server names are case-insensitive)", prev)
 	} else {
-		p.seen[nameKey(n)] = where
+		p.seen[manager.NameKey(n)] = where
 	}
 	e, ok := v.(map[string]any)
 	if !ok {
 		p.add(where, `must be an object like {"command": "npx", "args": ["-y", "pkg"]} or {"url": "https://…"}, got %s`, jsonKind(v))
 		return Declaration{}, false
 	}
-	for _, k := range sortedKeys(e) {
-		if contains(importKeys, k) || contains(foreignKeys, k) {
+	for _, k := range slices.Sorted(maps.Keys(e)) {
+		if slices.Contains(importKeys, k) || slices.Contains(foreignKeys, k) {
 			continue
 		}
 		if best := suggest.Closest(k, importKeys); best != "" {
@@ -274,7 +277,7 @@ func (p *importer) stringMap(where, field string, v any) map[string]any {
 		return nil
 	}
 	out := make(map[string]any, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		switch x := m[k].(type) {
 		case string:
 			out[k] = p.str(where, fmt.Sprintf("%s[%q]", field, k), x)
@@ -302,11 +305,10 @@ func (p *importer) str(where, field, s string) string {
 }
 
 // importError builds the INVALID_CONFIG error listing every problem.
-func importError(probs []string) *Error {
-	if len(probs) == 1 {
-		return newError(CodeInvalidConfig, "", "import", errors.New(probs[0]))
-	}
-	return errorf(CodeInvalidConfig, "", "import", "%d problems: %s", len(probs), strings.Join(probs, "; "))
+func importError(probs []string) *manager.Error {
+	err := manager.ConfigError("", probs)
+	err.Op = "import"
+	return err
 }
 
 // jsonKind describes a decoded JSON value for error messages.
@@ -326,15 +328,6 @@ func jsonKind(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // position is the 1-based line and column (in characters) of byte offset

@@ -1,4 +1,4 @@
-package manager_test
+package config_test
 
 import (
 	"strconv"
@@ -9,16 +9,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/config"
 )
 
 // env is the host environment the decoding tests see.
+const ms = time.Millisecond
+
 func env(name string) (string, bool) {
 	v, ok := map[string]string{"TOKEN": "s3cret", "HOME": "/home/me", "PORT": "8080"}[name]
 	return v, ok
 }
 
 func decodeWithEnv(raw map[string]any) (manager.Spec, error) {
-	return manager.DecodeSpec("git", raw, manager.DecodeOptions{LookupEnv: env})
+	return config.DecodeSpec("git", raw, config.DecodeOptions{LookupEnv: env})
 }
 
 // R-DECL-2: what a valid declaration turns into, defaults included.
@@ -89,7 +92,7 @@ func TestDecodeSpecValid(t *testing.T) {
 				Transport:  manager.TransportStdio,
 				Command:    []string{"x"},
 				Disabled:   true,
-				MaxRetries: manager.NoRetries,
+				MaxRetries: new(0),
 				Timeouts: manager.Timeouts{Connect: 250 * ms, Request: 1500 * ms,
 					HealthInterval: 10 * time.Second, HealthTimeout: 5 * time.Second, Keepalive: 15 * time.Second,
 					Server: 10 * time.Minute, Idle: 10 * time.Minute},
@@ -212,12 +215,12 @@ func TestDecodeSpecInvalid(t *testing.T) {
 		{
 			name: "jitter outside 0..1",
 			raw:  map[string]any{"command": cmd, "backoff": map[string]any{"jitter": 1.5}},
-			want: []string{`backoff.jitter: must be within 0..1, got number 1.5`},
+			want: []string{`backoff.jitter: must be within 0..1, got 1.5`},
 		},
 		{
 			name: "multiplier below 1",
 			raw:  map[string]any{"command": cmd, "backoff": map[string]any{"multiplier": 0.5}},
-			want: []string{`backoff.multiplier: must be within 1..100, got number 0.5`},
+			want: []string{`backoff.multiplier: must be within 1..100, got 0.5`},
 		},
 		{
 			name: "max below initial",
@@ -232,12 +235,12 @@ func TestDecodeSpecInvalid(t *testing.T) {
 		{
 			name: "negative max_retries",
 			raw:  map[string]any{"command": cmd, "max_retries": -2},
-			want: []string{`max_retries: must be a whole number within 0..1000000 (leave it out to retry forever), got number -2`},
+			want: []string{`max_retries: must be within 0..1000000 (leave it out to retry forever), got -2`},
 		},
 		{
 			name: "fractional max_retries",
 			raw:  map[string]any{"command": cmd, "max_retries": 1.5},
-			want: []string{`max_retries: must be a whole number within 0..1000000 (leave it out to retry forever), got number 1.5`},
+			want: []string{`max_retries: must be a whole number, got number 1.5`},
 		},
 		{
 			name: "missing environment variable",
@@ -268,7 +271,7 @@ func TestDecodeSpecInvalid(t *testing.T) {
 				`headers: must be a table of string values like {KEY = "value"}, got string "Authorization: x"`,
 				`enabled: must be true or false, got string "yes"`,
 				`backoff: must be a table of settings, got string "fast"`,
-				`max_frame_bytes: must be within 1024..1073741824, got number 100`,
+				`max_frame_bytes: must be within 1024..1073741824, got 100`,
 			},
 		},
 		{
@@ -286,7 +289,7 @@ func TestDecodeSpecInvalid(t *testing.T) {
 			raw:  map[string]any{"command": cmd, "breaker": map[string]any{"failures": 0, "open_for": "-3s", "windw": "1m"}},
 			want: []string{
 				`breaker.windw: unknown field; did you mean "window"?`,
-				`breaker.failures: must be a whole number within 1..1000, got number 0`,
+				`breaker.failures: 0 is not a setting; leave it out for the default (5)`,
 				`breaker.open_for: must be > 0, got "-3s"`,
 			},
 		},
@@ -309,16 +312,16 @@ func TestDecodeSpecInvalid(t *testing.T) {
 				`comand: unknown field; did you mean "command"?`,
 				`timeouts.conect: unknown field; did you mean "connect"?`,
 				`timeouts.request: "10" has no unit; write e.g. "10s" or "10ms", or a number of seconds`,
-				`backoff.multiplier: must be within 1..100, got number 0.5`,
-				`backoff.jitter: must be within 0..1, got number 1.5`,
-				`max_retries: must be a whole number within 0..1000000 (leave it out to retry forever), got number -2`,
+				`backoff.multiplier: must be within 1..100, got 0.5`,
+				`backoff.jitter: must be within 0..1, got 1.5`,
+				`max_retries: must be within 0..1000000 (leave it out to retry forever), got -2`,
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := decodeWithEnv(tt.raw)
-			requireCode(t, err, manager.ErrInvalidConfig, "git", "config")
+			require.ErrorIs(t, err, manager.ErrInvalidConfig)
 			want := `server "git": config: ` + tt.want[0]
 			if len(tt.want) > 1 {
 				want = `server "git": config: ` + strconv.Itoa(len(tt.want)) + ` problems: ` + strings.Join(tt.want, "; ")
