@@ -574,7 +574,7 @@ func TestEventAccessors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
 			require.Equal(t, tt.wantInt, e.Int(tt.key))
-			require.Equal(t, tt.wantStr, e.String(tt.key))
+			require.Equal(t, tt.wantStr, e.Text(tt.key))
 		})
 	}
 	require.Zero(t, events.Event{}.Int("x"), "nil Fields")
