@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -345,17 +346,38 @@ func TestBusCloseDrainsThenErrClosed(t *testing.T) {
 	require.ErrorIs(t, err, events.ErrClosed)
 }
 
-func TestBusCloseWakesBlockedRecv(t *testing.T) {
-	bus := events.NewBus(events.Options{})
-	sub := bus.Subscribe(events.SubscribeOptions{})
-	defer sub.Close()
+// blockedRecv starts a goroutine that calls sub.Recv and waits until it is
+// durably blocked there, so the caller knows the Close that follows has a
+// waiter to wake. Call it inside a synctest bubble, with sub subscribed in
+// that bubble too: Recv's wait only counts as durable on a channel the
+// bubble created.
+func blockedRecv(t *testing.T, sub *events.Subscription) <-chan error {
+	t.Helper()
 	errc := make(chan error, 1)
 	go func() {
 		_, err := sub.Recv(context.Background())
 		errc <- err
 	}()
-	bus.Close()
-	require.ErrorIs(t, <-errc, events.ErrClosed)
+	synctest.Wait()
+	select {
+	case err := <-errc:
+		t.Fatalf("Recv returned before anything was closed: %v", err)
+	default:
+	}
+	return errc
+}
+
+// If Close did not wake the waiter, the receiver would stay blocked and
+// synctest would report the bubble deadlocked.
+func TestBusCloseWakesBlockedRecv(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bus := events.NewBus(events.Options{})
+		sub := bus.Subscribe(events.SubscribeOptions{})
+		defer sub.Close()
+		errc := blockedRecv(t, sub)
+		bus.Close()
+		require.ErrorIs(t, <-errc, events.ErrClosed)
+	})
 }
 
 func TestPublishAfterCloseIsNoOp(t *testing.T) {
@@ -428,16 +450,14 @@ func TestSubscriptionClose(t *testing.T) {
 }
 
 func TestSubscriptionCloseWakesBlockedRecv(t *testing.T) {
-	bus := events.NewBus(events.Options{})
-	defer bus.Close()
-	sub := bus.Subscribe(events.SubscribeOptions{})
-	errc := make(chan error, 1)
-	go func() {
-		_, err := sub.Recv(context.Background())
-		errc <- err
-	}()
-	sub.Close()
-	require.ErrorIs(t, <-errc, events.ErrClosed)
+	synctest.Test(t, func(t *testing.T) {
+		bus := events.NewBus(events.Options{})
+		defer bus.Close()
+		sub := bus.Subscribe(events.SubscribeOptions{})
+		errc := blockedRecv(t, sub)
+		sub.Close()
+		require.ErrorIs(t, <-errc, events.ErrClosed)
+	})
 }
 
 func TestRecvHonoursContext(t *testing.T) {
@@ -554,7 +574,7 @@ func TestEventAccessors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
 			require.Equal(t, tt.wantInt, e.Int(tt.key))
-			require.Equal(t, tt.wantStr, e.String(tt.key))
+			require.Equal(t, tt.wantStr, e.Text(tt.key))
 		})
 	}
 	require.Zero(t, events.Event{}.Int("x"), "nil Fields")

@@ -82,8 +82,8 @@ func (e Event) Int(key string) int64 {
 	return 0
 }
 
-// String returns the string field key, or "".
-func (e Event) String(key string) string {
+// Text returns the string field key, or "".
+func (e Event) Text(key string) string {
 	s, _ := e.Fields[key].(string)
 	return s
 }

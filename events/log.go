@@ -51,7 +51,7 @@ var logMessages = map[Kind]string{
 // levelOfEvent refines LevelOf with the event's fields: a failed tool call
 // is logged at WARN, a successful one at DEBUG (SPEC §12).
 func levelOfEvent(e Event) slog.Level {
-	if e.Kind == KindToolCall && e.String("error") != "" {
+	if e.Kind == KindToolCall && e.Text("error") != "" {
 		return slog.LevelWarn
 	}
 	return LevelOf(e.Kind)

@@ -303,7 +303,7 @@ func TestConfigReloadAppliesOnlyTheDifference(t *testing.T) {
 
 			// config_applied says the same as the result.
 			e := c.bus.seen[applied]
-			require.Equal(t, c.path, e.String("file"))
+			require.Equal(t, c.path, e.Text("file"))
 			for key, want := range map[string][]string{"added": tt.added, "removed": tt.removed, "replaced": tt.replaced} {
 				got, _ := e.Fields[key].([]string)
 				require.Equal(t, len(want), len(got), "config_applied %s: %v", key, e.Fields[key])
@@ -366,12 +366,12 @@ mcp_every(0.01, function() print("v2 timer") end)
 			require.ErrorAs(t, err, &le)
 			require.Equal(t, tt.syntax, le.Syntax)
 			e := c.bus.seen[c.bus.await(t, from, "config_error", kindIs(events.KindConfigError))]
-			require.Equal(t, c.path, e.String("file"))
-			require.Contains(t, e.String("error"), tt.want)
+			require.Equal(t, c.path, e.Text("file"))
+			require.Contains(t, e.Text("error"), tt.want)
 			if !tt.syntax {
 				// Where it failed, even for an error value without a
 				// position.
-				require.Contains(t, e.String("traceback"), "startup.lua:")
+				require.Contains(t, e.Text("traceback"), "startup.lua:")
 			}
 
 			// The old hook runs, the broken file's hook does not; its timer
@@ -538,8 +538,8 @@ func TestLoadConfigFile(t *testing.T) {
 	_, err = c.LoadConfig(ctx, missing)
 	require.ErrorIs(t, err, os.ErrNotExist)
 	e := c.bus.seen[c.bus.await(t, from, "config_error", kindIs(events.KindConfigError))]
-	require.Equal(t, missing, e.String("file"))
-	require.Contains(t, e.String("error"), "missing.lua")
+	require.Equal(t, missing, e.Text("file"))
+	require.Contains(t, e.Text("error"), "missing.lua")
 	require.Equal(t, "a", c.one(t, `return table.concat(mcp_servers(), ",")`))
 	require.Equal(t, 1, c.dials.get("a"))
 

@@ -413,13 +413,13 @@ end, {server = "s"})`)
 		h.publish("s", events.Fields{"i": n, "how": tt.how})
 		h.lines.waitLine(t, 0, fmt.Sprintf("after %d", n))
 		e := h.hookError(t, id)
-		require.True(t, strings.HasPrefix(e.String("error"), tt.wantError), "error %q, want prefix %q", e.String("error"), tt.wantError)
-		require.NotContains(t, e.String("error"), "table: 0x")
-		require.Equal(t, `mcp_on("notification", server="s")`, e.String("hook"))
+		require.True(t, strings.HasPrefix(e.Text("error"), tt.wantError), "error %q, want prefix %q", e.Text("error"), tt.wantError)
+		require.NotContains(t, e.Text("error"), "table: 0x")
+		require.Equal(t, `mcp_on("notification", server="s")`, e.Text("hook"))
 		require.Equal(t, int64(n), e.Int("failures"), "failures in a row")
 		require.Empty(t, e.Server, "hook_error is host-wide")
 		require.Nil(t, e.Fields["disabled"])
-		trace := e.String("traceback")
+		trace := e.Text("traceback")
 		require.True(t, strings.HasPrefix(trace, "stack traceback:"), trace)
 		require.Contains(t, trace, "in function 'check'")
 		require.Contains(t, trace, "test:7:", "the hook's own frame")
@@ -467,7 +467,7 @@ func TestHookDisabledAfterTenFailuresInARow(t *testing.T) {
 	e := h.hookError(t, id)
 	require.Equal(t, int64(10), e.Int("failures"))
 	require.Equal(t, true, e.Fields["disabled"], e.Format())
-	require.Contains(t, e.String("error"), "fail 20")
+	require.Contains(t, e.Text("error"), "fail 20")
 
 	// It never runs again, successes included, and mcp_off says it is off.
 	fire(true)
@@ -507,7 +507,7 @@ func TestHookErrorDelivery(t *testing.T) {
 	// The failing "*" hook failed on the notification and on every marker
 	// but never on a hook_error, and the watcher did see its failures.
 	for _, e := range h.bus.of(kindIs(events.KindHookError)) {
-		require.NotContains(t, e.String("error"), "star fails on hook_error")
+		require.NotContains(t, e.Text("error"), "star fails on hook_error")
 	}
 	require.Positive(t, h.lines.count(0, fmt.Sprintf("watcher saw %d failures=1", failing+3)), "the watcher sees other hooks' failures")
 }
@@ -587,10 +587,10 @@ func TestMcpEveryRepeatsUntilOff(t *testing.T) {
 	id := h.id(t, `mcp_every(0.01, function() error("timer boom") end)`)
 	for n := 1; n <= 10; n++ {
 		e := h.hookError(t, id)
-		require.Equal(t, "mcp_every(0.01)", e.String("hook"))
+		require.Equal(t, "mcp_every(0.01)", e.Text("hook"))
 		require.Equal(t, int64(n), e.Int("failures"))
-		require.Contains(t, e.String("error"), "timer boom")
-		require.Contains(t, e.String("traceback"), "stack traceback:")
+		require.Contains(t, e.Text("error"), "timer boom")
+		require.Contains(t, e.Text("traceback"), "stack traceback:")
 		if n == 10 {
 			require.Equal(t, true, e.Fields["disabled"])
 		}
@@ -630,9 +630,9 @@ func TestMcpCallCB(t *testing.T) {
 	// A failing callback: hook_error naming it, with its traceback.
 	h.run(t, `mcp_call_cb("demo.echo", {text = "x"}, function(res) error("cb failed on " .. res.text) end)`)
 	e := h.bus.next(t, "callback hook_error", kindIs(events.KindHookError))
-	require.Equal(t, `mcp_call_cb("demo.echo")`, e.String("hook"))
-	require.Contains(t, e.String("error"), "test:1: cb failed on x")
-	require.Contains(t, e.String("traceback"), "test:1:")
+	require.Equal(t, `mcp_call_cb("demo.echo")`, e.Text("hook"))
+	require.Contains(t, e.Text("error"), "test:1: cb failed on x")
+	require.Contains(t, e.Text("traceback"), "test:1:")
 
 	le := h.fail(t, `mcp_call_cb("demo.echo", {}, "not a function")`)
 	require.Contains(t, le.Message, "bad argument #3 to mcp_call_cb (function(result, err) expected, got string)")
@@ -654,12 +654,12 @@ end, {server = "s"})`)
 		h.publish("s", events.Fields{"i": i})
 		h.lines.waitLine(t, 0, fmt.Sprintf("spinning %d", i))
 		e := h.hookError(t, id)
-		msg := e.String("error")
+		msg := e.Text("error")
 		require.Contains(t, msg, "30ms", msg)
 		require.Contains(t, msg, "budget", msg)
 		require.Equal(t, int64(i), e.Int("failures"))
-		require.Contains(t, e.String("traceback"), "in function 'spin'")
-		require.Contains(t, e.String("traceback"), "test:3:")
+		require.Contains(t, e.Text("traceback"), "in function 'spin'")
+		require.Contains(t, e.Text("traceback"), "test:3:")
 		require.Equal(t, "carried on", h.one(t, `return "carried on"`))
 	}
 }
@@ -671,13 +671,13 @@ func TestDefaultSliceBudget(t *testing.T) {
 	h.addDemo(t, "demo")
 	timer := h.id(t, `mcp_after(0, function() while true do end end)`)
 	e := h.hookError(t, timer)
-	require.Contains(t, e.String("error"), "100ms")
-	require.Contains(t, e.String("error"), "budget")
+	require.Contains(t, e.Text("error"), "100ms")
+	require.Contains(t, e.Text("error"), "budget")
 
 	h.run(t, `mcp_call_cb("demo.echo", {text = "x"}, function() while true do end end)`)
 	e = h.bus.next(t, "callback hook_error", kindIs(events.KindHookError))
-	require.Equal(t, `mcp_call_cb("demo.echo")`, e.String("hook"))
-	require.Contains(t, e.String("error"), "100ms")
+	require.Equal(t, `mcp_call_cb("demo.echo")`, e.Text("hook"))
+	require.Contains(t, e.Text("error"), "100ms")
 	require.Equal(t, "ok", h.one(t, `return "ok"`))
 }
 
@@ -745,10 +745,10 @@ end)`)
 				failures++
 				require.Equal(t, failures, e.Int("failures"), e.Format())
 				for _, want := range tt.wantError {
-					require.Contains(t, e.String("error"), want)
+					require.Contains(t, e.Text("error"), want)
 				}
-				require.Contains(t, e.String("traceback"), "stack traceback:")
-				require.Contains(t, e.String("traceback"), "test:3:", "the hook's line")
+				require.Contains(t, e.Text("traceback"), "stack traceback:")
+				require.Contains(t, e.Text("traceback"), "test:3:", "the hook's line")
 				return e
 			}
 			for i := 1; i <= 4; i++ {

@@ -570,7 +570,7 @@ func interopAwait(t *testing.T, ctx context.Context, sub *events.Subscription, w
 // interopNotification matches a notification event of server with method.
 func interopNotification(server, method string) func(events.Event) bool {
 	return func(e events.Event) bool {
-		return e.Kind == events.KindNotification && e.Server == server && e.String("method") == method
+		return e.Kind == events.KindNotification && e.Server == server && e.Text("method") == method
 	}
 }
 

@@ -302,7 +302,7 @@ func checkLifecycle(evs []events.Event, closed bool) (problems []string) {
 		}
 		kind := e.Kind
 		if kind == events.KindCircuit {
-			if e.String("to") != "open" {
+			if e.Text("to") != "open" {
 				continue
 			}
 			kind = circuitOpen

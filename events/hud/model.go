@@ -108,7 +108,7 @@ func (m *Model) Len() int { return len(m.servers) }
 func (s *server) apply(e events.Event) {
 	switch e.Kind {
 	case events.KindAdded:
-		s.transport = e.String("transport")
+		s.transport = e.Text("transport")
 		if enabled, ok := e.Fields["enabled"].(bool); ok && !enabled {
 			s.state = StateDisabled
 		}
@@ -116,7 +116,7 @@ func (s *server) apply(e events.Event) {
 		s.state = StateConnecting
 		s.attempt = int(e.Int("attempt"))
 		s.probe, _ = e.Fields["probe"].(bool)
-		s.waiting = e.String("waiting")
+		s.waiting = e.Text("waiting")
 		s.retryAt = time.Time{}
 		s.probeAt = time.Time{}
 	case events.KindConnected:
@@ -141,7 +141,7 @@ func (s *server) apply(e events.Event) {
 		s.retryAt = time.Time{}
 		s.setErr(e)
 	case events.KindCircuit:
-		s.circuit = Circuit(e.String("to"))
+		s.circuit = Circuit(e.Text("to"))
 		s.probeAt = time.Time{}
 		switch {
 		case s.circuit == CircuitOpen:
@@ -171,7 +171,7 @@ func (s *server) apply(e events.Event) {
 		} else {
 			s.latency += latencyWeight * (d - s.latency)
 		}
-		if isErr, _ := e.Fields["is_error"].(bool); isErr || e.String("code") != "" {
+		if isErr, _ := e.Fields["is_error"].(bool); isErr || e.Text("code") != "" {
 			s.failedCalls++
 		}
 	}
@@ -179,7 +179,7 @@ func (s *server) apply(e events.Event) {
 
 // setErr records the event's error field, if it has one.
 func (s *server) setErr(e events.Event) {
-	if msg := e.String("error"); msg != "" {
+	if msg := e.Text("error"); msg != "" {
 		s.err = oneLine(msg)
 	}
 }
