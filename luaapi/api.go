@@ -13,7 +13,7 @@ import (
 // install defines the globals of SPEC §14 and the same functions as the
 // module table `mcp` (mcp.call == mcp_call).
 func (r *Runtime) install() {
-	L := r.L
+	L := r.state
 	OpenJSON(L)
 	L.SetGlobal("print", L.NewFunction(luaPrint(r.out)))
 	L.SetGlobal("MCPVISOR", lua.LString(r.opts.Binary))
@@ -299,7 +299,7 @@ func (r *Runtime) luaCallCB(L *lua.LState) int {
 			if r.closing {
 				return
 			}
-			r.run(cb, callResult(r.L, res, err))
+			r.run(cb, callResult(r.state, res, err))
 		})
 	}()
 	L.Push(lua.LTrue)

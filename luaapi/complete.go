@@ -56,7 +56,7 @@ func (r *Runtime) Complete(ctx context.Context, line string, pos int) (suffixes 
 	case completeServers:
 		names = r.mgr.Names()
 	case completeFields:
-		names = r.onLoop(ctx, func() []string { return fieldNames(r.L, c.path, c.colon) })
+		names = r.onLoop(ctx, func() []string { return fieldNames(r.state, c.path, c.colon) })
 	}
 	return suffixesFor(names, c.word), utf8.RuneCountInString(c.word)
 }

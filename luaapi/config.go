@@ -130,7 +130,7 @@ func (r *Runtime) evalConfig(ctx context.Context, path, src string, apply bool) 
 			}
 			ch <- outcome{err: err}
 		}
-		fn, err := r.L.Load(strings.NewReader(src), chunk)
+		fn, err := r.state.Load(strings.NewReader(src), chunk)
 		if err != nil {
 			fail(syntaxError(err))
 			return

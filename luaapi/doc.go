@@ -6,7 +6,9 @@
 //
 // One goroutine, the loop, owns the gopher-lua state: no other goroutine
 // ever touches it, nor any Lua value (gopher-luar conversions included).
-// Everything else posts closures to the loop ([Runtime.Exec] does).
+// Everything else posts closures to the loop ([Runtime.Exec] does). The
+// state is therefore not exported: other packages, tests included, reach
+// Lua only through the Runtime's methods, which post to the loop and wait.
 //
 // Every chunk runs as a coroutine task. A builtin that has to wait —
 // mcp_call, mcp_wait, sleep, mcp_remove with {wait = true} — starts the work

@@ -82,7 +82,7 @@ func (r *Runtime) dispatch(e events.Event) {
 			continue
 		}
 		if ev == nil {
-			ev = eventTable(r.L, e)
+			ev = eventTable(r.state, e)
 		}
 		r.run(h, []lua.LValue{ev})
 	}

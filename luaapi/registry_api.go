@@ -183,7 +183,7 @@ func (r *Runtime) progressFunc(L *lua.LState, fname string, n int) func(manager.
 	}
 	return func(p manager.Progress) {
 		r.postAsync(func() {
-			pt := r.L.NewTable()
+			pt := r.state.NewTable()
 			pt.RawSetString("progress", lua.LNumber(p.Progress))
 			if p.Total != 0 {
 				pt.RawSetString("total", lua.LNumber(p.Total))

@@ -76,8 +76,9 @@ type Runtime struct {
 	mgr  Manager
 	out  io.Writer
 
-	// Owned by the loop goroutine.
-	L       *lua.LState
+	// Owned by the loop goroutine: nothing else may touch them, which is
+	// why none is exported.
+	state   *lua.LState // the Lua state every task is a thread of
 	tasks   map[*lua.LState]*task
 	idle    []*lua.LState     // finished threads kept for new tasks
 	arm     *lua.LFunction    // the bootstrap's traceback arming, made once
@@ -142,7 +143,7 @@ func New(opts Options) (*Runtime, error) {
 		base:      base,
 		cancel:    cancel,
 	}
-	r.L = newState(opts.ScriptDir)
+	r.state = newState(opts.ScriptDir)
 	r.install()
 	r.sub = opts.Manager.Bus().Subscribe(events.SubscribeOptions{QueueSize: 4096})
 	r.hud.ApplyAll(opts.Manager.Bus().History(0)) // servers added before us; the overlap is skipped
@@ -210,7 +211,7 @@ func (r *Runtime) Close() {
 		close(r.stop)
 		<-r.done
 		r.sub.Close()
-		r.L.Close()
+		r.state.Close()
 	})
 }
 
@@ -231,7 +232,7 @@ func (r *Runtime) Exec(ctx context.Context, src, chunk string) (Result, error) {
 	}
 	ch := make(chan outcome, 1)
 	ok := r.post(func() {
-		fn, err := r.L.Load(stringReader(src), chunk)
+		fn, err := r.state.Load(stringReader(src), chunk)
 		if err != nil {
 			ch <- outcome{err: syntaxError(err)}
 			return
