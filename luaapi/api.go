@@ -14,7 +14,7 @@ import (
 // install defines the globals of SPEC §14 and the same functions as the
 // module table `mcp` (mcp.call == mcp_call).
 func (r *Runtime) install() {
-	L := r.L
+	L := r.state
 	OpenJSON(L)
 	L.SetGlobal("print", L.NewFunction(luaPrint(r.out)))
 	L.SetGlobal("MCPVISOR", lua.LString(r.opts.Binary))
@@ -152,6 +152,41 @@ func checkNumber(L *lua.LState, fname string, n int) lua.LNumber {
 	return v
 }
 
+// Servers declares servers and takes them away: mcp_add, mcp_remove and
+// the config file. Its methods are called on the loop and must return at
+// once.
+type Servers interface {
+	// Add declares a server; its connection is made in the background.
+	Add(name string, spec manager.Spec) error
+	// Remove takes a server away; the channel is closed once it is
+	// disposed of.
+	Remove(name string) (<-chan struct{}, error)
+	// Spec is the spec a server was declared with.
+	Spec(name string) (manager.Spec, error)
+}
+
+// Observer reports the servers' states: mcp_status, mcp_servers, mcp_wait
+// and the checks other builtins make before acting. Wait is called off the
+// loop and may block until ctx ends; the others are called on the loop
+// (and Names also by [Runtime.Complete]) and must return at once.
+type Observer interface {
+	Status(name string) (manager.Status, error)
+	Statuses() []manager.Status
+	Names() []string
+	Wait(ctx context.Context, name string, state manager.State) (manager.Status, error)
+}
+
+// Toolbox lists and calls the servers' tools: mcp_tools, mcp_call,
+// mcp_call_cb and mcp_discover. Call and Discover are called off the loop
+// and may block until ctx ends; Tools is called on the loop (and by
+// [Runtime.Complete]) and must return at once. A progress function given
+// to Call only posts to the loop, so it may be called from any goroutine.
+type Toolbox interface {
+	Tools(server string) ([]manager.ToolInfo, error)
+	Call(ctx context.Context, name string, args any, opts manager.CallOptions) (*mcp.CallToolResult, error)
+	Discover(ctx context.Context, server string, force bool) ([]manager.ToolInfo, map[string]error, error)
+}
+
 // mcp_add(name, spec) → name. Records intent and returns at once; an
 // invalid spec or a name conflict raises a Lua error naming the server and
 // field.
@@ -181,12 +216,12 @@ func (r *Runtime) addSpec(L *lua.LState, name string, spec manager.Spec) string 
 	if t, ok := r.tasks[L]; ok && t.config != nil {
 		return r.declare(L, t.config, name, spec)
 	}
-	if err := r.mgr.Add(name, spec); err != nil {
+	if err := r.servers.Add(name, spec); err != nil {
 		raiseCoded(L, err)
 	}
 	// The server's own name: "GIT" re-declaring an identical "git" is a
 	// no-op that returns "git".
-	if st, err := r.mgr.Status(name); err == nil {
+	if st, err := r.observer.Status(name); err == nil {
 		name = st.Name
 	}
 	return name
@@ -201,7 +236,7 @@ func (r *Runtime) luaRemove(L *lua.LState) int {
 		// Refuse before removing: raising after would hide that it happened.
 		r.checkSuspend(L, "mcp_remove")
 	}
-	done, err := r.mgr.Remove(name)
+	done, err := r.servers.Remove(name)
 	if err != nil {
 		return pushErr(L, err)
 	}
@@ -226,13 +261,13 @@ func (r *Runtime) luaRemove(L *lua.LState) int {
 func (r *Runtime) luaStatus(L *lua.LState) int {
 	if L.GetTop() == 0 || L.Get(1) == lua.LNil {
 		all := L.NewTable()
-		for _, st := range r.mgr.Statuses() {
+		for _, st := range r.observer.Statuses() {
 			all.RawSetString(st.Name, statusTable(L, st))
 		}
 		L.Push(all)
 		return 1
 	}
-	st, err := r.mgr.Status(L.CheckString(1))
+	st, err := r.observer.Status(L.CheckString(1))
 	if err != nil {
 		return pushErr(L, err)
 	}
@@ -243,7 +278,7 @@ func (r *Runtime) luaStatus(L *lua.LState) int {
 // mcp_servers() → sorted list of names.
 func (r *Runtime) luaServers(L *lua.LState) int {
 	var names []lua.LValue
-	for _, n := range r.mgr.Names() {
+	for _, n := range r.observer.Names() {
 		names = append(names, lua.LString(n))
 	}
 	L.Push(listTable(L, names))
@@ -252,7 +287,7 @@ func (r *Runtime) luaServers(L *lua.LState) int {
 
 // mcp_tools([server]) → list of tools | nil, err.
 func (r *Runtime) luaTools(L *lua.LState) int {
-	tools, err := r.mgr.Tools(L.OptString(1, ""))
+	tools, err := r.toolbox.Tools(L.OptString(1, ""))
 	if err != nil {
 		return pushErr(L, err)
 	}
@@ -269,7 +304,7 @@ func (r *Runtime) luaCall(L *lua.LState) int {
 		return pushErr(L, pendingError(server, "call"))
 	}
 	return r.await(L, fname, 2, func(ctx context.Context) func(*lua.LState) []lua.LValue {
-		res, err := r.mgr.Call(ctx, name, args, opts)
+		res, err := r.toolbox.Call(ctx, name, args, opts)
 		return func(L *lua.LState) []lua.LValue { return callResult(L, res, err) }
 	})
 }
@@ -295,12 +330,12 @@ func (r *Runtime) luaCallCB(L *lua.LState) int {
 	r.pending.Add(1)
 	go func() {
 		defer r.pending.Done()
-		res, err := r.mgr.Call(r.base, name, args, opts)
+		res, err := r.toolbox.Call(r.base, name, args, opts)
 		r.postAsync(func() {
 			if r.closing {
 				return
 			}
-			r.run(cb, callResult(r.L, res, err))
+			r.run(cb, callResult(r.state, res, err))
 		})
 	}()
 	L.Push(lua.LTrue)
@@ -353,7 +388,7 @@ func (r *Runtime) luaWait(L *lua.LState) int {
 		L.Push(lua.LString(pendingError(server, "wait").Error()))
 		return 2
 	}
-	if _, err := r.mgr.Status(name); err != nil {
+	if _, err := r.observer.Status(name); err != nil {
 		L.Push(lua.LFalse)
 		L.Push(lua.LString(err.Error()))
 		return 2
@@ -361,7 +396,7 @@ func (r *Runtime) luaWait(L *lua.LState) int {
 	return r.await(L, "mcp_wait", 2, func(ctx context.Context) func(*lua.LState) []lua.LValue {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		_, err := r.mgr.Wait(ctx, name, state)
+		_, err := r.observer.Wait(ctx, name, state)
 		return func(*lua.LState) []lua.LValue {
 			if err != nil {
 				return []lua.LValue{lua.LFalse, lua.LString(err.Error())}
@@ -373,7 +408,7 @@ func (r *Runtime) luaWait(L *lua.LState) int {
 
 // mcp_events([n = 50]) → the last n events, oldest first.
 func (r *Runtime) luaEvents(L *lua.LState) int {
-	return pushList(L, r.mgr.Bus().History(L.OptInt(1, 50)), eventTable)
+	return pushList(L, r.bus.History(L.OptInt(1, 50)), eventTable)
 }
 
 // sleep(seconds) suspends the task; the loop keeps running.

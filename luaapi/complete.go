@@ -44,19 +44,19 @@ func (r *Runtime) Complete(ctx context.Context, line string, pos int) (suffixes 
 	case completeNothing:
 		return nil, 0
 	case completeTools:
-		tools, _ := r.mgr.Tools("")
+		tools, _ := r.toolbox.Tools("")
 		for _, t := range tools {
 			names = append(names, t.FullName)
 		}
 	case completePrompts:
-		prompts, _ := r.mgr.Prompts("")
+		prompts, _ := r.prompts.Prompts("")
 		for _, p := range prompts {
 			names = append(names, p.FullName)
 		}
 	case completeServers:
-		names = r.mgr.Names()
+		names = r.observer.Names()
 	case completeFields:
-		names = r.onLoop(ctx, func() []string { return fieldNames(r.L, c.path, c.colon) })
+		names = r.onLoop(ctx, func() []string { return fieldNames(r.state, c.path, c.colon) })
 	}
 	return suffixesFor(names, c.word), utf8.RuneCountInString(c.word)
 }

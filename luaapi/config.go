@@ -57,7 +57,7 @@ func (r *Runtime) finishReplacements(ctx context.Context, res ConfigResult) {
 		case <-ctx.Done():
 			return
 		}
-		if err := r.mgr.Add(p.name, p.spec); err != nil {
+		if err := r.servers.Add(p.name, p.spec); err != nil {
 			r.opts.Logger.Error("config: cannot replace server", "server", p.name, "error", err)
 		}
 	}
@@ -75,7 +75,7 @@ func (r *Runtime) LoadConfig(ctx context.Context, path string) (ConfigResult, er
 	src, err := os.ReadFile(path)
 	if err != nil {
 		err = fmt.Errorf("read %s: %w", path, err)
-		r.mgr.Bus().Publish(events.KindConfigError, "", events.Fields{"file": path, "error": err.Error()})
+		r.bus.Publish(events.KindConfigError, "", events.Fields{"file": path, "error": err.Error()})
 		return ConfigResult{}, err
 	}
 	return r.LoadConfigSource(ctx, path, string(src))
@@ -126,11 +126,11 @@ func (r *Runtime) evalConfig(ctx context.Context, path, src string, apply bool) 
 					// string (error({...})) is only in the traceback.
 					fields["traceback"] = le.Traceback
 				}
-				r.mgr.Bus().Publish(events.KindConfigError, "", fields)
+				r.bus.Publish(events.KindConfigError, "", fields)
 			}
 			ch <- outcome{err: err}
 		}
-		fn, err := r.L.Load(strings.NewReader(src), chunk)
+		fn, err := r.state.Load(strings.NewReader(src), chunk)
 		if err != nil {
 			fail(syntaxError(err))
 			return
@@ -147,7 +147,7 @@ func (r *Runtime) evalConfig(ctx context.Context, path, src string, apply bool) 
 			}
 			res := r.apply(want)
 			r.dropOrigins(func(o int) bool { return o < gen })
-			r.mgr.Bus().Publish(events.KindConfigApplied, "", events.Fields{
+			r.bus.Publish(events.KindConfigApplied, "", events.Fields{
 				"file": path, "added": nonNil(res.Added), "removed": nonNil(res.Removed), "replaced": nonNil(res.Replaced), "unchanged": res.Unchanged,
 			})
 			ch <- outcome{res: res}
@@ -183,10 +183,10 @@ func (r *Runtime) apply(want *desired) ConfigResult {
 	for _, key := range want.order {
 		d := want.servers[key]
 		next[key] = d.spec
-		cur, err := r.mgr.Spec(d.name)
+		cur, err := r.servers.Spec(d.name)
 		switch {
 		case err != nil: // not running: new
-			if err := r.mgr.Add(d.name, d.spec); err != nil {
+			if err := r.servers.Add(d.name, d.spec); err != nil {
 				r.opts.Logger.Error("config: cannot add server", "server", d.name, "error", err)
 				continue
 			}
@@ -196,7 +196,7 @@ func (r *Runtime) apply(want *desired) ConfigResult {
 		default:
 			// Replace: the old server is disposed first, so its removed
 			// event comes before the new one's added (see finishReplacements).
-			done, err := r.mgr.Remove(d.name)
+			done, err := r.servers.Remove(d.name)
 			if err != nil {
 				continue
 			}
@@ -208,8 +208,8 @@ func (r *Runtime) apply(want *desired) ConfigResult {
 		if _, ok := next[key]; ok {
 			continue
 		}
-		if st, err := r.mgr.Status(key); err == nil {
-			if _, err := r.mgr.Remove(key); err == nil {
+		if st, err := r.observer.Status(key); err == nil {
+			if _, err := r.servers.Remove(key); err == nil {
 				res.Removed = append(res.Removed, st.Name)
 			}
 		}
@@ -264,7 +264,7 @@ func (r *Runtime) pendingServer(L *lua.LState, name string) (string, bool) {
 	if !declared {
 		return "", false
 	}
-	if _, err := r.mgr.Status(d.name); err == nil {
+	if _, err := r.observer.Status(d.name); err == nil {
 		return "", false // running already (declared by the previous evaluation)
 	}
 	return d.name, true

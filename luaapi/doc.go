@@ -6,7 +6,9 @@
 //
 // One goroutine, the loop, owns the gopher-lua state: no other goroutine
 // ever touches it, nor any Lua value (gopher-luar conversions included).
-// Everything else posts closures to the loop ([Runtime.Exec] does).
+// Everything else posts closures to the loop ([Runtime.Exec] does). The
+// state is therefore not exported: other packages, tests included, reach
+// Lua only through the Runtime's methods, which post to the loop and wait.
 //
 // Every chunk runs as a coroutine task. A builtin that has to wait —
 // mcp_call, mcp_wait, sleep, mcp_remove with {wait = true} — starts the work
@@ -14,6 +16,17 @@
 // is posted back to the loop, converted to Lua there and the task resumed
 // with a fixed number of values. The loop therefore keeps serving other
 // chunks while one waits, and the manager never calls into Lua.
+//
+// The manager is seen through small interfaces, one per part of the API
+// ([Servers], [Observer], [Toolbox], [Lifecycle], [Meter],
+// [ResourceReader], [PromptGetter], [EventSource]; [Options.Manager] is
+// all of them in one value). It is called from several goroutines: the
+// loop, for everything that answers at once; the goroutines the runtime
+// starts for work that waits, for Call, Wait, Discover, ReadResource and
+// GetPrompt; and the callers of [Runtime.Complete] and
+// [Runtime.LoadConfig]. It must therefore be safe for concurrent use and
+// must not block in the loop's calls. It never calls into Lua: the
+// progress function mcp_call hands it only posts to the loop.
 //
 // Yielding cannot work across a Go frame (pcall, table.sort comparators,
 // string.gsub callbacks) or inside a coroutine the script made itself; the

@@ -82,7 +82,7 @@ func (r *Runtime) dispatch(e events.Event) {
 			continue
 		}
 		if ev == nil {
-			ev = eventTable(r.L, e)
+			ev = eventTable(r.state, e)
 		}
 		r.run(h, []lua.LValue{ev})
 	}
@@ -123,7 +123,7 @@ func (r *Runtime) reportFailure(cb *callback, err error, disabled bool) {
 	if disabled {
 		fields["disabled"] = true
 	}
-	r.mgr.Bus().Publish(events.KindHookError, "", fields)
+	r.bus.Publish(events.KindHookError, "", fields)
 }
 
 // register adds a hook or timer owned by the running task's origin and

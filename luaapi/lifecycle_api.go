@@ -8,19 +8,34 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
+// Lifecycle switches declared servers: mcp_reconnect, mcp_enable and
+// mcp_disable. Its methods are called on the loop and must return at once.
+type Lifecycle interface {
+	Reconnect(name string) error
+	Enable(name string) error
+	Disable(name string) error
+}
+
+// Meter reports the counters mcp_metrics shows. Its methods are called on
+// the loop and must return at once.
+type Meter interface {
+	Metrics(name string) (manager.Metrics, error)
+	PoolMetrics() manager.PoolMetrics
+}
+
 // mcp_reconnect(name) → true | nil, err: reset backoff and breaker, try now.
 func (r *Runtime) luaReconnect(L *lua.LState) int {
-	return r.lifecycleOp(L, "mcp_reconnect", r.mgr.Reconnect)
+	return r.lifecycleOp(L, "mcp_reconnect", r.lifecycle.Reconnect)
 }
 
 // mcp_enable(name) → true | nil, err: connect a disabled server.
 func (r *Runtime) luaEnable(L *lua.LState) int {
-	return r.lifecycleOp(L, "mcp_enable", r.mgr.Enable)
+	return r.lifecycleOp(L, "mcp_enable", r.lifecycle.Enable)
 }
 
 // mcp_disable(name) → true | nil, err: close it and keep it down.
 func (r *Runtime) luaDisable(L *lua.LState) int {
-	return r.lifecycleOp(L, "mcp_disable", r.mgr.Disable)
+	return r.lifecycleOp(L, "mcp_disable", r.lifecycle.Disable)
 }
 
 func (r *Runtime) lifecycleOp(L *lua.LState, fn string, op func(string) error) int {
@@ -36,14 +51,14 @@ func (r *Runtime) lifecycleOp(L *lua.LState, fn string, op func(string) error) i
 // pool totals with every server's under `servers`.
 func (r *Runtime) luaMetrics(L *lua.LState) int {
 	if L.GetTop() >= 1 && L.Get(1) != lua.LNil {
-		met, err := r.mgr.Metrics(checkString(L, "mcp_metrics", 1))
+		met, err := r.meter.Metrics(checkString(L, "mcp_metrics", 1))
 		if err != nil {
 			return pushErr(L, err)
 		}
 		L.Push(metricsTable(L, met))
 		return 1
 	}
-	pool := r.mgr.PoolMetrics()
+	pool := r.meter.PoolMetrics()
 	t := L.NewTable()
 	t.RawSetString("servers_total", lua.LNumber(pool.Servers))
 	t.RawSetString("requests", lua.LNumber(pool.Requests))
@@ -61,8 +76,8 @@ func (r *Runtime) luaMetrics(L *lua.LState) int {
 	}
 	t.RawSetString("by_state", states)
 	servers := L.NewTable()
-	for _, name := range r.mgr.Names() {
-		if met, err := r.mgr.Metrics(name); err == nil {
+	for _, name := range r.observer.Names() {
+		if met, err := r.meter.Metrics(name); err == nil {
 			servers.RawSetString(name, metricsTable(L, met))
 		}
 	}

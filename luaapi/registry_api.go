@@ -4,16 +4,34 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
 
+// ResourceReader lists and reads the servers' resources: mcp_resources and
+// mcp_read. Resources is called on the loop and must return at once;
+// ReadResource is called off the loop and may block until ctx ends.
+type ResourceReader interface {
+	Resources(server string) ([]manager.ResourceInfo, error)
+	ReadResource(ctx context.Context, uri, server string, timeout time.Duration) (*mcp.ReadResourceResult, error)
+}
+
+// PromptGetter lists and renders the servers' prompts: mcp_prompts and
+// mcp_prompt. Prompts is called on the loop (and by [Runtime.Complete])
+// and must return at once; GetPrompt is called off the loop and may block
+// until ctx ends.
+type PromptGetter interface {
+	Prompts(server string) ([]manager.PromptInfo, error)
+	GetPrompt(ctx context.Context, name string, args map[string]string, timeout time.Duration) (*mcp.GetPromptResult, error)
+}
+
 // mcp_resources([server]) → list of {uri, server, name, title,
 // description, mime_type, template, available} | nil, err.
 func (r *Runtime) luaResources(L *lua.LState) int {
-	list, err := r.mgr.Resources(L.OptString(1, ""))
+	list, err := r.resources.Resources(L.OptString(1, ""))
 	if err != nil {
 		return pushErr(L, err)
 	}
@@ -36,7 +54,7 @@ func resourceTable(L *lua.LState, res manager.ResourceInfo) *lua.LTable {
 // mcp_prompts([server]) → list of {name = "server.prompt", server, prompt,
 // title, description, arguments = {{name, description, required}}}.
 func (r *Runtime) luaPrompts(L *lua.LState) int {
-	list, err := r.mgr.Prompts(L.OptString(1, ""))
+	list, err := r.prompts.Prompts(L.OptString(1, ""))
 	if err != nil {
 		return pushErr(L, err)
 	}
@@ -70,7 +88,7 @@ func (r *Runtime) luaRead(L *lua.LState) int {
 	server := optString(L, fname, 2, "server")
 	timeout := optSeconds(L, fname, 2, "timeout")
 	return r.await(L, fname, 2, func(ctx context.Context) func(*lua.LState) []lua.LValue {
-		res, err := r.mgr.ReadResource(ctx, uri, server, timeout)
+		res, err := r.resources.ReadResource(ctx, uri, server, timeout)
 		return func(L *lua.LState) []lua.LValue {
 			if err != nil {
 				return []lua.LValue{lua.LNil, errorTable(L, err)}
@@ -112,7 +130,7 @@ func (r *Runtime) luaPrompt(L *lua.LState) int {
 	}
 	timeout := optSeconds(L, fname, 3, "timeout")
 	return r.await(L, fname, 2, func(ctx context.Context) func(*lua.LState) []lua.LValue {
-		res, err := r.mgr.GetPrompt(ctx, name, args, timeout)
+		res, err := r.prompts.GetPrompt(ctx, name, args, timeout)
 		return func(L *lua.LState) []lua.LValue {
 			if err != nil {
 				return []lua.LValue{lua.LNil, errorTable(L, err)}
@@ -145,7 +163,7 @@ func (r *Runtime) luaDiscover(L *lua.LState) int {
 	}
 	force := optBool(L, optIdx, "force")
 	return r.await(L, fname, 2, func(ctx context.Context) func(*lua.LState) []lua.LValue {
-		tools, errs, err := r.mgr.Discover(ctx, server, force)
+		tools, errs, err := r.toolbox.Discover(ctx, server, force)
 		return func(L *lua.LState) []lua.LValue {
 			if err != nil {
 				return []lua.LValue{lua.LNil, errorTable(L, err)}
@@ -183,7 +201,7 @@ func (r *Runtime) progressFunc(L *lua.LState, fname string, n int) func(manager.
 	}
 	return func(p manager.Progress) {
 		r.postAsync(func() {
-			pt := r.L.NewTable()
+			pt := r.state.NewTable()
 			pt.RawSetString("progress", lua.LNumber(p.Progress))
 			if p.Total != 0 {
 				pt.RawSetString("total", lua.LNumber(p.Total))

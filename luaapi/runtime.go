@@ -14,38 +14,36 @@ import (
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/events/hud"
 	"github.com/mcpvisor/mcpvisor/manager"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
 
-// Manager is what the Lua API needs of the manager; *manager.Manager
-// implements it.
+// Manager is everything the runtime needs of the manager, for passing it
+// as one value; *manager.Manager implements it. Each part of the Lua API
+// holds only the piece it uses.
 type Manager interface {
-	Add(name string, spec manager.Spec) error
-	Remove(name string) (<-chan struct{}, error)
-	Status(name string) (manager.Status, error)
-	Spec(name string) (manager.Spec, error)
-	Statuses() []manager.Status
-	Names() []string
-	Tools(server string) ([]manager.ToolInfo, error)
-	Call(ctx context.Context, name string, args any, opts manager.CallOptions) (*mcp.CallToolResult, error)
-	Wait(ctx context.Context, name string, state manager.State) (manager.Status, error)
-	Discover(ctx context.Context, server string, force bool) ([]manager.ToolInfo, map[string]error, error)
-	Resources(server string) ([]manager.ResourceInfo, error)
-	ReadResource(ctx context.Context, uri, server string, timeout time.Duration) (*mcp.ReadResourceResult, error)
-	Prompts(server string) ([]manager.PromptInfo, error)
-	GetPrompt(ctx context.Context, name string, args map[string]string, timeout time.Duration) (*mcp.GetPromptResult, error)
+	Servers
+	Lifecycle
+	Observer
+	Meter
+	Toolbox
+	ResourceReader
+	PromptGetter
+	EventSource
+}
+
+var _ Manager = (*manager.Manager)(nil)
+
+// EventSource is the manager's event bus: the runtime publishes its own
+// events there and feeds hooks and the HUD model from it. [New] calls Bus
+// once.
+type EventSource interface {
 	Bus() *events.Bus
-	Reconnect(name string) error
-	Enable(name string) error
-	Disable(name string) error
-	Metrics(name string) (manager.Metrics, error)
-	PoolMetrics() manager.PoolMetrics
 }
 
 // Options configures a [Runtime].
 type Options struct {
-	// Manager is required.
+	// Manager is required. It must be safe for concurrent use; the package
+	// doc says which goroutines call what.
 	Manager Manager
 	// Stdout receives print output and nothing else. If nil, os.Stdout.
 	Stdout io.Writer
@@ -73,11 +71,21 @@ type Options struct {
 // stop it with [Runtime.Close].
 type Runtime struct {
 	opts Options
-	mgr  Manager
 	out  io.Writer
 
-	// Owned by the loop goroutine.
-	L       *lua.LState
+	// Options.Manager, as the piece each part of the API uses.
+	servers   Servers
+	lifecycle Lifecycle
+	observer  Observer
+	meter     Meter
+	toolbox   Toolbox
+	resources ResourceReader
+	prompts   PromptGetter
+	bus       *events.Bus
+
+	// Owned by the loop goroutine: nothing else may touch them, which is
+	// why none is exported.
+	state   *lua.LState // the Lua state every task is a thread of
 	tasks   map[*lua.LState]*task
 	idle    []*lua.LState     // finished threads kept for new tasks
 	arm     *lua.LFunction    // the bootstrap's traceback arming, made once
@@ -131,8 +139,15 @@ func New(opts Options) (*Runtime, error) {
 	base, cancel := context.WithCancel(context.Background())
 	r := &Runtime{
 		opts:      opts,
-		mgr:       opts.Manager,
 		out:       opts.Stdout,
+		servers:   opts.Manager,
+		lifecycle: opts.Manager,
+		observer:  opts.Manager,
+		meter:     opts.Manager,
+		toolbox:   opts.Manager,
+		resources: opts.Manager,
+		prompts:   opts.Manager,
+		bus:       opts.Manager.Bus(),
 		tasks:     make(map[*lua.LState]*task),
 		timers:    make(map[int]*callback),
 		work:      make(chan func(), 256),
@@ -142,10 +157,10 @@ func New(opts Options) (*Runtime, error) {
 		base:      base,
 		cancel:    cancel,
 	}
-	r.L = newState(opts.ScriptDir)
+	r.state = newState(opts.ScriptDir)
 	r.install()
-	r.sub = opts.Manager.Bus().Subscribe(events.SubscribeOptions{QueueSize: 4096})
-	r.hud.ApplyAll(opts.Manager.Bus().History(0)) // servers added before us; the overlap is skipped
+	r.sub = r.bus.Subscribe(events.SubscribeOptions{QueueSize: 4096})
+	r.hud.ApplyAll(r.bus.History(0)) // servers added before us; the overlap is skipped
 	go r.loop()
 	return r, nil
 }
@@ -210,7 +225,7 @@ func (r *Runtime) Close() {
 		close(r.stop)
 		<-r.done
 		r.sub.Close()
-		r.L.Close()
+		r.state.Close()
 	})
 }
 
@@ -231,7 +246,7 @@ func (r *Runtime) Exec(ctx context.Context, src, chunk string) (Result, error) {
 	}
 	ch := make(chan outcome, 1)
 	ok := r.post(func() {
-		fn, err := r.L.Load(stringReader(src), chunk)
+		fn, err := r.state.Load(stringReader(src), chunk)
 		if err != nil {
 			ch <- outcome{err: syntaxError(err)}
 			return

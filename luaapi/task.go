@@ -88,8 +88,8 @@ func (r *Runtime) spawnWith(ctx context.Context, fn *lua.LFunction, args []lua.L
 	}
 	r.tasks[co] = t
 	if r.arm == nil {
-		r.arm = r.L.NewFunction(r.armTraceback)
-		r.root = r.L.NewFunctionFromProto(bootstrapProto())
+		r.arm = r.state.NewFunction(r.armTraceback)
+		r.root = r.state.NewFunctionFromProto(bootstrapProto())
 	}
 	r.resume(t, r.root, append([]lua.LValue{r.arm, fn}, args...))
 }
@@ -159,7 +159,7 @@ func (r *Runtime) resumeSafely(t *task, fn *lua.LFunction, args []lua.LValue) (s
 			st, err = lua.ResumeError, fmt.Errorf("internal error while running Lua: %v", p)
 		}
 	}()
-	return r.L.Resume(t.co, fn, args...)
+	return r.state.Resume(t.co, fn, args...)
 }
 
 // maxIdleThreads bounds the pool of finished threads kept for reuse.
@@ -173,7 +173,7 @@ func (r *Runtime) thread() *lua.LState {
 		r.idle = r.idle[:n-1]
 		return co
 	}
-	co, _ := r.L.NewThread()
+	co, _ := r.state.NewThread()
 	return co
 }
 
@@ -217,7 +217,7 @@ func (r *Runtime) await(L *lua.LState, name string, nret int, work func(ctx cont
 				return // the task already ended
 			}
 			t.waiting = ""
-			vals := build(r.L)
+			vals := build(r.state)
 			for len(vals) < nret {
 				vals = append(vals, lua.LNil)
 			}
