@@ -14,7 +14,7 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/mcpvisor/mcpvisor/cmd/mcpvisor/demo"
+	"github.com/mcpvisor/mcpvisor/internal/demo"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
