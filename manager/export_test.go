@@ -27,8 +27,8 @@ func CloseIdleHTTP(m *Manager) { m.http.CloseIdleConnections() }
 // published a connection, on the supervisor's goroutine.
 func SetServeHook(hook func(server string)) {
 	if hook == nil {
-		testHookServe.Store(nil)
+		testHookHold.Store(nil)
 		return
 	}
-	testHookServe.Store(&hook)
+	testHookHold.Store(&hook)
 }

@@ -2,10 +2,12 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/internal/suggest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -175,17 +177,125 @@ func (m *Manager) GetPrompt(ctx context.Context, name string, args map[string]st
 	return res, err
 }
 
-// requestContext bounds one request by timeout, or by the server's request
-// timeout when zero; its cause says which limit ran out. The request is in
-// flight (a drain that runs out abandons it) until s.inflight.end(id,
-// cancel).
-func (s *supervisor) requestContext(ctx context.Context, timeout time.Duration) (_ context.Context, id uint64, cancel context.CancelFunc) {
-	cause := s.requestTimeout // boxed once: no allocation per request
-	if timeout <= 0 {
-		timeout = s.spec.Timeouts.Request
-	} else if timeout != s.spec.Timeouts.Request {
-		cause = timeoutError{timeout}
+// Tools lists the tools of one server, or of every server when server is
+// "", sorted by full name. Tools of servers that are not connected are
+// listed with Available false (R-NS-2).
+func (m *Manager) Tools(server string) ([]ToolInfo, error) {
+	sups := m.supervisors()
+	if server != "" {
+		s, err := m.lookup(server, "tools")
+		if err != nil {
+			return nil, err
+		}
+		sups = []*supervisor{s}
 	}
-	ctx, cancel = context.WithTimeoutCause(ctx, timeout, cause)
-	return ctx, s.inflight.add(cancel), cancel
+	var out []ToolInfo
+	for _, s := range sups {
+		snap := s.snap.Load()
+		avail := snap.status.usable()
+		for _, t := range snap.cat.toolList() {
+			out = append(out, ToolInfo{
+				FullName:    s.name + "." + t.Name,
+				Server:      s.name,
+				Name:        t.Name,
+				Title:       t.Title,
+				Description: t.Description,
+				InputSchema: t.InputSchema,
+				Available:   avail,
+			})
+		}
+	}
+	return out, nil
+}
+
+// resolve maps a full or bare tool name to its server and tool (R-NS-1).
+func (m *Manager) resolve(name string) (*supervisor, string, error) {
+	name = strings.TrimSpace(name)
+	if server, tool, ok := strings.Cut(name, "."); ok {
+		if s, _, _ := m.find(server); s != nil {
+			return s, tool, nil // without making the op its errors would name
+		}
+		s, err := m.target(server, callOp(tool))
+		if err == nil || errors.Is(err, ErrClosed) {
+			return s, tool, err
+		}
+	}
+	var matches []*supervisor
+	var all, close []string
+	qualified := strings.Contains(name, ".")
+	for _, s := range m.supervisors() {
+		for _, t := range s.snap.Load().cat.toolList() {
+			full := s.name + "." + t.Name
+			all = append(all, full)
+			if t.Name == name {
+				matches = append(matches, s)
+			}
+			// A typo of the full name, or of the tool's own name for a bare name.
+			candidates := []string{full}
+			if !qualified {
+				candidates = append(candidates, t.Name)
+			}
+			if len(suggest.CloseMatches(name, candidates)) > 0 {
+				close = append(close, full)
+			}
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], name, nil
+	case 0:
+		msg := fmt.Sprintf("no tool %q", name)
+		if server, _, ok := strings.Cut(name, "."); ok {
+			msg = fmt.Sprintf("no server %q and no tool %q", server, name)
+		}
+		if len(close) > 0 {
+			msg += "; did you mean " + quoteList(close) + "?"
+		} else if len(all) == 0 {
+			msg += "; no tools are known yet (are the servers connected? see mcp_status())"
+		}
+		return nil, "", errorf(CodeToolNotFound, "", "call", "%s", msg)
+	}
+	var full []string
+	for _, s := range matches {
+		full = append(full, s.name+"."+name)
+	}
+	return nil, "", errorf(CodeAmbiguousTool, "", "call", "tool %q is offered by %d servers; call one of: %s", name, len(full), strings.Join(full, ", "))
+}
+
+func toolNotFound(server, tool string, names []string) error {
+	msg := fmt.Sprintf("server has no tool %q", tool)
+	if close := suggest.CloseMatches(tool, names); len(close) > 0 {
+		msg += "; did you mean " + quoteList(close) + "?"
+	} else if len(names) > 0 {
+		msg += "; its tools: " + strings.Join(names, ", ")
+	}
+	return errorf(CodeToolNotFound, server, callOp(tool), "%s", msg)
+}
+
+// quoteList renders names as "a", "b" or "c".
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// ToolInfo describes one tool in the namespaced registry.
+type ToolInfo struct {
+	// FullName is Server + "." + Name, the name to call it by.
+	FullName    string
+	Server      string
+	Name        string // as the server names it
+	Title       string
+	Description string
+	// InputSchema is the tool's JSON schema as the server sent it.
+	InputSchema any
+	// Available is false while its server cannot serve a call (backoff,
+	// circuit open, failed, disabled); the tool stays listed with its last
+	// known shape. An idle server's tools are available: a call reconnects it.
+	Available bool
 }

@@ -1,6 +1,8 @@
 package manager
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,22 +66,6 @@ type snapshot struct {
 	cat     *catalog           // last discovered tools, resources, prompts; nil before the first
 }
 
-// ToolInfo describes one tool in the namespaced registry.
-type ToolInfo struct {
-	// FullName is Server + "." + Name, the name to call it by.
-	FullName    string
-	Server      string
-	Name        string // as the server names it
-	Title       string
-	Description string
-	// InputSchema is the tool's JSON schema as the server sent it.
-	InputSchema any
-	// Available is false while its server cannot serve a call (backoff,
-	// circuit open, failed, disabled); the tool stays listed with its last
-	// known shape. An idle server's tools are available: a call reconnects it.
-	Available bool
-}
-
 // setCatalog records what a discovery found.
 func (st *Status) setCatalog(c *catalog) {
 	st.Tools = len(c.tools)
@@ -92,4 +78,50 @@ func (st *Status) setCatalog(c *catalog) {
 // failure: the server is connected, or idle (the call reconnects it).
 func (st *Status) usable() bool {
 	return st.State == StateConnected || st.State == StateIdle
+}
+
+// State is where a server is in its connection lifecycle (SPEC §3).
+type State int
+
+func (s State) String() string {
+	if s >= 0 && int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// ParseState returns the state named s (as State.String spells it).
+func ParseState(s string) (State, error) {
+	for i, n := range stateNames {
+		if strings.EqualFold(n, s) {
+			return State(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown state %q (want one of %s)", s, strings.Join(stateNames[:], ", "))
+}
+
+// The lifecycle states. The zero value is StateConnecting: a server that was
+// just added and whose supervisor has not reported yet is about to connect.
+const (
+	StateConnecting State = iota // an attempt is in progress
+	StateConnected               // a session is up
+	StateBackoff                 // waiting before the next attempt
+	StateOpen                    // circuit open: no attempts until the probe
+	StateFailed                  // retries exhausted; terminal until reconnect
+	StateIdle                    // closed for inactivity; reconnects on demand
+	StateDisabled                // declared with enabled = false
+	StateClosing                 // being removed or replaced
+	StateRemoved                 // gone; terminal
+)
+
+var stateNames = [...]string{
+	StateConnecting: "connecting",
+	StateConnected:  "connected",
+	StateBackoff:    "backoff",
+	StateOpen:       "open",
+	StateFailed:     "failed",
+	StateIdle:       "idle",
+	StateDisabled:   "disabled",
+	StateClosing:    "closing",
+	StateRemoved:    "removed",
 }

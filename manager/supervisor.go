@@ -167,7 +167,7 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 	close(ch)
 }
 
-// run is the supervisor goroutine: connect, serve, recover, repeat, until
+// run is the supervisor goroutine: connect, hold the session, recover, repeat, until
 // the server is removed.
 func (s *supervisor) run() {
 	defer close(s.done)
@@ -182,7 +182,7 @@ func (s *supervisor) run() {
 		if c == nil {
 			continue
 		}
-		end := s.serveSafely(c)
+		end := s.holdSafely(c)
 		if end.kind == endStop {
 			s.dispose(c)
 			return

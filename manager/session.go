@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// endKind is why serve returned.
+// endKind is why hold returned.
 type endKind int
 
 const (
@@ -29,22 +29,22 @@ type ending struct {
 	err  error // for endLost
 }
 
-// serveSafely is serve with a panic recovered (R-LIFE-5): logged with its
+// holdSafely is hold with a panic recovered: logged with its
 // stack, it ends the session as lost, so the server reconnects on its
 // backoff schedule and no other server notices.
-func (s *supervisor) serveSafely(c *conn) (end ending) {
+func (s *supervisor) holdSafely(c *conn) (end ending) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.m.log.Error("panic in supervisor", "server", s.name, "panic", r, "stack", string(debug.Stack()))
 			end = ending{kind: endLost, err: fmt.Errorf("internal error: %v", r)}
 		}
 	}()
-	return s.serve(c)
+	return s.hold(c)
 }
 
-// testHookServe, if set, runs when serve has published a connection
+// testHookHold, if set, runs when hold has published a connection
 // (tests inject a panic with it).
-var testHookServe atomic.Pointer[func(server string)]
+var testHookHold atomic.Pointer[func(server string)]
 
 // errSessionEnding is why a session was lost when the SDK has begun
 // closing it (it sent the HTTP session's DELETE) before saying why; once
@@ -57,14 +57,14 @@ type pingResult struct {
 	err     error
 }
 
-// serve publishes the connection and keeps it until it ends: the session
+// hold publishes the connection and keeps it until it ends: the session
 // dies, a ping goes unanswered, the server falls silent, the idle timeout
 // passes with nothing in flight, or a caller asks for something. Meanwhile
 // it re-lists what list_changed notifications and forced discoveries ask
 // for.
-func (s *supervisor) serve(c *conn) ending {
+func (s *supervisor) hold(c *conn) ending {
 	s.connected(c)
-	if hook := testHookServe.Load(); hook != nil {
+	if hook := testHookHold.Load(); hook != nil {
 		(*hook)(s.name)
 	}
 	t := s.spec.Timeouts
