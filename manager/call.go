@@ -175,7 +175,7 @@ const codeRejectedByTransport = -32005
 
 // sessionEndGrace is how long a call that failed with a transport error
 // waits to learn whether the session ended with it (the SDK ends it right
-// after failing the calls in flight), and how long serve waits for the
+// after failing the calls in flight), and how long hold waits for the
 // SDK's reason once it has begun ending an HTTP session.
 const sessionEndGrace = 50 * time.Millisecond
 

@@ -51,7 +51,7 @@
 // order of declaration), until a slot comes free; a caller whose timeout
 // ends first gets CONNECTION_LIMIT, and an idle server nobody waits for
 // any more leaves the line.
-
+//
 // # Processes
 //
 // Stdio servers run in their own process group with pipes the host owns;
