@@ -151,7 +151,7 @@ func (s *supervisor) callFailure(ctx context.Context, req uint64, err error, c *
 	// A session that ends under a call fails it with ErrConnectionClosed or,
 	// when the peer hung up mid-read, a wrapped EOF (NOTES.md).
 	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		if exit := c.awaitExit(); exit != nil {
+		if exit := c.awaitExit(ctx); exit != nil {
 			return fmt.Errorf("the call was cut off: server %w; it may or may not have run (%w)", exit, ErrDisconnected)
 		}
 		return fmt.Errorf("connection lost during the call; it may or may not have run: %w (%w)", err, ErrDisconnected)
@@ -185,52 +185,77 @@ const sessionEndGrace = 50 * time.Millisecond
 // itself: the supervisor is already trying, or is woken for an idle
 // server (single-flight by construction, R-LIFE-1).
 func (s *supervisor) session(ctx context.Context, op string) (*snapshot, error) {
-	s.wanted.Add(1)
-	defer s.unwant()
-	for {
-		snap, changed := s.watch()
+	snap, ended, err := s.await(ctx, true, func(snap *snapshot) (bool, error) {
 		st := snap.status
 		switch st.State {
 		case StateConnected:
 			if s.gate.enter() {
 				if s.snap.Load() == snap {
-					return snap, nil
+					return true, nil
 				}
 				s.gate.exit() // it changed meanwhile; look again
-				continue
 			}
 			// The gate is closed: the session is about to go idle or be
 			// disposed; the next snapshot says which.
 		case StateRemoved, StateClosing:
-			return nil, errorf(CodeClosed, s.name, op, "server is being removed")
+			return true, errorf(CodeClosed, s.name, op, "server is being removed")
 		case StateFailed:
-			return nil, errorf(CodeConnectionFailed, s.name, op, "server is failed: %s; mcp_reconnect(%q) to try again", st.LastError, s.name)
+			return true, errorf(CodeConnectionFailed, s.name, op, "server is failed: %s; mcp_reconnect(%q) to try again", st.LastError, s.name)
 		case StateDisabled:
-			return nil, errorf(CodeServerDisabled, s.name, op, "server is disabled; mcp_enable(%q) to connect it", s.name)
+			return true, errorf(CodeServerDisabled, s.name, op, "server is disabled; mcp_enable(%q) to connect it", s.name)
 		case StateOpen:
-			return nil, errorf(CodeCircuitOpen, s.name, op, "circuit open after %d failed attempts (last error: %s); the next probe is in %s, or mcp_reconnect(%q) to try now",
+			return true, errorf(CodeCircuitOpen, s.name, op, "circuit open after %d failed attempts (last error: %s); the next probe is in %s, or mcp_reconnect(%q) to try now",
 				st.Attempts, st.LastError, time.Until(st.NextAttempt).Round(100*time.Millisecond), s.name)
-		case StateIdle:
+		}
+		return false, nil
+	})
+	if !ended {
+		if err != nil {
+			return nil, err
+		}
+		return snap, nil
+	}
+	st := snap.status
+	if cur := s.snap.Load().status.State; cur == StateClosing || cur == StateRemoved {
+		return nil, errorf(CodeClosed, s.name, op, "server is being removed")
+	}
+	if cur := s.snap.Load().status; cur.Waiting != "" {
+		return nil, newError(CodeConnectionLimit, s.name, "connect", slotWaitError{cur.Waiting, context.Cause(ctx), lastErrorSuffix(cur)})
+	}
+	var te timeoutError
+	if !errors.As(context.Cause(ctx), &te) {
+		return nil, errorf(CodeConnectionFailed, s.name, op, "cancelled while %s%s", st.State, lastErrorSuffix(st))
+	}
+	if st.State == StateConnecting && st.LastError == "" {
+		return nil, newError(CodeConnectionTimeout, s.name, op, fmt.Errorf("still connecting: %w", te))
+	}
+	return nil, errorf(CodeConnectionFailed, s.name, op, "not connected (%s)%s: %w", st.State, lastErrorSuffix(st), te)
+}
+
+// await runs accept on the server's snapshot, and again on each new one,
+// until accept is done (its error, if any, is returned) or ctx ends (ended
+// is then true, with the last snapshot seen). A caller that needs a session
+// is counted as waiting for one: an idle server is woken for it, and a
+// woken server stays in line for a connection slot while anyone waits.
+// Calls and Manager.Wait share this one loop.
+func (s *supervisor) await(ctx context.Context, need bool, accept func(*snapshot) (bool, error)) (_ *snapshot, ended bool, _ error) {
+	if need {
+		s.wanted.Add(1)
+		defer s.unwant()
+	}
+	for {
+		snap, changed := s.watch()
+		if done, err := accept(snap); done {
+			return snap, false, err
+		}
+		if need && snap.status.State == StateIdle {
 			s.demand.Store(true)
 			s.wake()
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			if cur := s.snap.Load().status.State; cur == StateClosing || cur == StateRemoved {
-				return nil, errorf(CodeClosed, s.name, op, "server is being removed")
-			}
-			if cur := s.snap.Load().status; cur.Waiting != "" {
-				return nil, newError(CodeConnectionLimit, s.name, "connect", slotWaitError{cur.Waiting, context.Cause(ctx), lastErrorSuffix(cur)})
-			}
-			var te timeoutError
-			if !errors.As(context.Cause(ctx), &te) {
-				return nil, errorf(CodeConnectionFailed, s.name, op, "cancelled while %s%s", st.State, lastErrorSuffix(st))
-			}
-			if st.State == StateConnecting && st.LastError == "" {
-				return nil, newError(CodeConnectionTimeout, s.name, op, fmt.Errorf("still connecting: %w", te))
-			}
-			return nil, errorf(CodeConnectionFailed, s.name, op, "not connected (%s)%s: %w", st.State, lastErrorSuffix(st), te)
+			return snap, true, nil
 		}
 	}
 }

@@ -116,7 +116,7 @@ func (s *supervisor) connect() (*conn, error) {
 		if ctx.Err() != nil && s.ctx.Err() != nil {
 			return nil, newError(CodeClosed, s.name, op, errors.New("server removed"))
 		}
-		if exit := c.awaitExit(); exit != nil {
+		if exit := c.awaitExit(s.ctx); exit != nil {
 			err = exit
 		}
 		return nil, newError(CodeConnectionFailed, s.name, op, err)
@@ -186,21 +186,27 @@ func (c *conn) endedWithin(d time.Duration) bool {
 	}
 }
 
-// awaitExit gives a stdio process that broke the handshake a moment to be
-// reaped, so the error can say how it exited and what it printed.
-func (c *conn) awaitExit() error {
+// awaitExit gives a stdio process whose stdout closed (it broke the
+// handshake, or the session) a moment to exit, so the error can say how it
+// exited and what it printed. The bound is for a process that closes its
+// stdout and carries on; ctx (the server's removal) cuts it short.
+func (c *conn) awaitExit(ctx context.Context) error {
 	p := c.proc()
 	if p == nil {
 		return nil
 	}
-	t := time.NewTimer(500 * time.Millisecond)
+	t := time.NewTimer(exitGrace)
 	defer t.Stop()
 	select {
 	case <-p.Exited():
 	case <-t.C:
+	case <-ctx.Done():
 	}
 	return p.ExitError()
 }
+
+// exitGrace bounds awaitExit.
+const exitGrace = 500 * time.Millisecond
 
 // newClient builds the SDK client of one supervisor: no roots capability
 // (NOTES.md: advertising roots invites a roots/list that delays Close), and

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // gate counts the requests using a server's session, so the supervisor
@@ -11,9 +12,10 @@ import (
 type gate struct {
 	mu sync.Mutex
 	// mu guards the following.
-	n      int           // requests in flight
-	closed bool          // no new requests may enter
-	zero   chan struct{} // closed when n drops to 0; nil unless drain waits
+	n        int           // requests in flight
+	closed   bool          // no new requests may enter
+	zero     chan struct{} // closed when n drops to 0; nil unless drain waits
+	lastExit time.Time     // when a request last left
 }
 
 // enter admits one request, unless the gate is closed.
@@ -29,9 +31,11 @@ func (g *gate) enter() bool {
 
 // exit ends a request admitted by enter.
 func (g *gate) exit() {
+	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.n--
+	g.lastExit = now
 	if g.n == 0 && g.zero != nil {
 		close(g.zero)
 		g.zero = nil
@@ -45,17 +49,27 @@ func (g *gate) inFlight() int {
 	return g.n
 }
 
-// closeIf closes the gate if no request is in flight and ok says so,
-// reporting whether it did. ok runs under the gate's lock: no request
-// enters or leaves meanwhile.
-func (g *gate) closeIf(ok func() bool) bool {
+// closeIfIdle closes the gate if no request is in flight and none has
+// left for limit, counting from since at the earliest (when the session
+// came up). Otherwise it returns how long until that could be so (limit
+// while requests are in flight: the end of each is activity). The check
+// and the close are one step under the lock, so a request that leaves
+// meanwhile is seen.
+func (g *gate) closeIfIdle(since time.Time, limit time.Duration) (closed bool, rest time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.n > 0 || !ok() {
-		return false
+	if g.n > 0 {
+		return false, limit
+	}
+	last := since
+	if g.lastExit.After(last) {
+		last = g.lastExit
+	}
+	if rest = limit - time.Since(last); rest > 0 {
+		return false, rest
 	}
 	g.closed = true
-	return true
+	return true, 0
 }
 
 // drain closes the gate and waits until the requests in flight have

@@ -26,16 +26,17 @@ type inflightReq struct {
 // add registers a request's cancel function and returns its id.
 func (f *inflight) add(cancel context.CancelFunc) uint64 {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.live == nil {
 		f.live = make(map[uint64]inflightReq)
 	}
 	f.next++
-	f.live[f.next] = inflightReq{cancel: cancel, abandoned: f.closing}
-	if f.closing {
+	id, closing := f.next, f.closing
+	f.live[id] = inflightReq{cancel: cancel, abandoned: closing}
+	f.mu.Unlock()
+	if closing {
 		cancel()
 	}
-	return f.next
+	return id
 }
 
 // end forgets request id and cancels it (releasing its context).
@@ -57,14 +58,18 @@ func (f *inflight) abandoned(id uint64) bool {
 // abandons every request that starts from now on (the server is being
 // removed).
 func (f *inflight) abandon(closing bool) {
+	var cancels []context.CancelFunc
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.closing = f.closing || closing
 	for id, r := range f.live {
 		if !r.abandoned {
 			r.abandoned = true
 			f.live[id] = r
-			r.cancel()
+			cancels = append(cancels, r.cancel)
 		}
+	}
+	f.mu.Unlock()
+	for _, cancel := range cancels { // cancelling runs AfterFuncs: not under the lock
+		cancel()
 	}
 }

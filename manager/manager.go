@@ -307,33 +307,24 @@ func (m *Manager) Wait(ctx context.Context, name string, state State) (Status, e
 	if err != nil {
 		return Status{}, err
 	}
-	if state == StateConnected {
-		s.wanted.Add(1) // waiting for it is needing it
-		defer s.unwant()
+	snap, ended, err := s.await(ctx, state == StateConnected, func(snap *snapshot) (bool, error) {
+		switch snap.status.State {
+		case state:
+			return true, nil
+		case StateRemoved:
+			return true, errorf(CodeClosed, s.name, "wait", "server was removed while waiting for %s", state)
+		}
+		return false, nil
+	})
+	st := snap.status
+	if ended {
+		still := st.State.String()
+		if st.Waiting != "" {
+			still += " (waiting: " + st.Waiting + ")"
+		}
+		return st, errorf(CodeConnectionTimeout, s.name, "wait", "still %s, not %s%s", still, state, lastErrorSuffix(st))
 	}
-	for {
-		snap, changed := s.watch()
-		st := snap.status
-		if st.State == state {
-			return st, nil
-		}
-		if st.State == StateRemoved {
-			return st, errorf(CodeClosed, s.name, "wait", "server was removed while waiting for %s", state)
-		}
-		if st.State == StateIdle && state == StateConnected {
-			s.demand.Store(true) // waiting for it is needing it
-			s.wake()
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			still := st.State.String()
-			if st.Waiting != "" {
-				still += " (waiting: " + st.Waiting + ")"
-			}
-			return st, errorf(CodeConnectionTimeout, s.name, "wait", "still %s, not %s%s", still, state, lastErrorSuffix(st))
-		}
-	}
+	return st, err
 }
 
 func lastErrorSuffix(st Status) string {

@@ -73,13 +73,6 @@ func (c *callStats) touch(now time.Time) {
 	c.mu.Unlock()
 }
 
-// lastActivity is when a request last started or finished.
-func (c *callStats) lastActivity() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lastUse
-}
-
 // record accounts one request that reached the server, started at start
 // and ended now with err (nil on success) or a tool error result.
 func (c *callStats) record(start, now time.Time, err error, toolError bool) {

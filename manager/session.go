@@ -51,6 +51,10 @@ var testHookHold atomic.Pointer[func(server string)]
 // closed, the session's own error replaces it.
 var errSessionEnding = errors.New("the client library is closing the HTTP session after a stream or request failed")
 
+// pingFailGrace is how long a failed ping waits for the session to end
+// with a better reason than the ping's.
+const pingFailGrace = time.Second
+
 // pingResult is the outcome of one health ping.
 type pingResult struct {
 	latency time.Duration
@@ -79,6 +83,16 @@ func (s *supervisor) hold(c *conn) ending {
 	defer pingT.Stop()
 	pings := make(chan pingResult, 1)
 	pinging, unsupported := false, false
+	// The ping goroutine belongs to hold: it ends when its ping does, and
+	// hold cuts it short and waits for it before returning.
+	pingCtx, stopPing := context.WithCancel(context.Background())
+	var pingDone chan struct{}
+	defer func() {
+		stopPing()
+		if pingDone != nil {
+			<-pingDone
+		}
+	}()
 
 	silence := time.NewTimer(t.Server)
 	defer silence.Stop()
@@ -94,7 +108,7 @@ func (s *supervisor) hold(c *conn) ending {
 	for {
 		select {
 		case err := <-lost:
-			return ending{kind: endLost, err: c.lostReason(err)}
+			return ending{kind: endLost, err: c.lostReason(s.ctx, err)}
 		case <-c.httpEnded:
 			// The SDK is ending the HTTP session. Its Wait says why once the
 			// DELETE is answered, which a server may hold until its
@@ -103,16 +117,22 @@ func (s *supervisor) hold(c *conn) ending {
 			defer wait.Stop()
 			select {
 			case err := <-lost:
-				return ending{kind: endLost, err: c.lostReason(err)}
+				return ending{kind: endLost, err: c.lostReason(s.ctx, err)}
 			case <-wait.C:
 				return ending{kind: endLost, err: errSessionEnding}
+			case <-s.ctx.Done():
+				return ending{kind: endStop}
 			}
 		case <-s.ctx.Done():
 			return ending{kind: endStop}
 		case <-pingT.C:
 			if !pinging && !unsupported {
 				pinging = true
-				go s.ping(c, pings)
+				pingDone = make(chan struct{})
+				go func(done chan struct{}) {
+					defer close(done)
+					s.ping(pingCtx, c, pings)
+				}(pingDone)
 			}
 			pingT.Reset(interval)
 		case r := <-pings:
@@ -134,10 +154,15 @@ func (s *supervisor) hold(c *conn) ending {
 				if !errors.Is(r.err, ErrTimeout) {
 					// The ping failed fast: the session is most likely ending
 					// under it, and how it ended is the better explanation.
+					// The bound is for a session that carries on regardless.
+					wait := time.NewTimer(pingFailGrace)
+					defer wait.Stop()
 					select {
 					case err := <-lost:
-						return ending{kind: endLost, err: c.lostReason(err)}
-					case <-time.After(time.Second):
+						return ending{kind: endLost, err: c.lostReason(s.ctx, err)}
+					case <-wait.C:
+					case <-s.ctx.Done():
+						return ending{kind: endStop}
 					}
 				}
 				err := fmt.Errorf("health check failed: ping: %w", r.err)
@@ -225,31 +250,19 @@ func (s *supervisor) connected(c *conn) {
 // passed since the last activity with nothing in flight; otherwise it
 // re-arms the timer for when it next could.
 func (s *supervisor) checkIdle() bool {
-	limit := s.spec.Timeouts.Idle
-	rest := limit // while a request is in flight: its end is activity
-	// Read under the gate's lock, so a request that has just finished is
-	// seen: each records its activity before it leaves the gate.
-	idle := func() bool {
-		last := s.stats.lastActivity()
-		if up := s.snap.Load().status.ConnectedAt; up.After(last) {
-			last = up
-		}
-		rest = limit - time.Since(last)
-		return rest <= 0
+	closed, rest := s.gate.closeIfIdle(s.snap.Load().status.ConnectedAt, s.spec.Timeouts.Idle)
+	if !closed {
+		s.idleTimer.Reset(rest)
 	}
-	if s.gate.closeIf(idle) {
-		return true
-	}
-	s.idleTimer.Reset(rest)
-	return false
+	return closed
 }
 
 // ping sends one health ping bounded by the health timeout. It runs on its
 // own goroutine so the supervisor keeps serving; it ends when the ping
 // does, at the latest when the session closes.
-func (s *supervisor) ping(c *conn, out chan<- pingResult) {
+func (s *supervisor) ping(ctx context.Context, c *conn, out chan<- pingResult) {
 	limit := s.spec.Timeouts.HealthTimeout
-	ctx, cancel := context.WithTimeoutCause(context.Background(), limit, timeoutError{limit})
+	ctx, cancel := context.WithTimeoutCause(ctx, limit, timeoutError{limit})
 	defer cancel()
 	start := time.Now()
 	err := c.session.Ping(ctx, nil)

@@ -437,7 +437,7 @@ func (s *supervisor) after(c *conn, end ending) {
 		c.close()
 		if errors.Is(cause, errSessionEnding) {
 			if err := c.session.Wait(); err != nil { // closed now: the SDK's reason
-				cause = c.lostReason(err)
+				cause = c.lostReason(s.ctx, err)
 				lost = newError(CodeConnectionFailed, s.name, "session", cause)
 			}
 		}
@@ -499,12 +499,12 @@ func (s *supervisor) finish() {
 }
 
 // lostReason explains why a session ended.
-func (c *conn) lostReason(waitErr error) error {
+func (c *conn) lostReason(ctx context.Context, waitErr error) error {
 	exit := c.exitError()
 	if exit == nil && (waitErr == nil || errors.Is(waitErr, io.EOF) || errors.Is(waitErr, mcp.ErrConnectionClosed)) {
 		// Its stdout closed: a process that is exiting is given a moment
 		// to be reaped, so the reason is its exit status.
-		exit = c.awaitExit()
+		exit = c.awaitExit(ctx)
 	}
 	if exit != nil {
 		return exit

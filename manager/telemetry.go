@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -322,15 +321,14 @@ func (c metaCarrier) Keys() []string {
 // its session ended, and ends when the server connects (OK), gives up
 // (error), or stops trying because it is removed or disabled (unset).
 //
-// The supervisor goroutine calls it; the mutex only makes a stray call from
-// elsewhere harmless. Every method is safe on a nil *connectTrace.
+// It belongs to the supervisor goroutine, which alone calls it: it has no
+// lock, so no span starts or ends under one (a synchronous span processor
+// exports inside End). Every method is safe on a nil *connectTrace.
 type connectTrace struct {
 	t        *telemetry
 	server   string
 	endpoint string
 
-	mu sync.Mutex
-	// mu guards the following.
 	loop       trace.Span      // the open mcp.connect_loop; nil between loops
 	loopCtx    context.Context // carries loop, the parent of attempts and waits
 	attempts   int             // attempts in the open loop
@@ -345,8 +343,8 @@ func (t *telemetry) connectTrace(server, endpoint string) *connectTrace {
 	return &connectTrace{t: t, server: server, endpoint: endpoint}
 }
 
-// openLocked starts a loop span unless one is open, returning its context.
-func (c *connectTrace) openLocked() context.Context {
+// open starts a loop span unless one is open, returning its context.
+func (c *connectTrace) open() context.Context {
 	if c.loop == nil {
 		c.loopCtx, c.loop = c.t.tracer.Start(context.Background(), spanConnectLoop,
 			trace.WithNewRoot(), trace.WithAttributes(
@@ -365,10 +363,8 @@ func (c *connectTrace) attempt(n int) func(error) {
 	if c == nil {
 		return func(error) {}
 	}
-	c.mu.Lock()
-	ctx := c.openLocked()
+	ctx := c.open()
 	c.attempts++
-	c.mu.Unlock()
 	_, span := c.t.tracer.Start(ctx, spanConnectAttempt, trace.WithAttributes(
 		attrServer.String(c.server),
 		attrEndpoint.String(c.endpoint),
@@ -401,9 +397,7 @@ func (c *connectTrace) wait(n int, d time.Duration, extra ...attribute.KeyValue)
 	if c == nil {
 		return func() {}
 	}
-	c.mu.Lock()
-	ctx := c.openLocked()
-	c.mu.Unlock()
+	ctx := c.open()
 	attrs := append([]attribute.KeyValue{
 		attrServer.String(c.server),
 		attrAttempt.Int(n),
@@ -419,11 +413,9 @@ func (c *connectTrace) connected() {
 	if c == nil {
 		return
 	}
-	c.mu.Lock()
 	reconnect := c.hadSession
 	c.hadSession = true
-	c.endLocked(codes.Ok, "", "connected", nil)
-	c.mu.Unlock()
+	c.end(codes.Ok, "", "connected", nil)
 	if reconnect {
 		c.t.reconnects.Add(context.Background(), 1, metric.WithAttributes(attrServer.String(c.server)))
 	}
@@ -435,9 +427,7 @@ func (c *connectTrace) failed(err error) {
 	if c == nil {
 		return
 	}
-	c.mu.Lock()
-	c.endLocked(codes.Error, err.Error(), "failed", err)
-	c.mu.Unlock()
+	c.end(codes.Error, err.Error(), "failed", err)
 }
 
 // stopped ends the open loop, if any, because the server stopped trying
@@ -446,12 +436,11 @@ func (c *connectTrace) stopped(reason string) {
 	if c == nil {
 		return
 	}
-	c.mu.Lock()
-	c.endLocked(codes.Unset, "", reason, nil)
-	c.mu.Unlock()
+	c.end(codes.Unset, "", reason, nil)
 }
 
-func (c *connectTrace) endLocked(code codes.Code, desc, outcome string, err error) {
+// end ends the open loop, if any, with its outcome.
+func (c *connectTrace) end(code codes.Code, desc, outcome string, err error) {
 	if c.loop == nil {
 		return
 	}

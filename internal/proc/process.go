@@ -37,8 +37,11 @@ type Process struct {
 	tail   *tailBuffer
 	grace  time.Duration
 
-	exited  chan struct{} // closed once the child is reaped
-	waitErr error         // valid after exited is closed
+	reaped  chan struct{} // closed once the child is reaped
+	waitErr error         // valid after reaped is closed
+	// exited is closed once the child is reaped and its last stderr lines
+	// are read (or stderrGrace has passed): ExitError has its answer.
+	exited chan struct{}
 	// selfExit is set when the child was reaped, or its stdout ended,
 	// before the host began to stop it: it went away on its own.
 	selfExit atomic.Bool
@@ -137,6 +140,7 @@ func Start(cfg Config) (*Process, error) {
 		stderr:  errR,
 		tail:    newTailBuffer(64 << 10),
 		grace:   cfg.Grace,
+		reaped:  make(chan struct{}),
 		exited:  make(chan struct{}),
 		drained: make(chan struct{}),
 		closed:  make(chan struct{}),
@@ -151,6 +155,10 @@ func Start(cfg Config) (*Process, error) {
 		if !p.stopping.Load() {
 			p.selfExit.Store(true)
 		}
+		close(p.reaped)
+		// What the child printed last explains its exit: let the drain
+		// read it before ExitError answers.
+		p.awaitDrain()
 		close(p.exited)
 	}()
 	go p.drainStderr(logger)
@@ -279,15 +287,6 @@ func (p *Process) ExitError() error {
 	if !p.selfExit.Load() && p.stopping.Load() && !p.crashed() {
 		return nil
 	}
-	// The child is reaped, but the drain may not have read the last of its
-	// stderr yet, and those lines are the point of this message (they are what a crash is explained by).
-	// A grandchild that keeps stderr open bounds the wait.
-	t := time.NewTimer(stderrGrace)
-	select {
-	case <-p.drained:
-	case <-t.C:
-	}
-	t.Stop()
 	status := "exit status 0"
 	var ee *exec.ExitError
 	if errors.As(p.waitErr, &ee) {
@@ -343,38 +342,45 @@ func (p *Process) closeSequence() {
 		p.signalGroup(syscall.SIGTERM)
 		if !p.waitExit(p.grace) {
 			p.signalGroup(syscall.SIGKILL)
-			<-p.exited
+			<-p.reaped
 		}
 	}
 	p.signalGroup(syscall.SIGKILL) // grandchildren left in the group
 	p.stdout.Close()
 	// Let the drain read stderr to EOF, so the last lines it printed
 	// before dying are kept for ExitError; closing our end first would
-	// discard what is still in the pipe. A grandchild that left the group
-	// but kept stderr open would hold the drain forever: that is what the
-	// bound is for.
+	// discard what is still in the pipe.
+	p.awaitDrain()
+	p.stderr.Close()
+	<-p.drained
+	<-p.exited
+}
+
+// stderrGrace bounds the wait for the last of stderr after the child is
+// reaped: only a writer outside the process group (a grandchild that left
+// it but kept stderr open) can make it run out.
+const stderrGrace = 250 * time.Millisecond
+
+// awaitDrain waits until stderr is read to EOF, at most stderrGrace.
+func (p *Process) awaitDrain() {
 	t := time.NewTimer(stderrGrace)
+	defer t.Stop()
 	select {
 	case <-p.drained:
 	case <-t.C:
 	}
-	t.Stop()
-	p.stderr.Close()
-	<-p.drained
 }
 
-// stderrGrace bounds the wait for the last of stderr after the child is
-// reaped: only a writer outside the process group can make it run out.
-const stderrGrace = 250 * time.Millisecond
-
-// Exited is closed once the child is reaped.
+// Exited is closed once the child is reaped and what it printed last on
+// stderr is read: from then on ExitError has its final answer.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
+// waitExit waits up to d for the child to be reaped.
 func (p *Process) waitExit(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-p.exited:
+	case <-p.reaped:
 		return true
 	case <-t.C:
 		return false
