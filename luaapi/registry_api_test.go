@@ -352,11 +352,11 @@ func TestMcpPromptsAndPrompt(t *testing.T) {
 		local res = mcp_prompt("demo.greet", {name = "Ada"})
 		return res.text, res.description, #res.messages, res.messages[1].role, mcp_prompt("demo.greet", {name = 42}).text`))
 
-	require.Equal(t, []string{"nil", "TOOL_NOT_FOUND", "demo", `prompts/get "great"`,
+	require.Equal(t, []string{"nil", "PROMPT_NOT_FOUND", "demo", `prompts/get "great"`,
 		`server "demo": prompts/get "great": server has no prompt "great"; its prompts: greet`}, r.run(t, `
 		local res, err = mcp_prompt("demo.great", {})
 		return res, err.code, err.server, err.operation, err.message`))
-	require.Equal(t, []string{"TOOL_NOT_FOUND", `prompts/get: prompt names are "server.prompt", got "greet"`}, r.run(t, `
+	require.Equal(t, []string{"PROMPT_NOT_FOUND", `prompts/get: prompt names are "server.prompt", got "greet"`}, r.run(t, `
 		local _, err = mcp_prompt("greet", {name = "x"})
 		return err.code, err.message`))
 	require.Equal(t, []string{"INVOCATION_FAILED", "true"}, r.run(t, `

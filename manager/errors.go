@@ -22,6 +22,7 @@ const (
 	CodeCircuitOpen       Code = "CIRCUIT_OPEN"
 	CodeConnectionLimit   Code = "CONNECTION_LIMIT"
 	CodeToolNotFound      Code = "TOOL_NOT_FOUND"
+	CodePromptNotFound    Code = "PROMPT_NOT_FOUND"
 	CodeAmbiguousTool     Code = "AMBIGUOUS_TOOL"
 	CodeInvalidArguments  Code = "INVALID_ARGUMENTS"
 	CodeInvocationFailed  Code = "INVOCATION_FAILED"
@@ -78,6 +79,7 @@ var (
 	ErrCircuitOpen       = &Error{Code: CodeCircuitOpen}
 	ErrConnectionLimit   = &Error{Code: CodeConnectionLimit}
 	ErrToolNotFound      = &Error{Code: CodeToolNotFound}
+	ErrPromptNotFound    = &Error{Code: CodePromptNotFound}
 	ErrAmbiguousTool     = &Error{Code: CodeAmbiguousTool}
 	ErrInvalidArguments  = &Error{Code: CodeInvalidArguments}
 	ErrInvocationFailed  = &Error{Code: CodeInvocationFailed}

@@ -153,7 +153,7 @@ func (m *Manager) Prompts(server string) ([]PromptInfo, error) {
 func (m *Manager) GetPrompt(ctx context.Context, name string, args map[string]string, timeout time.Duration) (*mcp.GetPromptResult, error) {
 	server, prompt, ok := strings.Cut(strings.TrimSpace(name), ".")
 	if !ok {
-		return nil, errorf(CodeToolNotFound, "", "prompts/get", "prompt names are \"server.prompt\", got %q", name)
+		return nil, errorf(CodePromptNotFound, "", "prompts/get", "prompt names are \"server.prompt\", got %q", name)
 	}
 	op := fmt.Sprintf("prompts/get %q", prompt)
 	s, err := m.target(server, op)
@@ -165,7 +165,7 @@ func (m *Manager) GetPrompt(ctx context.Context, name string, args map[string]st
 	var res *mcp.GetPromptResult
 	err = s.request(ctx, op, func(ctx context.Context, snap *snapshot) (bool, error) {
 		if !snap.cat.hasPrompt(prompt) {
-			return false, errorf(CodeToolNotFound, s.name, op, "server has no prompt %q; its prompts: %s", prompt, strings.Join(snap.cat.promptNames(), ", "))
+			return false, errorf(CodePromptNotFound, s.name, op, "server has no prompt %q; its prompts: %s", prompt, strings.Join(snap.cat.promptNames(), ", "))
 		}
 		var err error
 		res, err = snap.session.GetPrompt(ctx, &mcp.GetPromptParams{Name: prompt, Arguments: args})

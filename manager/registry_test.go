@@ -580,11 +580,11 @@ func TestPrompts(t *testing.T) {
 		require.Equal(t, "Say hello to Ada.", res.Messages[0].Content.(*mcp.TextContent).Text)
 
 		_, err = m.GetPrompt(context.Background(), "demo.great", nil, 0)
-		requireCode(t, err, manager.ErrToolNotFound, "demo", `prompts/get "great"`)
+		requireCode(t, err, manager.ErrPromptNotFound, "demo", `prompts/get "great"`)
 		require.EqualError(t, err, `server "demo": prompts/get "great": server has no prompt "great"; its prompts: greet`)
 
 		_, err = m.GetPrompt(context.Background(), "greet", nil, 0)
-		requireCode(t, err, manager.ErrToolNotFound, "", "prompts/get")
+		requireCode(t, err, manager.ErrPromptNotFound, "", "prompts/get")
 		require.EqualError(t, err, `prompts/get: prompt names are "server.prompt", got "greet"`)
 
 		_, err = m.GetPrompt(context.Background(), "nope.greet", nil, 0)

@@ -199,10 +199,10 @@ end
 
 function test_prompt_unknown()
   demo()
-  local err = expect_error("TOOL_NOT_FOUND", mcp_prompt("demo.great", {name = "x"}))
+  local err = expect_error("PROMPT_NOT_FOUND", mcp_prompt("demo.great", {name = "x"}))
   eq(err.server, "demo", "server")
   has(err.message, "its prompts: greet", "message lists the prompts")
-  err = expect_error("TOOL_NOT_FOUND", mcp_prompt("greet", {name = "x"}))
+  err = expect_error("PROMPT_NOT_FOUND", mcp_prompt("greet", {name = "x"}))
   has(err.message, 'prompt names are "server.prompt"', "message")
   expect_error("SERVER_NOT_FOUND", mcp_prompt("nope.greet", {name = "x"}))
   err = expect_error("INVOCATION_FAILED", mcp_prompt("demo.greet", {}))
