@@ -184,7 +184,8 @@ func TestSubscriberReceivesInPublicationOrder(t *testing.T) {
 
 // Several goroutines publish concurrently, one server each. The subscriber
 // sees one global order (strictly increasing Seq, identical to History) and
-// each publisher's events in the order that publisher issued them (R-EV-3).
+// each publisher's events in the order that publisher issued them, so one
+// server's events arrive in the order they happened.
 func TestConcurrentPublishersKeepPerServerOrder(t *testing.T) {
 	const publishers, perPublisher = 8, 1000
 	const total = publishers * perPublisher

@@ -6,17 +6,17 @@
 // "latest value" watch: every subscriber sees every event, in order, or is told
 // exactly how many it missed.
 //
-//   - Publishing never blocks the publisher (R-EV-1). Publish takes one short
-//     lock, stamps the event with the next sequence number and the time, and
+//   - Publishing never blocks the publisher. Publish takes one short lock,
+//     stamps the event with the next sequence number and the time, and
 //     appends it to each subscriber's bounded ring. It never waits on a
 //     subscriber.
-//   - Nothing is lost silently (R-EV-2). When a subscriber's ring is full the
-//     oldest queued event is dropped and counted; the next [Subscription.Recv]
+//   - Nothing is lost silently. When a subscriber's ring is full the oldest
+//     queued event is dropped and counted; the next [Subscription.Recv]
 //     returns a [KindLagged] event whose "missed" field is that exact count,
 //     then delivery resumes with the oldest event still held.
 //   - Events are delivered in publication order, so the events of one server
-//     arrive in the order they happened (R-EV-3), and Seq is strictly
-//     increasing across the whole bus.
+//     arrive in the order they happened, and Seq is strictly increasing
+//     across the whole bus.
 //
 // The bus also keeps a bounded history ring that serves "the last n events"
 // queries (mcp_events in Lua).

@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// Kind names what happened: the kinds of SPEC §11, plus closing and
-// disabled (so every state change has its event), health_unsupported and
-// tool_call.
+// Kind names what happened: one kind per lifecycle step, discovery change,
+// server notification, config load, hook failure and lag notice, plus
+// closing and disabled (so every state change has its event),
+// health_unsupported and tool_call.
 type Kind string
 
 // The event kinds. Fields each kind carries are listed beside it.
@@ -39,7 +40,8 @@ const (
 	KindLagged               Kind = "lagged"                // missed
 )
 
-// Kinds lists every event kind, in the order of SPEC §11, ours last.
+// Kinds lists every event kind: added … lagged first, then the four added
+// later (health_unsupported, closing, disabled, tool_call).
 var Kinds = []Kind{
 	KindAdded, KindRemoved, KindConnecting, KindConnected, KindDisconnected,
 	KindBackoff, KindFailed, KindCircuit, KindHealthFailed, KindIdle,

@@ -6,9 +6,9 @@ import (
 	"sort"
 )
 
-// LevelOf is the slog level an event is logged at (SPEC §12): lifecycle
-// milestones at INFO, failures that will be retried and lost events at WARN,
-// terminal failures and broken configuration at ERROR, chatter at DEBUG.
+// LevelOf is the slog level an event is logged at: lifecycle milestones at
+// INFO, failures that will be retried and lost events at WARN, terminal
+// failures and broken configuration at ERROR, chatter at DEBUG.
 func LevelOf(k Kind) slog.Level {
 	switch k {
 	case KindAdded, KindConnected, KindRemoved, KindConfigApplied,
@@ -49,7 +49,7 @@ var logMessages = map[Kind]string{
 }
 
 // levelOfEvent refines LevelOf with the event's fields: a failed tool call
-// is logged at WARN, a successful one at DEBUG (SPEC §12).
+// is logged at WARN, a successful one at DEBUG.
 func levelOfEvent(e Event) slog.Level {
 	if e.Kind == KindToolCall && e.Text("error") != "" {
 		return slog.LevelWarn

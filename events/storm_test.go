@@ -11,7 +11,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/events"
 )
 
-// streamCheck verifies invariant (V) of FAULTS.md on everything one
+// streamCheck verifies that no event was lost silently, on everything one
 // subscriber received, in order: Seq strictly increasing, every gap exactly
 // covered by the lag notices received since the previous event, and each
 // server's events in the order its publisher issued them.

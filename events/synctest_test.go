@@ -11,7 +11,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/events"
 )
 
-// R-EV-1: publishing never blocks, whatever subscribers do. Inside a synctest
+// Publishing never blocks, whatever subscribers do. Inside a synctest
 // bubble, synctest.Wait returns once every goroutine is durably blocked or
 // finished; if Publish ever waited on a subscriber's channel, the publisher
 // would be durably blocked and done would still be open.

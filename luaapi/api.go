@@ -11,8 +11,9 @@ import (
 	lua "github.com/yuin/gopher-lua"
 )
 
-// install defines the globals of SPEC §14 and the same functions as the
-// module table `mcp` (mcp.call == mcp_call).
+// install defines the Lua control plane's globals (mcp_add … mcp_hud_model,
+// json, MCPVISOR, print) and the same functions as the module table `mcp`
+// (mcp.call == mcp_call).
 func (r *Runtime) install() {
 	L := r.state
 	OpenJSON(L)
@@ -47,7 +48,9 @@ func (r *Runtime) install() {
 
 	// Builtins that may suspend the task are wrapped in Lua shims with a
 	// fixed number of results: the task is always resumed with exactly that
-	// many values, whatever the caller's own call site expects (NOTES.md).
+	// many values, whatever the caller's own call site expects: gopher-lua
+	// resumed with fewer values than the yield site expects leaves nil
+	// registers that crash later.
 	raw := L.NewTable()
 	raw.RawSetString("call", L.NewFunction(r.luaCall))
 	raw.RawSetString("wait", L.NewFunction(r.luaWait))

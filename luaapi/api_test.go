@@ -596,9 +596,12 @@ func TestLoopNotBlockedWhileCallHeld(t *testing.T) {
 	require.Equal(t, []string{"a"}, (<-aDone).Values)
 }
 
-// TestSuspendingBuiltinsInForbiddenPlaces: the coroutine pitfalls of
-// NOTES.md give a clear Lua error naming the builtin — never a Go panic or a
-// silently lost result — and the runtime keeps working.
+// TestSuspendingBuiltinsInForbiddenPlaces: gopher-lua's coroutine pitfalls
+// (a yield inside pcall, a metamethod, a generic-for iterator or a Go
+// callback such as a table.sort comparator, where gopher-lua would lose the
+// result silently or panic in Go) give a clear Lua error naming the builtin
+// — never a Go panic or a silently lost result — and the runtime keeps
+// working.
 func TestSuspendingBuiltinsInForbiddenPlaces(t *testing.T) {
 	r := newTestRuntime(t, nil)
 	r.addDemo(t, "demo")

@@ -13,9 +13,9 @@ import (
 	lua "github.com/yuin/gopher-lua"
 )
 
-// desired is what one evaluation of the config file declares (R-DECL-6):
-// mcp_add records here instead of acting, and the result is applied as a
-// difference only if the whole file succeeds.
+// desired is what one evaluation of the config file declares, the source of
+// truth for those servers: mcp_add records here instead of acting, and the
+// result is applied as a difference only if the whole file succeeds.
 type desired struct {
 	file    string
 	order   []string               // name keys in declaration order
@@ -65,12 +65,12 @@ func (r *Runtime) finishReplacements(ctx context.Context, res ConfigResult) {
 
 // LoadConfig evaluates a config file afresh into a desired set of servers
 // and, if the whole file succeeds, applies only the difference to the
-// manager (R-DECL-6): unchanged servers are not touched, changed ones are
-// replaced, ones gone from the file removed, new ones added; servers added
-// at the REPL are kept. Hooks and timers the previous evaluation registered
-// are replaced by the new ones. If anything fails (syntax, runtime,
-// validation, a name declared twice), nothing changes, the error says
-// file:line, and a config_error event is published.
+// manager: unchanged servers are not touched, changed ones are replaced,
+// ones gone from the file removed, new ones added; servers added at the
+// REPL are kept. Hooks and timers the previous evaluation registered are
+// replaced by the new ones. If anything fails (syntax, runtime, validation,
+// a name declared twice), nothing changes, the error says file:line, and a
+// config_error event is published.
 func (r *Runtime) LoadConfig(ctx context.Context, path string) (ConfigResult, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {

@@ -1,9 +1,9 @@
 package luaapi_test
 
-// The config file as desired state (R-DECL-6): LoadConfig, LoadConfigSource
-// and CheckConfig. What a reload touched is read from the bus (added and
-// removed events per server) and from the dial (connection attempts per
-// server): an untouched server has neither.
+// The config file as the source of truth for the servers it declares:
+// LoadConfig, LoadConfigSource and CheckConfig. What a reload touched is
+// read from the bus (added and removed events per server) and from the dial
+// (connection attempts per server): an untouched server has neither.
 
 import (
 	"context"

@@ -83,8 +83,9 @@ func eventTable(L *lua.LState, e events.Event) *lua.LTable {
 	return t
 }
 
-// resultTable converts a tool result (R-INV-2): content kept as the server
-// sent it, structured content decoded, is_error a plain flag, text the
+// resultTable converts a tool result, isError=true included (that is a
+// result, not an error): content kept as the server sent it, for partial
+// output, structured content decoded, is_error a plain flag, text the
 // joined text parts.
 func resultTable(L *lua.LState, res *mcp.CallToolResult) *lua.LTable {
 	t := L.CreateTable(0, 4)

@@ -1,6 +1,9 @@
 package luaapi_test
 
-// Hooks, timers and callbacks (SPEC §14 "react", §15, FAULTS 32–35).
+// Hooks, timers and callbacks (mcp_on, mcp_off, mcp_after, mcp_every,
+// sleep, mcp_call_cb) on the one Lua loop, and hooks that fail, never
+// yield or do non-interruptible work: each is stopped and reported, and
+// the host stays responsive.
 // Everything here waits on what the loop produces — printed lines, bus
 // events — never on the clock; deadlines are generous bounds for hangs.
 
@@ -384,7 +387,7 @@ func TestMcpOnInvalidUse(t *testing.T) {
 	}
 }
 
-// TestFailingHookIsIsolated (FAULTS 32): a failing hook is logged with its
+// TestFailingHookIsIsolated: a runtime error in a hook is logged with its
 // traceback and reported as hook_error; the other hooks of the event still
 // run, the failing hook stays registered, and non-string error values are
 // rendered.
@@ -638,9 +641,9 @@ func TestMcpCallCB(t *testing.T) {
 	require.Contains(t, le.Message, "bad argument #3 to mcp_call_cb (function(result, err) expected, got string)")
 }
 
-// TestRunawayHookStoppedByBudget (FAULTS 33): a hook that never yields is
-// stopped after the slice budget with an error saying so and its
-// traceback; it stays registered, and the loop carries on.
+// TestRunawayHookStoppedByBudget: a hook in an infinite loop is stopped
+// after the slice budget with an error saying so and its traceback; it
+// stays registered, and the loop carries on.
 func TestRunawayHookStoppedByBudget(t *testing.T) {
 	h := newHookRuntime(t, 30*time.Millisecond, nil)
 	id := h.id(t, `mcp_on("notification", function(e)
@@ -712,13 +715,14 @@ func TestExecHasNoBudget(t *testing.T) {
 }
 
 // TestHostStaysResponsiveWhileHookMisbehaves is the issue's "done means"
-// (FAULTS 33, 34): a hook on every event that spins forever, that fails,
-// or that asks string.rep for a gigabyte leaves the host responsive. The
-// proof is in the order of things, not in timings: for each event the
-// misbehaving hook (registered first) fails — its failures count climbs
-// by one per event, so it was misbehaving throughout — and still the
-// well-behaved hook gets that event, an Exec'd chunk completes before the
-// next event, and a real server connects and is seen by the good hook.
+// for runaway and non-interruptible hooks: a hook on every event that spins
+// forever, that fails, or that asks string.rep for a gigabyte leaves the
+// host responsive. The proof is in the order of things, not in timings: for
+// each event the misbehaving hook (registered first) fails — its failures
+// count climbs by one per event, so it was misbehaving throughout — and
+// still the well-behaved hook gets that event, an Exec'd chunk completes
+// before the next event, and a real server connects and is seen by the good
+// hook.
 func TestHostStaysResponsiveWhileHookMisbehaves(t *testing.T) {
 	tests := []struct {
 		name      string

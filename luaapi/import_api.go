@@ -11,7 +11,7 @@ import (
 )
 
 // mcp_import(path) → list of names. Declares every server of a Claude
-// Desktop / Cursor / VS Code style JSON config (R-DECL-7), exactly as if
+// Desktop / Cursor / VS Code style `mcpServers` JSON config, exactly as if
 // each were an mcp_add: inside startup.lua they join the desired set, at
 // the REPL they are added at once. A relative path is taken from the
 // directory of the config (scripts/..). Problems raise one Lua error naming

@@ -25,8 +25,8 @@ const claudeConfig = `{"mcpServers": {
   "off": {"command": "x", "disabled": true, "autoApprove": ["t"]}
 }}`
 
-// R-DECL-7: at the REPL, mcp_import adds each entry at once, like mcp_add;
-// a relative path is taken from the config's directory.
+// At the REPL, mcp_import adds each entry of an mcpServers JSON file at
+// once, like mcp_add; a relative path is taken from the config's directory.
 func TestMcpImportAtTheREPL(t *testing.T) {
 	r, _ := importRuntime(t, claudeConfig)
 	require.Equal(t, "git,off", r.one(t, `return table.concat(mcp_import("mcp.json"), ",")`))

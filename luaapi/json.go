@@ -1,6 +1,7 @@
 package luaapi
 
-// JSON <-> Lua conversion. The rules (see NOTES.md "JSON ↔ Lua") in short:
+// JSON <-> Lua conversion, by the rules users will expect (several of
+// which layeh/gopher-json gets wrong):
 //
 //   - Lua -> JSON: an empty table is an object unless it carries json.array_mt;
 //     a table whose keys are exactly 1..n is an array; a table with only string

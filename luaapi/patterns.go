@@ -12,11 +12,11 @@ import (
 
 // The pattern functions string.find, match, gmatch and gsub, ported from
 // gopher-lua's stringlib.go onto luapm, a copy of its matcher that polls a
-// context (FAULTS 34). gopher-lua's own matcher backtracks exponentially
-// in one Go call that no context stops: ("a*"):rep(20) .. "c" against 20
-// a's and a b runs for hours. Here every match polls the running slice's
-// context, so a hook's budget or the REPL's Ctrl-C stops it like any
-// other Lua code.
+// context, so that a pathological pattern in a hook cannot stall the host.
+// gopher-lua's own matcher backtracks exponentially in one Go call that no
+// context stops: ("a*"):rep(20) .. "c" against 20 a's and a b runs for
+// hours. Here every match polls the running slice's context, so a hook's
+// budget or the REPL's Ctrl-C stops it like any other Lua code.
 //
 // The results are gopher-lua's, quirks included (TestPatternParity), with
 // three deliberate differences:

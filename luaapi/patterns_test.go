@@ -2,8 +2,8 @@ package luaapi_test
 
 // The sandbox's string.find, match, gmatch and gsub (patterns.go): a
 // pathological pattern is stopped by the slice budget or by cancelling
-// its chunk (FAULTS 33, 34), and otherwise they give what gopher-lua's
-// give.
+// its chunk, as a runaway loop is, and otherwise they give what
+// gopher-lua's give.
 
 import (
 	"context"
@@ -19,8 +19,9 @@ import (
 	"github.com/mcpvisor/mcpvisor/luaapi"
 )
 
-// pathologicalCalls run FAULTS 34's pattern (see pathological) through
-// every pattern function, as Lua statements over locals s and p.
+// pathologicalCalls run the exponentially backtracking pattern (see
+// pathological) through every pattern function, as Lua statements over
+// locals s and p.
 var pathologicalCalls = []struct{ name, stmt string }{
 	{"string.find", `string.find(s, p)`},
 	{"method match", `s:match(p)`},
@@ -33,12 +34,12 @@ var pathologicalCalls = []struct{ name, stmt string }{
 
 const pathologicalLocals = `local s, p = ("a"):rep(20) .. "b", ` + pathological
 
-// TestPatternStoppedByBudget (FAULTS 33, 34): a hook whose pattern would
-// backtrack for hours is stopped at its slice budget and reported as a
-// hook_error with the budget error and the hook's traceback, as a
-// `while true do end` is; meanwhile another server's events reach their
-// hook and a chunk still runs. pcall does not keep it alive: the error
-// comes back at the next instruction.
+// TestPatternStoppedByBudget: a hook whose pattern would backtrack for
+// hours is stopped at its slice budget and reported as a hook_error with
+// the budget error and the hook's traceback, as a `while true do end` is;
+// meanwhile another server's events reach their hook and a chunk still
+// runs. pcall does not keep it alive: the error comes back at the next
+// instruction.
 func TestPatternStoppedByBudget(t *testing.T) {
 	h := newHookRuntime(t, 0, nil) // the default budget, 100ms
 	h.run(t, `mcp_on("notification", function(e) print("good got " .. e.i) end, {server = "good"})`)

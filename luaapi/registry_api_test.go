@@ -142,8 +142,9 @@ func recordingRuntime(t *testing.T) (*testRuntime, *recordingServer) {
 	return r, rec
 }
 
-// R-INV-1 from Lua: what Lua cannot express (an empty array, an integer)
-// is shaped by the tool's schema before it is sent.
+// Arguments are checked against the tool's inputSchema before any RPC,
+// and from Lua what Lua cannot express (an empty array, an integer) is
+// shaped by that schema before it is sent.
 func TestMcpCallArgumentsShapedBySchema(t *testing.T) {
 	r, rec := recordingRuntime(t)
 	tests := []struct {
@@ -164,8 +165,9 @@ func TestMcpCallArgumentsShapedBySchema(t *testing.T) {
 	require.Len(t, rec.received(), len(tests))
 }
 
-// R-INV-1 from Lua: an invalid call fails with INVALID_ARGUMENTS naming
-// each violation's JSON path, and never reaches the server.
+// From Lua, a call whose arguments break the tool's inputSchema fails with
+// INVALID_ARGUMENTS naming each violation's JSON path, and never reaches
+// the server.
 func TestMcpCallInvalidArguments(t *testing.T) {
 	r, rec := recordingRuntime(t)
 	tests := []struct {

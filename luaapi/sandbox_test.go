@@ -1,7 +1,8 @@
 package luaapi_test
 
-// The sandbox's caps on builtins that ignore the slice budget (FAULTS 34):
-// one Go call such as string.rep("x", 1e9) runs to its end whatever the
+// The sandbox's caps on builtins that ignore the slice budget, so that
+// non-interruptible work in a hook cannot stall or exhaust the host: one
+// Go call such as string.rep("x", 1e9) runs to its end whatever the
 // LState context says, so it is refused up front with a clear message.
 // The pattern functions poll the context instead (patterns_test.go); only
 // their subject and pattern sizes are capped.
@@ -52,9 +53,10 @@ func TestStringRepCap(t *testing.T) {
 		return string.rep("x", 3), string.rep("x", 0), string.rep("x", -5), #("ab"):rep(1000), #string.rep("y", 16 * 1024 * 1024)`))
 }
 
-// pathological is FAULTS 34's pattern: gopher-lua's matcher backtracks
-// through it for hours; the sandbox's stops at the slice budget or when
-// the chunk is cancelled (patterns_test.go).
+// pathological is a pattern that backtracks exponentially against 20 a's
+// and a b: gopher-lua's matcher runs through it for hours; the sandbox's
+// stops at the slice budget or when the chunk is cancelled
+// (patterns_test.go).
 const pathological = `('a*'):rep(20) .. 'c'`
 
 // TestSandboxPatternSizeCaps: a huge subject or pattern is refused before

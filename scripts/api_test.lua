@@ -1,4 +1,5 @@
--- api_test.lua — the Lua control plane tested from Lua (SPEC §14).
+-- api_test.lua — the Lua control plane (the mcp_* globals, json, sleep)
+-- tested from Lua.
 --
 -- TestLuaScripts (luaapi/scripts_test.go) loads this file into a fresh
 -- runtime for each global function named test_* and runs it; a failed

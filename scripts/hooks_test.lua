@@ -1,5 +1,6 @@
--- hooks_test.lua — hooks, timers and callbacks tested from Lua (SPEC §14
--- "react", §15).
+-- hooks_test.lua — hooks, timers and callbacks (mcp_on, mcp_off,
+-- mcp_after, mcp_every, mcp_call_cb; each run in its own coroutine on the
+-- one Lua loop) tested from Lua.
 --
 -- TestLuaScripts (luaapi/scripts_test.go) loads this file into a fresh
 -- runtime for each global function named test_* and runs it:

@@ -1,5 +1,5 @@
 -- lifecycle_test.lua — mcp_disable/mcp_enable/mcp_reconnect, mcp_metrics
--- and the status fields of SPEC §3 and R-MET, tested from Lua.
+-- and the status and per-connection metrics fields, tested from Lua.
 --
 --   go test ./luaapi -run TestLuaScripts/test_disable_enable
 

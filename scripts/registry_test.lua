@@ -1,5 +1,5 @@
 -- registry_test.lua — discovery, names, validated calls, resources and
--- prompts, tested from Lua (SPEC §8, §9, §14).
+-- prompts, tested from Lua.
 --
 -- TestLuaScripts (luaapi/scripts_test.go) runs each global test_* function
 -- in a fresh runtime in which every server is the in-memory demo server:
@@ -26,7 +26,7 @@ local function expect_error(code, res, err)
   return err
 end
 
--- ---- discovery (R-DISC) ----
+-- ---- discovery: cached, refreshed on force ----
 
 function test_tools_available()
   demo()
@@ -70,7 +70,7 @@ function test_discover_unknown_server()
   has(err.message, 'did you mean "demo"?', "message")
 end
 
--- ---- names (R-NS) ----
+-- ---- names: server.tool, or a bare name when unique ----
 
 function test_same_tool_on_two_servers()
   demo("a")
@@ -93,7 +93,7 @@ function test_unknown_tool_suggests()
   has(err.message, 'did you mean "echo"?', "message")
 end
 
--- ---- validated calls (R-INV) ----
+-- ---- calls checked against the tool's inputSchema ----
 
 function test_invalid_arguments()
   demo()

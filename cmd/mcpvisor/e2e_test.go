@@ -53,8 +53,9 @@ func requireOnlyLogs(t *testing.T, stderr string) {
 	}
 }
 
-// R-DECL, §14: the README's first example prints exactly the tool's text on
-// stdout; everything else (the log) goes to stderr.
+// Declaring a server and calling its tool from Lua: the README's first
+// example prints exactly the tool's text on stdout; everything else (the
+// log) goes to stderr.
 func TestEvalEcho(t *testing.T) {
 	tests := []struct {
 		name string
@@ -91,9 +92,10 @@ func TestWorkingDirectoryStartup(t *testing.T) {
 	require.Equal(t, "mine\n", o.stdout)
 }
 
-// FAULTS #26 through the command line: with --max-connections 1 a second
-// server waits for a slot, says so in mcp_status, and a call to it gets
-// CONNECTION_LIMIT at its timeout; removing the holder lets it connect.
+// The connection limit through the command line: with --max-connections 1 a
+// second server waits for a slot, says so in mcp_status, and a call to it
+// gets CONNECTION_LIMIT at its timeout; removing the holder lets it
+// connect.
 func TestMaxConnectionsFlag(t *testing.T) {
 	code := `
 mcp_add("second", {command = {MCPVISOR, "demo-server"}})
@@ -353,8 +355,9 @@ func TestEvalQuietByDefault(t *testing.T) {
 	require.Empty(t, o.stderr)
 }
 
-// R-DISC-2: a server whose program does not exist and one that never
-// answers do not delay the demo server; the failing one says why.
+// Servers are discovered independently: a server whose program does not
+// exist and one that never answers do not delay the demo server; the
+// failing one says why.
 func TestBadServersDoNotDelayOthers(t *testing.T) {
 	code := `
 assert(mcp_wait("demo", "connected", 5))
@@ -381,8 +384,8 @@ return json.encode({demo = mcp_status("demo"), bad = mcp_status("bad"), mute = m
 	assert.Less(t, o.took, 5*time.Second, "run time")
 }
 
-// R-DISP: SIGTERM shuts the host down gracefully, well within the shutdown
-// grace, and the demo server's process is reaped on the way out.
+// SIGTERM shuts the host down gracefully, well within the shutdown grace,
+// and the demo server's process is reaped on the way out.
 func TestSIGTERM(t *testing.T) {
 	t.Run("while -e code runs", func(t *testing.T) {
 		p := start(t, invocation{args: []string{"--log-level", "info", "-e",
@@ -423,8 +426,8 @@ func terminate(t *testing.T, p *process) {
 	requireGone(t, pid, "demo server")
 }
 
-// R-DISP: a second signal forces exit at once, even while a server that
-// ignores SIGTERM holds up the graceful shutdown.
+// A second signal forces exit at once, even while a server that ignores
+// SIGTERM holds up the graceful shutdown.
 func TestSecondSignalForcesExit(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "stubborn.pid")
 	p := start(t, invocation{

@@ -1,8 +1,8 @@
 package main
 
 // End-to-end tests of the config as desired state through the binary:
-// `mcpvisor check`, hot reload of a running host (R-DECL-6), --no-watch,
-// and hooks printing through the REPL's readline.
+// `mcpvisor check`, hot reload of a running host (only the difference
+// applied), --no-watch, and hooks printing through the REPL's readline.
 
 import (
 	"bytes"

@@ -195,9 +195,9 @@ func (r *otlpReceiver) env(extra ...string) []string {
 	}, extra...)
 }
 
-// §12: with the OTLP exporters on, the binary exports the manager's spans
-// and metrics to a collector, with service.name and service.version:
-// metrics periodically, and both once more before it exits.
+// With the OTLP exporters on, the binary exports the manager's spans and
+// metrics to a collector, with service.name and service.version: metrics
+// periodically, and both once more before it exits.
 func TestOTLPExport(t *testing.T) {
 	r := newOTLPReceiver(t)
 	o := runBinary(t, invocation{args: []string{"-e", echoAndFail}, env: r.env("OTEL_METRIC_EXPORT_INTERVAL=100")})

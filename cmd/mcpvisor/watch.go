@@ -17,10 +17,11 @@ import (
 // editor's save is several events (vim: rename, create, write, chmod).
 const reloadDebounce = 100 * time.Millisecond
 
-// configWatcher reloads the config file when its content changes on disk
-// (R-DECL-6). It watches the directory, not the file, because editors save
-// by renaming a new file over the old one; it debounces bursts of events and
-// skips saves that left the content as it was (touch, :w without edits).
+// configWatcher reloads the config file, the source of truth for the
+// servers it declares, when its content changes on disk. It watches the
+// directory, not the file, because editors save by renaming a new file over
+// the old one; it debounces bursts of events and skips saves that left the
+// content as it was (touch, :w without edits).
 type configWatcher struct {
 	path     string // absolute
 	debounce time.Duration

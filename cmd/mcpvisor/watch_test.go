@@ -1,10 +1,11 @@
 package main
 
-// The config watcher (R-DECL-6, NOTES "Hot reload") against a real file in
-// a temporary directory, changed the ways editors and tools change files.
-// Each test waits on the reload channel (or on the watcher's log) with a
-// deadline; "no reload" is asserted over a window of several debounce
-// periods and then confirmed by a real edit being the next reload.
+// The config watcher (hot reload: watch the directory, debounce, skip
+// unchanged content) against a real file in a temporary directory, changed
+// the ways editors and tools change files. Each test waits on the reload
+// channel (or on the watcher's log) with a deadline; "no reload" is
+// asserted over a window of several debounce periods and then confirmed by
+// a real edit being the next reload.
 
 import (
 	"context"
