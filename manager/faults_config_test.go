@@ -31,7 +31,7 @@ func requireProblems(t *testing.T, err error, server, op string, want []string) 
 // FAULTS #29: negative, zero and absurd values are refused, all at once,
 // each naming its field; none reaches the go-sdk (where a negative
 // MaxLineLength disables the frame cap).
-func TestFault29AbsurdValues(t *testing.T) {
+func TestConfigAbsurdValues(t *testing.T) {
 	tests := []struct {
 		name string
 		raw  map[string]any
@@ -89,7 +89,7 @@ func TestFault29AbsurdValues(t *testing.T) {
 
 // A Spec built by hand bypasses DecodeSpec; Add validates it again, so
 // negatives never reach the SDK that way either, and nothing is started.
-func TestFault29HandBuiltSpec(t *testing.T) {
+func TestConfigHandBuiltSpec(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	spec := manager.Spec{
 		Transport:     manager.TransportStdio,

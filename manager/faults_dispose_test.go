@@ -91,7 +91,7 @@ func awaitDone(t *testing.T, done <-chan struct{}, what string) {
 // disposal has begun is refused at once with CLOSED. Disposal completes
 // within the drain plus the stop budget, the process group is gone, and
 // removed is the server's last event.
-func TestFault28DisposeWithCallsInFlight(t *testing.T) {
+func TestDisposeWithCallsInFlight(t *testing.T) {
 	tests := []struct {
 		name   string
 		reason string // of the closing and removed events
@@ -255,7 +255,7 @@ func TestFault28DisposeWithCallsInFlight(t *testing.T) {
 // the process group (with a grandchild, ignoring EOF and SIGTERM in the
 // stubborn variant) is gone; the server goes connecting → closing →
 // removed, with no backoff or failure in between.
-func TestFault28DisposeDuringInitialize(t *testing.T) {
+func TestDisposeDuringInitialize(t *testing.T) {
 	tests := []struct {
 		name  string
 		flags []string
@@ -306,7 +306,7 @@ func TestFault28DisposeDuringInitialize(t *testing.T) {
 // once; the backoff wait is cancelled: no attempt follows closing (the
 // server goes backoff → closing → removed and no second process is
 // spawned).
-func TestFault28DisposeDuringBackoff(t *testing.T) {
+func TestDisposeDuringBackoff(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	spec := f.fakeIn(quick(map[string]any{"backoff": map[string]any{"initial": "1h", "max": "1h"}}),
 		"--garbage-stdout=before-init")

@@ -306,9 +306,9 @@ func echoAt(t *testing.T, m *manager.Manager, tl *timeline, msg string) time.Dur
 	return time.Since(tl.start)
 }
 
-// fault22Case is a standalone stream that the SDK gives up on, and how the
+// sseDropCase is a standalone stream that the SDK gives up on, and how the
 // host must react.
-type fault22Case struct {
+type sseDropCase struct {
 	name  string
 	fault sseFault
 	// failAfter is when the SDK fails a session, counted from its start.
@@ -324,7 +324,7 @@ type fault22Case struct {
 	cycles   int // sessions that fail within an hour
 }
 
-var fault22Cases = []fault22Case{
+var sseDropCases = []sseDropCase{
 	{
 		name:  "stream ends cleanly",
 		fault: sseFault{dropAfter: time.Minute, retry: 2 * time.Second},
@@ -367,10 +367,10 @@ var fault22Cases = []fault22Case{
 	},
 }
 
-// addFault22 starts the server of tc and declares it as "x" on a new
+// addSSEDropServer starts the server of tc and declares it as "x" on a new
 // manager (quick backoff, no idle close), and returns when it is connected,
 // at offset 0 of the returned timeline.
-func addFault22(t *testing.T, tc fault22Case) (*sseServer, *manager.Manager, *timeline) {
+func addSSEDropServer(t *testing.T, tc sseDropCase) (*sseServer, *manager.Manager, *timeline) {
 	t.Helper()
 	srv := startSSEServer(t, tc.fault)
 	m, tl := sseManager(t, srv)
@@ -385,7 +385,7 @@ func addFault22(t *testing.T, tc fault22Case) (*sseServer, *manager.Manager, *ti
 // wrong with it, if anything: it must not call the dead session connected
 // or healthy. It may already be the next session (re-initialized at once
 // after a 404).
-func deadAt(t *testing.T, m *manager.Manager, tl *timeline, tc fault22Case, failAt time.Duration) (problem string) {
+func deadAt(t *testing.T, m *manager.Manager, tl *timeline, tc sseDropCase, failAt time.Duration) (problem string) {
 	t.Helper()
 	sleepUntil(t, tl, failAt)
 	synctest.Wait()
@@ -412,11 +412,11 @@ func deadAt(t *testing.T, m *manager.Manager, tl *timeline, tc fault22Case, fail
 // session is up. Between failures the session is connected, healthy and
 // serves calls, even while the stream is down. The cycle repeats for the
 // hour without the breaker opening. G: the bubble exits; V: sseManager.
-func TestFault22StandaloneSSEGivesUp(t *testing.T) {
-	for _, tc := range fault22Cases {
+func TestStandaloneSSEGivesUp(t *testing.T) {
+	for _, tc := range sseDropCases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv, m, tl := addFault22(t, tc)
+				srv, m, tl := addSSEDropServer(t, tc)
 
 				var connected []time.Duration // when each session came up
 				c := time.Duration(0)
@@ -503,11 +503,11 @@ func TestFault22StandaloneSSEGivesUp(t *testing.T) {
 // blocked. The host takes the DELETE as the sign: it waits
 // SessionEndGrace for Wait's reason, then reports the session lost and
 // ends the connection's requests, the blocked call with them.
-func TestFault22CallInFlightWhenStandaloneSSEGivesUp(t *testing.T) {
-	for _, tc := range fault22Cases {
+func TestCallInFlightWhenStandaloneSSEGivesUp(t *testing.T) {
+	for _, tc := range sseDropCases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				_, m, tl := addFault22(t, tc)
+				_, m, tl := addSSEDropServer(t, tc)
 				failAt := tc.failAfter
 
 				// At 61s (stream down, session fine) a call starts that the
@@ -554,7 +554,7 @@ func TestFault22CallInFlightWhenStandaloneSSEGivesUp(t *testing.T) {
 // calls work, and every notification reaches the bus in order — those
 // sent while the stream was down are replayed when it resumes. G: the
 // bubble exits; V: sseManager.
-func TestFault22StandaloneSSEResumes(t *testing.T) {
+func TestStandaloneSSEResumes(t *testing.T) {
 	for _, reset := range []bool{false, true} {
 		name := "stream ends cleanly"
 		if reset {
@@ -562,7 +562,7 @@ func TestFault22StandaloneSSEResumes(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv, m, tl := addFault22(t, fault22Case{fault: sseFault{dropAfter: time.Minute, retry: 2 * time.Second, reset: reset, resumable: true}})
+				srv, m, tl := addSSEDropServer(t, sseDropCase{fault: sseFault{dropAfter: time.Minute, retry: 2 * time.Second, reset: reset, resumable: true}})
 
 				// Tick i at 60i+31s: odd seconds, never at a drop (62k+60s)
 				// or a re-GET (62k+62s). Every 62s stream sees one.
@@ -582,7 +582,7 @@ func TestFault22StandaloneSSEResumes(t *testing.T) {
 					}
 					require.Len(t, sessions, 1)
 					require.NoError(t, sessions[0].Log(context.Background(), &mcp.LoggingMessageParams{
-						Level: "info", Logger: "fault22", Data: fmt.Sprintf("tick %d", i)}))
+						Level: "info", Logger: "sse-drop", Data: fmt.Sprintf("tick %d", i)}))
 					if i%10 == 0 || i == 16 { // at tick 16 the stream is down
 						require.Equal(t, tickAt(i), echoAt(t, m, tl, fmt.Sprintf("call at tick %d", i)))
 						calls++

@@ -89,7 +89,7 @@ var toolCallLine = regexp.MustCompile(`(?m)^tools/call id=\S+$`)
 // connected → disconnected → backoff → connecting → connected; and since
 // each session dies long before backoff.max, the schedule keeps growing
 // instead of resetting (the crash-loop rule of FAULTS #2).
-func TestFault01CrashMidSession(t *testing.T) {
+func TestStdioCrashMidSession(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	record := filepath.Join(t.TempDir(), "record")
 	spec := f.fakeIn(quick(nil), "--crash-after=3", "--exit-code=3", "--hang-tool=slow", "--record="+record)
@@ -139,7 +139,7 @@ func TestFault01CrashMidSession(t *testing.T) {
 
 // FAULTS #3: a server that cannot be spawned fails its attempt at once
 // with the reason, names server and operation, and leaves no process.
-func TestFault03SpawnFailure(t *testing.T) {
+func TestStdioSpawnFailure(t *testing.T) {
 	notExecutable := filepath.Join(t.TempDir(), "server.sh")
 	require.NoError(t, os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644))
 	tests := []struct {
@@ -190,7 +190,7 @@ func TestFault03SpawnFailure(t *testing.T) {
 // process is still being stopped — its whole process group is killed (it
 // ignores stdin EOF and SIGTERM and has a grandchild), and the next attempt
 // follows on the backoff schedule.
-func TestFault04HangInitialize(t *testing.T) {
+func TestStdioHangInitialize(t *testing.T) {
 	const grace = time.Second // stdin, then SIGTERM: 2s to stop this one
 	f := faultManager(t, manager.Options{StopGrace: grace})
 	spec := f.fakeIn(quick(map[string]any{"timeouts": map[string]any{"connect": "300ms"}}),
@@ -222,7 +222,7 @@ func TestFault04HangInitialize(t *testing.T) {
 // FAULTS #5: a server that prints a banner on stdout before initialize
 // fails its attempts with a protocol error quoting the start of the line,
 // on the backoff schedule (no retry storm).
-func TestFault05GarbageBeforeInit(t *testing.T) {
+func TestStdioGarbageBeforeInit(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	spec := f.fakeIn(quick(map[string]any{"max_retries": 2}), "--garbage-stdout=before-init")
 	require.NoError(t, f.m.Add("x", spec))
@@ -244,7 +244,7 @@ func TestFault05GarbageBeforeInit(t *testing.T) {
 }
 
 // The quote of the offending line is bounded and shows what is invisible.
-func TestFault05GarbageLineIsTruncated(t *testing.T) {
+func TestStdioGarbageLineIsTruncated(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	banner := "\x1b[1mWelcome\x1b[0m " + strings.Repeat("=", 200)
 	spec := decode(t, quick(map[string]any{
@@ -261,7 +261,7 @@ func TestFault05GarbageLineIsTruncated(t *testing.T) {
 // FAULTS #6: garbage on stdout in the middle of a session ends it (the SDK
 // cannot resynchronise, go-sdk #1209): the call in flight fails with the
 // protocol error, and the server reconnects.
-func TestFault06GarbageMidSession(t *testing.T) {
+func TestStdioGarbageMidSession(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	record := filepath.Join(t.TempDir(), "record")
 	spec := f.fakeIn(quick(nil), "--garbage-stdout=after-init", "--hang-tool=slow", "--record="+record)
@@ -289,7 +289,7 @@ func TestFault06GarbageMidSession(t *testing.T) {
 // FAULTS #7: a frame over max_frame_bytes ends the session as a protocol
 // error that names the cap; the partial frame does not stay in memory (the
 // heap returns to within 2× the cap of its baseline).
-func TestFault07OversizeFrame(t *testing.T) {
+func TestStdioOversizeFrame(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	const limit = 1 << 20
 	f.heapSlack = 2 * limit
@@ -315,7 +315,7 @@ func TestFault07OversizeFrame(t *testing.T) {
 // FAULTS #8: a server that writes half a frame and stalls. The call times
 // out at its own timeout, and so does the next one (the stream is wedged);
 // nothing accumulates meanwhile.
-func TestFault08PartialFrame(t *testing.T) {
+func TestStdioPartialFrame(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	spec := f.fakeIn(quick(nil), "--partial-frame")
 	require.NoError(t, f.m.Add("x", spec))
@@ -334,7 +334,7 @@ func TestFault08PartialFrame(t *testing.T) {
 
 // FAULTS #8, continued: the health ping shares the wedged stream, times
 // out, and the server is reconnected as a new process.
-func TestFault08PartialFrameHealthReconnects(t *testing.T) {
+func TestStdioPartialFrameHealthReconnects(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	spec := f.fakeIn(quick(map[string]any{"timeouts": map[string]any{
 		"connect": "5s", "request": "5s", "health_interval": "1s", "health_timeout": "300ms",
@@ -353,7 +353,7 @@ func TestFault08PartialFrameHealthReconnects(t *testing.T) {
 // FAULTS #9: invalid UTF-8 inside a JSON string. Pinned: it is no protocol
 // error; each invalid byte decodes as U+FFFD (encoding/json's rule) and the
 // session continues.
-func TestFault09InvalidUTF8(t *testing.T) {
+func TestStdioInvalidUTF8(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	require.NoError(t, f.m.Add("x", f.fakeIn(quick(nil), "--invalid-utf8")))
 	f.until("x", events.KindConnected, patience)
@@ -398,7 +398,7 @@ func (b *syncBuffer) String() string {
 // succeed; what is kept is bounded (the last 64 KiB, and at most 100 log
 // lines a second). The negative control shows that the flood does block a
 // server whose stderr nobody reads.
-func TestFault10StderrFlood(t *testing.T) {
+func TestStdioStderrFlood(t *testing.T) {
 	t.Run("per request", func(t *testing.T) {
 		f := faultManager(t, manager.Options{})
 		require.NoError(t, f.m.Add("x", f.fakeIn(quick(nil), "--stderr-flood=256KiB")))
@@ -464,7 +464,7 @@ func stderrWritten(t *testing.T, pid int) int64 {
 // FAULTS #11: disposal of servers that ignore stdin EOF, SIGTERM or both
 // completes within the grace budget (stdin grace + SIGTERM grace +
 // SIGKILL), and takes the whole group with it.
-func TestFault11IgnoresSigterm(t *testing.T) {
+func TestStdioIgnoresSigterm(t *testing.T) {
 	tests := []struct {
 		name     string
 		flags    []string
@@ -492,7 +492,7 @@ func TestFault11IgnoresSigterm(t *testing.T) {
 // FAULTS #12: a grandchild in the server's process group dies with it. The
 // control shows that the SDK's CommandTransport (which signals only its
 // child) leaves it running.
-func TestFault12GrandchildSurvives(t *testing.T) {
+func TestStdioGrandchildDiesWithGroup(t *testing.T) {
 	t.Run("manager", func(t *testing.T) {
 		f := faultManager(t, manager.Options{})
 		spec := f.fakeIn(quick(nil), "--spawn-grandchild")
@@ -534,7 +534,7 @@ func isZombie(t *testing.T, pid int) bool {
 // FAULTS #16: a hung tool call times out at the caller's timeout, the server
 // is told (notifications/cancelled for that request id), and the session
 // serves other calls meanwhile and afterwards.
-func TestFault16ToolHangs(t *testing.T) {
+func TestStdioToolHangs(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	record := filepath.Join(t.TempDir(), "record")
 	require.NoError(t, f.m.Add("x", f.fakeIn(quick(nil), "--hang-tool=slow", "--record="+record)))
@@ -566,7 +566,7 @@ func TestFault16ToolHangs(t *testing.T) {
 // FAULTS #17: responses with duplicate or unsolicited ids. Pinned: the
 // session continues; each caller gets its own answer; the stray response
 // is dropped and logged as a protocol error with the server's name.
-func TestFault17DuplicateResponseIDs(t *testing.T) {
+func TestStdioDuplicateResponseIDs(t *testing.T) {
 	for _, flag := range []string{"--dup-response-id", "--unsolicited-response"} {
 		t.Run(strings.TrimPrefix(flag, "--"), func(t *testing.T) {
 			var logs syncBuffer
@@ -603,7 +603,7 @@ func TestFault17DuplicateResponseIDs(t *testing.T) {
 // attempt; the other is served when it completes; one process, one
 // initialize. (TestCallsWaitForTheSingleConnectAttempt pins the exact
 // timeline at the logic tier.)
-func TestFault25SingleFlightMixedDeadlines(t *testing.T) {
+func TestProcessSingleFlightMixedDeadlines(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	record := filepath.Join(t.TempDir(), "record")
 	spec := f.fakeIn(quick(nil), "--slow-initialize=1s", "--record="+record)
@@ -649,7 +649,7 @@ func TestFault25SingleFlightMixedDeadlines(t *testing.T) {
 // session is reported (tool_call) after the connected event of that
 // session, never before. The race is narrow, so the scenario runs 20
 // times; it failed about one run in ten.
-func TestFault25CallEventsFollowConnected(t *testing.T) {
+func TestCallEventsFollowConnected(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	for i := range 20 {
 		name := "x" + strconv.Itoa(i)

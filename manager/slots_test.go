@@ -19,7 +19,7 @@ import (
 // connecting, saying why; a caller waiting for it gets CONNECTION_LIMIT at
 // its own timeout. A holder whose connect fails frees its slot at once, and
 // an idle close frees one exactly at the idle timeout. No deadlock.
-func TestFault26MaxConnections(t *testing.T) {
+func TestMaxConnections(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &peers{}
 		var aDials atomic.Int32
