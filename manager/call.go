@@ -104,7 +104,8 @@ func (s *supervisor) callEvent(tool string, start time.Time, res *mcp.CallToolRe
 // request runs one request on the server's session: it waits for the
 // session (session), holds the gate while fn runs so neither the idle
 // timeout nor a disposal closes the session under it, and accounts the
-// outcome (R-MET). fn reports whether a tool answered with isError.
+// outcome in the server's metrics. fn reports whether a tool answered with
+// isError.
 func (s *supervisor) request(ctx context.Context, op string, fn func(context.Context, *snapshot) (bool, error)) error {
 	snap, err := s.session(ctx, op)
 	if err != nil {

@@ -21,11 +21,12 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// FAULTS.md #22 (standalone SSE stream drops repeatedly), at the logic tier:
-// the go-sdk's streamable HTTP handler serving the demo server, and the
-// manager's own HTTP transport and StreamableClientTransport (MaxRetries 1),
-// talking over an in-memory network inside a synctest bubble, so that an
-// hour of drops takes a fraction of a second and every instant is exact.
+// A standalone SSE stream that drops repeatedly, at the logic tier: the
+// go-sdk's streamable HTTP handler serving the demo server, and the
+// manager's own HTTP transport and StreamableClientTransport
+// (MaxRetries 1), talking over an in-memory network inside a synctest
+// bubble, so that an hour of drops takes a fraction of a second and every
+// instant is exact.
 //
 // What the SDK (v1.8.0, mcp/streamable.go) does when the standalone GET
 // stream ends, cleanly or by a cut connection (both end processStream's
@@ -91,7 +92,7 @@ func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "pipe" }
 
 // sseFault is what sseServer's middleware does to standalone SSE streams
-// (FAULTS §1 drop-sse-after, retry-field).
+// (ends each stream after a while, sends an SSE retry: field).
 type sseFault struct {
 	dropAfter time.Duration // each GET stream ends this long after it began
 	retry     time.Duration // sent as each stream's SSE retry: field, if set
@@ -359,8 +360,9 @@ var sseDropCases = []sseDropCase{
 		fault:     sseFault{dropAfter: time.Minute, retry: 2 * time.Second, reGet: http.StatusNotFound},
 		failAfter: 62 * time.Second,
 		err:       `server "x": session: connection lost: standalone SSE stream: failed to connect (session ID: {session}): session not found`,
-		// ErrSessionMissing: a new session at once (FAULTS #18), every
-		// time, as each had proven itself by living past backoff.max.
+		// ErrSessionMissing: a new session at once (an expired HTTP session
+		// is re-initialized, not backed off), every time, as each had
+		// proven itself by living past backoff.max.
 		reconnect: []events.Kind{events.KindConnecting, events.KindConnected, events.KindSessionReinitialized},
 		inflight:  mcp.ErrSessionMissing,
 		cycles:    58, // one per 62s
@@ -404,11 +406,11 @@ func deadAt(t *testing.T, m *manager.Manager, tl *timeline, tc sseDropCase, fail
 	return ""
 }
 
-// FAULTS #22: the standalone SSE stream of a server without resumption
-// drops every 60s (or its reconnecting GET is refused), for an hour of fake
-// time. The SDK re-GETs after the stream's retry: field (2s); when it gives
-// up, the session fails, and the host knows at that instant: no "connected
-// but dead" status, a disconnected event, a call served as soon as the next
+// The standalone SSE stream of a server without resumption drops every 60s
+// (or its reconnecting GET is refused), for an hour of fake time. The SDK
+// re-GETs after the stream's retry: field (2s); when it gives up, the
+// session fails, and the host knows at that instant: no "connected but
+// dead" status, a disconnected event, a call served as soon as the next
 // session is up. Between failures the session is connected, healthy and
 // serves calls, even while the stream is down. The cycle repeats for the
 // hour without the breaker opening. G: the bubble exits; V: sseManager.
@@ -489,11 +491,11 @@ func TestStandaloneSSEGivesUp(t *testing.T) {
 	}
 }
 
-// FAULTS #22, a call in flight when the SDK gives up on the standalone
-// stream: the host must say so at once — not connected, not healthy,
-// disconnected — and the call must fail then, saying it may or may not
-// have run (ErrDisconnected; after a 404, ErrSessionMissing, as in FAULTS
-// #18). The next call works on a new session.
+// A call in flight when the SDK gives up on the standalone stream: the host
+// must say so at once — not connected, not healthy, disconnected — and the
+// call must fail then, saying it may or may not have run (ErrDisconnected;
+// after a 404, ErrSessionMissing, as for any expired HTTP session). The
+// next call works on a new session.
 //
 // ClientSession.Wait returns only once the connection's Close is done, and
 // Close first sends a DELETE (skipped after a 404) that a go-sdk server
@@ -546,14 +548,14 @@ func TestCallInFlightWhenStandaloneSSEGivesUp(t *testing.T) {
 	}
 }
 
-// FAULTS #22 with resumption: a server with an event store sends one log
-// notification a minute on its standalone stream, which drops every 60s for
-// an hour. Every drop follows progress (a new event id), so the SDK keeps
-// resuming the stream (Last-Event-ID, after retry: 2s) and the one session
-// stays connected and healthy for the whole hour: no disconnected event,
-// calls work, and every notification reaches the bus in order — those
-// sent while the stream was down are replayed when it resumes. G: the
-// bubble exits; V: sseManager.
+// A dropping standalone SSE stream with resumption: a server with an event
+// store sends one log notification a minute on its standalone stream, which
+// drops every 60s for an hour. Every drop follows progress (a new event
+// id), so the SDK keeps resuming the stream (Last-Event-ID, after retry:
+// 2s) and the one session stays connected and healthy for the whole hour:
+// no disconnected event, calls work, and every notification reaches the bus
+// in order — those sent while the stream was down are replayed when it
+// resumes. G: the bubble exits; V: sseManager.
 func TestStandaloneSSEResumes(t *testing.T) {
 	for _, reset := range []bool{false, true} {
 		name := "stream ends cleanly"

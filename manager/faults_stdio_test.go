@@ -23,8 +23,9 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// FAULTS.md §2 (stdio process faults) and §4 #25, against real fakemcp
-// processes. Each case ends with the invariants of invariants_test.go.
+// Stdio process faults, and single-flight connects with mixed deadlines,
+// against real fakemcp processes. Each case ends with the invariants of
+// invariants_test.go.
 
 // quick are spec fields that keep a case fast: reconnects after 10ms, 20ms, …
 // (no jitter: faultManager pins it), and a backoff.max long enough that no
@@ -84,11 +85,11 @@ func awaitRecord(t *testing.T, path string, re *regexp.Regexp, n int) []string {
 
 var toolCallLine = regexp.MustCompile(`(?m)^tools/call id=\S+$`)
 
-// FAULTS #1: a server that crashes mid-session. The call in flight fails at
-// once with the exit status; the server is restarted as a new process with
-// connected → disconnected → backoff → connecting → connected; and since
-// each session dies long before backoff.max, the schedule keeps growing
-// instead of resetting (the crash-loop rule of FAULTS #2).
+// A server that crashes mid-session. The call in flight fails at once with
+// the exit status; the server is restarted as a new process with connected
+// → disconnected → backoff → connecting → connected; and since each session
+// dies long before backoff.max, the schedule keeps growing instead of
+// resetting (the crash-loop rule).
 func TestStdioCrashMidSession(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	record := filepath.Join(t.TempDir(), "record")
@@ -137,8 +138,8 @@ func TestStdioCrashMidSession(t *testing.T) {
 	f.echoOK("x.echo", "third process")
 }
 
-// FAULTS #3: a server that cannot be spawned fails its attempt at once
-// with the reason, names server and operation, and leaves no process.
+// A server that cannot be spawned fails its attempt at once with the
+// reason, names server and operation, and leaves no process.
 func TestStdioSpawnFailure(t *testing.T) {
 	notExecutable := filepath.Join(t.TempDir(), "server.sh")
 	require.NoError(t, os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644))
@@ -185,11 +186,11 @@ func TestStdioSpawnFailure(t *testing.T) {
 	}
 }
 
-// FAULTS #4: a server that never answers initialize fails its attempt at
-// the connect timeout as CONNECTION_TIMEOUT — reported then, while its
-// process is still being stopped — its whole process group is killed (it
-// ignores stdin EOF and SIGTERM and has a grandchild), and the next attempt
-// follows on the backoff schedule.
+// A server that never answers initialize fails its attempt at the connect
+// timeout as CONNECTION_TIMEOUT — reported then, while its process is still
+// being stopped — its whole process group is killed (it ignores stdin EOF
+// and SIGTERM and has a grandchild), and the next attempt follows on the
+// backoff schedule.
 func TestStdioHangInitialize(t *testing.T) {
 	const grace = time.Second // stdin, then SIGTERM: 2s to stop this one
 	f := faultManager(t, manager.Options{StopGrace: grace})
@@ -219,9 +220,9 @@ func TestStdioHangInitialize(t *testing.T) {
 		"the timed-out attempt's process group is stopped in the background")
 }
 
-// FAULTS #5: a server that prints a banner on stdout before initialize
-// fails its attempts with a protocol error quoting the start of the line,
-// on the backoff schedule (no retry storm).
+// A server that prints a banner on stdout before initialize fails its
+// attempts with a protocol error quoting the start of the line, on the
+// backoff schedule (no retry storm).
 func TestStdioGarbageBeforeInit(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	spec := f.fakeIn(quick(map[string]any{"max_retries": 2}), "--garbage-stdout=before-init")
@@ -258,9 +259,9 @@ func TestStdioGarbageLineIsTruncated(t *testing.T) {
 	require.Contains(t, msg, `protocol error: invalid character '\x1b' looking for beginning of value in stdout line `+quoted+"…")
 }
 
-// FAULTS #6: garbage on stdout in the middle of a session ends it (the SDK
-// cannot resynchronise, go-sdk #1209): the call in flight fails with the
-// protocol error, and the server reconnects.
+// Garbage on stdout in the middle of a session ends it (the SDK cannot
+// resynchronise, go-sdk #1209): the call in flight fails with the protocol
+// error, and the server reconnects.
 func TestStdioGarbageMidSession(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	record := filepath.Join(t.TempDir(), "record")
@@ -286,9 +287,9 @@ func TestStdioGarbageMidSession(t *testing.T) {
 	require.Len(t, f.pids(spec), 2)
 }
 
-// FAULTS #7: a frame over max_frame_bytes ends the session as a protocol
-// error that names the cap; the partial frame does not stay in memory (the
-// heap returns to within 2× the cap of its baseline).
+// A frame over max_frame_bytes ends the session as a protocol error that
+// names the cap; the partial frame does not stay in memory (the heap
+// returns to within 2× the cap of its baseline).
 func TestStdioOversizeFrame(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	const limit = 1 << 20
@@ -312,9 +313,9 @@ func TestStdioOversizeFrame(t *testing.T) {
 	requireGroupGone(t, pids[0]) // it was blocked writing the rest of the frame
 }
 
-// FAULTS #8: a server that writes half a frame and stalls. The call times
-// out at its own timeout, and so does the next one (the stream is wedged);
-// nothing accumulates meanwhile.
+// A server that writes half a frame and stalls. The call times out at its
+// own timeout, and so does the next one (the stream is wedged); nothing
+// accumulates meanwhile.
 func TestStdioPartialFrame(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	spec := f.fakeIn(quick(nil), "--partial-frame")
@@ -332,7 +333,7 @@ func TestStdioPartialFrame(t *testing.T) {
 	}
 }
 
-// FAULTS #8, continued: the health ping shares the wedged stream, times
+// Half a frame, continued: the health ping shares the wedged stream, times
 // out, and the server is reconnected as a new process.
 func TestStdioPartialFrameHealthReconnects(t *testing.T) {
 	f := faultManager(t, manager.Options{})
@@ -350,9 +351,9 @@ func TestStdioPartialFrameHealthReconnects(t *testing.T) {
 	require.Len(t, f.pids(spec), 2, "a new process")
 }
 
-// FAULTS #9: invalid UTF-8 inside a JSON string. Pinned: it is no protocol
-// error; each invalid byte decodes as U+FFFD (encoding/json's rule) and the
-// session continues.
+// Invalid UTF-8 inside a JSON string. Pinned: it is no protocol error; each
+// invalid byte decodes as U+FFFD (encoding/json's rule) and the session
+// continues.
 func TestStdioInvalidUTF8(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	require.NoError(t, f.m.Add("x", f.fakeIn(quick(nil), "--invalid-utf8")))
@@ -394,10 +395,10 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// FAULTS #10: a server that floods stderr is always drained, so its calls
-// succeed; what is kept is bounded (the last 64 KiB, and at most 100 log
-// lines a second). The negative control shows that the flood does block a
-// server whose stderr nobody reads.
+// A server that floods stderr is always drained, so its calls succeed; what
+// is kept is bounded (the last 64 KiB, and at most 100 log lines a second).
+// The negative control shows that the flood does block a server whose
+// stderr nobody reads.
 func TestStdioStderrFlood(t *testing.T) {
 	t.Run("per request", func(t *testing.T) {
 		f := faultManager(t, manager.Options{})
@@ -461,9 +462,9 @@ func stderrWritten(t *testing.T, pid int) int64 {
 	return n
 }
 
-// FAULTS #11: disposal of servers that ignore stdin EOF, SIGTERM or both
-// completes within the grace budget (stdin grace + SIGTERM grace +
-// SIGKILL), and takes the whole group with it.
+// Disposal of servers that ignore stdin EOF, SIGTERM or both completes
+// within the grace budget (stdin grace + SIGTERM grace + SIGKILL), and
+// takes the whole group with it.
 func TestStdioIgnoresSigterm(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -489,9 +490,9 @@ func TestStdioIgnoresSigterm(t *testing.T) {
 	}
 }
 
-// FAULTS #12: a grandchild in the server's process group dies with it. The
-// control shows that the SDK's CommandTransport (which signals only its
-// child) leaves it running.
+// A grandchild in the server's process group dies with it. The control
+// shows that the SDK's CommandTransport (which signals only its child)
+// leaves it running.
 func TestStdioGrandchildDiesWithGroup(t *testing.T) {
 	t.Run("manager", func(t *testing.T) {
 		f := faultManager(t, manager.Options{})
@@ -531,9 +532,9 @@ func isZombie(t *testing.T, pid int) bool {
 	return true // gone
 }
 
-// FAULTS #16: a hung tool call times out at the caller's timeout, the server
-// is told (notifications/cancelled for that request id), and the session
-// serves other calls meanwhile and afterwards.
+// A hung tool call times out at the caller's timeout, the server is told
+// (notifications/cancelled for that request id), and the session serves
+// other calls meanwhile and afterwards.
 func TestStdioToolHangs(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	record := filepath.Join(t.TempDir(), "record")
@@ -563,9 +564,9 @@ func TestStdioToolHangs(t *testing.T) {
 	require.Equal(t, manager.StateConnected, mustStatus(t, f.m, "x").State)
 }
 
-// FAULTS #17: responses with duplicate or unsolicited ids. Pinned: the
-// session continues; each caller gets its own answer; the stray response
-// is dropped and logged as a protocol error with the server's name.
+// Responses with duplicate or unsolicited ids. Pinned: the session
+// continues; each caller gets its own answer; the stray response is dropped
+// and logged as a protocol error with the server's name.
 func TestStdioDuplicateResponseIDs(t *testing.T) {
 	for _, flag := range []string{"--dup-response-id", "--unsolicited-response"} {
 		t.Run(strings.TrimPrefix(flag, "--"), func(t *testing.T) {
@@ -597,10 +598,10 @@ func TestStdioDuplicateResponseIDs(t *testing.T) {
 	}
 }
 
-// FAULTS #25 at the process tier: two callers arrive while the one connect
-// attempt (1s: a slow initialize) is in progress. The one with a 100ms
-// budget gets its own CONNECTION_TIMEOUT at 100ms without cancelling the
-// attempt; the other is served when it completes; one process, one
+// Single-flight at the process tier: two callers arrive while the one
+// connect attempt (1s: a slow initialize) is in progress. The one with a
+// 100ms budget gets its own CONNECTION_TIMEOUT at 100ms without cancelling
+// the attempt; the other is served when it completes; one process, one
 // initialize. (TestCallsWaitForTheSingleConnectAttempt pins the exact
 // timeline at the logic tier.)
 func TestProcessSingleFlightMixedDeadlines(t *testing.T) {
@@ -645,10 +646,10 @@ func TestProcessSingleFlightMixedDeadlines(t *testing.T) {
 	require.Equal(t, []events.Kind{events.KindAdded, events.KindConnecting, events.KindConnected}, kinds(evs))
 }
 
-// R-EV-3 with a caller waiting for a connect: the call served by the new
-// session is reported (tool_call) after the connected event of that
-// session, never before. The race is narrow, so the scenario runs 20
-// times; it failed about one run in ten.
+// One server's events arrive in order, even with a caller waiting for a
+// connect: the call served by the new session is reported (tool_call) after
+// the connected event of that session, never before. The race is narrow, so
+// the scenario runs 20 times; it failed about one run in ten.
 func TestCallEventsFollowConnected(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	for i := range 20 {
