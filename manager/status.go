@@ -81,8 +81,8 @@ func (st *Status) usable() bool {
 	return st.State == StateConnected || st.State == StateIdle
 }
 
-// State is where a server is in its connection lifecycle (the states and
-// their transitions are drawn in docs/design.md).
+// State is where a server is in its connection lifecycle; docs/design.md
+// lists the states and the transitions between them.
 type State int
 
 func (s State) String() string {
