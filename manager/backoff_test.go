@@ -16,9 +16,9 @@ import (
 
 const ms = time.Millisecond
 
-// R-BACKOFF: a server that never comes up is retried on the exact schedule
-// delay(n) = min(initial·multiplier^(n−1), max) + jitter·that·r. Each row
-// pins when the attempts start and which delay the backoff events announce.
+// A server that never comes up is retried on the exact schedule delay(n) =
+// min(initial·multiplier^(n−1), max) + jitter·that·r. Each row pins when
+// the attempts start and which delay the backoff events announce.
 func TestBackoffSchedule(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -44,7 +44,7 @@ func TestBackoffSchedule(t *testing.T) {
 			want: []time.Duration{112500 * time.Microsecond, 225 * ms, 450 * ms, 900 * ms, 1800 * ms, 3375 * ms},
 		},
 		{
-			name:  "seed 000's schedule: initial 1s, max 60s",
+			name:  "a slow schedule: initial 1s, max 60s",
 			extra: map[string]any{"backoff": map[string]any{"initial": "1s", "max": "60s"}},
 			rand:  0,
 			want: []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
@@ -125,8 +125,8 @@ func TestBackoffDelay(t *testing.T) {
 	require.Equal(t, 200*ms, noJitter.Delay(2, 1), "NoJitter ignores r")
 }
 
-// R-BACKOFF: max_retries = 3 allows exactly 4 attempts, then the server is
-// failed with an error saying so, and calls fail at once.
+// max_retries = 3 allows exactly 4 attempts, then the server is failed with
+// an error saying so, and calls fail at once.
 func TestMaxRetriesGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newManager(t, manager.Options{Dial: failingDial(errors.New("connection refused")), Rand: constRand(0)})
@@ -171,9 +171,9 @@ func TestMaxRetriesGivesUp(t *testing.T) {
 	})
 }
 
-// R-TIMEOUT connect: an attempt whose dial or handshake never completes is
-// abandoned at exactly timeouts.connect with CONNECTION_TIMEOUT, then the
-// server backs off as after any failure.
+// The connect timeout: an attempt whose dial or handshake never completes
+// is abandoned at exactly timeouts.connect with CONNECTION_TIMEOUT, then
+// the server backs off as after any failure.
 func TestConnectTimeout(t *testing.T) {
 	tests := []struct {
 		name   string

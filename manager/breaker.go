@@ -5,7 +5,9 @@ import (
 	"time"
 )
 
-// Circuit is the state of a server's circuit breaker (SPEC §5).
+// Circuit is the state of a server's circuit breaker: closed, open after
+// too many consecutive failed attempts within a window, half open for the
+// one probe attempt after OpenFor.
 type Circuit int
 
 // The breaker states. The zero value is CircuitClosed.
@@ -78,7 +80,7 @@ func (b *breaker) open(now time.Time) {
 // success records a successful attempt: the circuit closes. It reports
 // the state the circuit was in. The failures stay counted until the
 // session proves itself (reset): a server that crashes right after each
-// handshake must still trip the breaker (FAULTS #2).
+// handshake must still trip the breaker (a crash loop).
 func (b *breaker) success() Circuit {
 	was := b.state
 	b.state = CircuitClosed

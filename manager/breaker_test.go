@@ -30,7 +30,7 @@ func (d *switchDial) dial(ctx context.Context, name string, spec manager.Spec) (
 	return d.p.dial(ctx, name, spec)
 }
 
-// R-BREAKER with the defaults: five quick failures (0, 100, 300, 700,
+// The breaker with the defaults: five quick failures (0, 100, 300, 700,
 // 1500 ms) open the circuit; calls then fail at once with CIRCUIT_OPEN
 // saying when the probe is due; after 30s exactly one probe runs; a failed
 // probe reopens for another 30s; a successful one closes the circuit.
@@ -97,8 +97,8 @@ func TestBreakerTimeline(t *testing.T) {
 	})
 }
 
-// R-BREAKER window: failures further apart than the window never open the
-// circuit, however many there are.
+// The breaker's window: failures further apart than the window never open
+// the circuit, however many there are.
 func TestBreakerWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newManager(t, manager.Options{Dial: failingDial(errors.New("refused")), Rand: constRand(0)})
@@ -115,7 +115,7 @@ func TestBreakerWindow(t *testing.T) {
 	})
 }
 
-// R-BREAKER with the window: three failures within it open the circuit;
+// The breaker with the window: three failures within it open the circuit;
 // breaker = false never opens it.
 func TestBreakerSettings(t *testing.T) {
 	tests := []struct {
@@ -167,8 +167,8 @@ func TestReconnectResetsBreaker(t *testing.T) {
 	})
 }
 
-// FAULTS #2 at the logic tier: a server that connects and dies 10ms later,
-// every time, never resets the schedule (the session did not prove
+// A crash loop at the logic tier: a server that connects and dies 10ms
+// later, every time, never resets the schedule (the session did not prove
 // itself) and trips the breaker after five such failures in a row.
 func TestCrashLoopTripsBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -198,9 +198,9 @@ func TestCrashLoopTripsBreaker(t *testing.T) {
 	})
 }
 
-// SPEC §5: the breaker counts failed connection attempts. The loss of a
-// session that had proven itself starts the backoff schedule (failure 1,
-// FAULTS #1) but is no failed attempt: five quick retries (0.1 … 1.6 s)
+// The breaker counts failed connection attempts. The loss of a session that
+// had proven itself (a crash mid-session) starts the backoff schedule
+// (failure 1) but is no failed attempt: five quick retries (0.1 … 1.6 s)
 // fail before the circuit opens.
 func TestProvenSessionLossIsNoBreakerFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -35,10 +35,11 @@ type Progress struct {
 }
 
 // Call invokes a tool by its full name ("server.tool") or by a bare tool
-// name that exactly one server offers (R-NS-1). If the server is connecting
-// or backing off, Call waits for that attempt, up to the timeout; it never
-// starts another. A result with IsError set is a result, not an error
-// (R-INV-2).
+// name that exactly one server offers. If the server is connecting or
+// backing off, Call waits for that attempt, up to the timeout; it never
+// starts another. A result with IsError set is a result the caller reads
+// (partial output kept), not an error; only transport and protocol
+// failures are errors.
 func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOptions) (res *mcp.CallToolResult, err error) {
 	ctx, span := m.tel.toolCall(ctx, name)
 	defer func() { span.end(res, err) }()
@@ -85,7 +86,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 	return res, nil
 }
 
-// callEvent publishes a finished tool call (SPEC §12 logs it at DEBUG, at
+// callEvent publishes a finished tool call (the log shows it at DEBUG, at
 // WARN when it failed).
 func (s *supervisor) callEvent(tool string, start time.Time, res *mcp.CallToolResult, err error) {
 	ms := float64(time.Since(start).Microseconds()) / 1000 // sub-millisecond calls are common
@@ -103,7 +104,8 @@ func (s *supervisor) callEvent(tool string, start time.Time, res *mcp.CallToolRe
 // request runs one request on the server's session: it waits for the
 // session (session), holds the gate while fn runs so neither the idle
 // timeout nor a disposal closes the session under it, and accounts the
-// outcome (R-MET). fn reports whether a tool answered with isError.
+// outcome in the server's metrics. fn reports whether a tool answered with
+// isError.
 func (s *supervisor) request(ctx context.Context, op string, fn func(context.Context, *snapshot) (bool, error)) error {
 	snap, err := s.session(ctx, op)
 	if err != nil {
@@ -149,7 +151,7 @@ func (s *supervisor) callFailure(ctx context.Context, req uint64, err error, c *
 		return fmt.Errorf("the server no longer knows this HTTP session; a new session is being started; the request may not have run, retry it: %w", err)
 	}
 	// A session that ends under a call fails it with ErrConnectionClosed or,
-	// when the peer hung up mid-read, a wrapped EOF (NOTES.md).
+	// when the peer hung up mid-read (a killed stdio server), a wrapped EOF.
 	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		if exit := c.awaitExit(ctx); exit != nil {
 			return fmt.Errorf("the call was cut off: server %w; it may or may not have run (%w)", exit, ErrDisconnected)
@@ -183,7 +185,7 @@ const sessionEndGrace = 50 * time.Millisecond
 // through the gate and returns the snapshot holding its session; the
 // caller must call s.gate.exit when done. It never starts a connection
 // itself: the supervisor is already trying, or is woken for an idle
-// server (single-flight by construction, R-LIFE-1).
+// server (single-flight by construction: the supervisor owns the session).
 func (s *supervisor) session(ctx context.Context, op string) (*snapshot, error) {
 	snap, ended, err := s.await(ctx, true, func(snap *snapshot) (bool, error) {
 		st := snap.status

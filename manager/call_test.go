@@ -62,7 +62,7 @@ func text(t testing.TB, res *mcp.CallToolResult) string {
 	return tc.Text
 }
 
-// R-NS-1: how a tool name finds its server.
+// How a tool name finds its server.
 func TestCallResolvesNames(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -125,7 +125,7 @@ func TestCallResolvesNames(t *testing.T) {
 	})
 }
 
-// R-INV-2: a tool error is a result the caller can read, not an error.
+// A tool error is a result the caller can read, not an error.
 func TestCallToolErrorIsAResult(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, _ := twoServers(t)
@@ -141,10 +141,9 @@ func TestCallToolErrorIsAResult(t *testing.T) {
 	})
 }
 
-// R-REQ-1: a call that outlives its timeout fails at exactly that timeout
-// with INVOCATION_FAILED naming server, operation and limit; the session
-// stays usable. Without a per-call timeout the server's request timeout
-// applies.
+// A call that outlives its timeout fails at exactly that timeout with
+// INVOCATION_FAILED naming server, operation and limit; the session stays
+// usable. Without a per-call timeout the server's request timeout applies.
 func TestCallTimeout(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -193,8 +192,8 @@ func TestCallTimeout(t *testing.T) {
 	}
 }
 
-// R-REQ-2: a call in flight when the session is lost fails at once instead
-// of waiting out its timeout, and it is not retried.
+// A call in flight when the session is lost fails at once instead of
+// waiting out its timeout, and it is not retried.
 func TestCallFailsWhenSessionIsLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &peers{}

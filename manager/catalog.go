@@ -24,8 +24,9 @@ const (
 	listAll = listTools | listResources | listPrompts
 )
 
-// catalog is what discovery found on one server (R-DISC-1). It is
-// immutable once built; a refresh builds a new one.
+// catalog is what discovery found on one server: tools, resources,
+// resource templates and prompts (all pages), as its capabilities
+// advertise. It is immutable once built; a refresh builds a new one.
 type catalog struct {
 	tools     []*mcp.Tool     // sorted by name
 	callOps   []string        // callOp of each tool, made once

@@ -93,8 +93,9 @@ var errConnectTimeout = errors.New("connect timeout")
 var errRemoving = errors.New("server removed")
 
 // connect makes one attempt. The session's context lives as long as the
-// session (the legacy SSE client dies with it, NOTES.md); a timer bounds the
-// handshake and first discovery.
+// session (the SDK's legacy SSE client ends its session when the context
+// given to Connect is cancelled); a timer bounds the handshake and first
+// discovery.
 func (s *supervisor) connect() (*conn, error) {
 	// The session must outlive a removal request until its requests are
 	// drained, so removal cancels only the attempt, not the session.
@@ -209,8 +210,10 @@ func (c *conn) awaitExit(ctx context.Context) error {
 const exitGrace = 500 * time.Millisecond
 
 // newClient builds the SDK client of one supervisor: no roots capability
-// (NOTES.md: advertising roots invites a roots/list that delays Close), and
-// server notifications published as events (R-REQ-3).
+// (advertising roots invites a roots/list from the server, and closing the
+// session before it is answered makes Close wait out the SDK's 5s terminate
+// timeout), and server notifications published as events, which never
+// block the session whatever subscribers do.
 func (m *Manager) newClient(s *supervisor) *mcp.Client {
 	notify := func(method string, params any) {
 		s.heard()

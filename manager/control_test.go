@@ -30,9 +30,9 @@ func slowServer(d time.Duration) *fakeServer {
 	return f
 }
 
-// R-LIFE-4: disabling closes the session and keeps the server down (calls
-// fail with SERVER_DISABLED, tools listed unavailable); enabling connects
-// it again. A server declared enabled = false connects when enabled.
+// Disabling closes the session and keeps the server down (calls fail with
+// SERVER_DISABLED, tools listed unavailable); enabling connects it again. A
+// server declared enabled = false connects when enabled.
 func TestDisableEnable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeServer(nil)
@@ -90,8 +90,9 @@ func TestReconnectConnected(t *testing.T) {
 	})
 }
 
-// R-DISP / FAULTS #28: removal refuses new requests at once (CLOSED), lets
-// the ones in flight finish, and publishes removed only after them.
+// Dispose with calls in flight: removal refuses new requests at once
+// (CLOSED), lets the ones in flight finish, and publishes removed only
+// after them.
 func TestRemoveDrainsCallsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := slowServer(5 * time.Second)
@@ -153,7 +154,7 @@ func TestRemoveAbandonsCallsPastTheDrain(t *testing.T) {
 	})
 }
 
-// R-MET: per-server counters and pool totals.
+// Per-server counters and pool totals.
 func TestMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeServer(nil)

@@ -16,7 +16,8 @@ type refreshReq struct {
 
 // markDirty records that the server announced a changed list. It runs on
 // the SDK's notification goroutine and never blocks: repeated
-// notifications coalesce into one re-list (R-REQ-3).
+// notifications coalesce into one re-list, so a flood of them never
+// stalls the session.
 func (s *supervisor) markDirty(k listKind) {
 	for {
 		old := s.dirty.Load()
@@ -31,8 +32,9 @@ func (s *supervisor) markDirty(k listKind) {
 }
 
 // rediscover re-lists kinds on the live connection and publishes the new
-// catalog and what changed (R-DISC-3, R-DISC-4). It runs on the supervisor
-// goroutine, bounded by the request timeout.
+// catalog and what changed (a tools_changed, resources_changed or
+// prompts_changed event with the added and removed names). It runs on the
+// supervisor goroutine, bounded by the request timeout.
 func (s *supervisor) rediscover(c *conn, kinds listKind) error {
 	if kinds == 0 {
 		return nil
@@ -113,8 +115,8 @@ func (s *supervisor) refresh(ctx context.Context) error {
 // ""). Discovery is cached: without force it returns what the last
 // discovery found. With force it re-lists every connected server in
 // parallel, each bounded by its request timeout, so a slow or failing
-// server never delays another (R-DISC-2); servers that could not be
-// refreshed are in errs by name, and their last known tools stay listed.
+// server never delays another; servers that could not be refreshed are in
+// errs by name, and their last known tools stay listed.
 func (m *Manager) Discover(ctx context.Context, server string, force bool) (tools []ToolInfo, errs map[string]error, err error) {
 	sups := m.supervisors()
 	if server != "" {

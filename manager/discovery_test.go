@@ -203,7 +203,7 @@ func prefixed(prefix string, names []string) []string {
 	return out
 }
 
-// ---- R-DISC-1: what is listed on connect ----
+// ---- what is listed on connect ----
 
 // Every page of every list is read: with a page size of 3, ten tools take
 // four tools/list requests, and nothing is missing.
@@ -317,11 +317,11 @@ func TestDiscoveryListErrors(t *testing.T) {
 	})
 }
 
-// ---- R-DISC-3 / INV-MCP-ECO-001: idempotent, cached, forced, refreshed ----
+// ---- idempotent, cached, forced, refreshed ----
 
-// Seeds 002 scenarios 1 and 2: discovering twice gives identical results
-// from the cache (no request); force asks the server again, returns the
-// same set, moves discovered_at, and announces no change.
+// Discovering twice gives identical results from the cache (no request);
+// force asks the server again, returns the same set, moves discovered_at,
+// and announces no change.
 func TestDiscoverIsCachedAndIdempotent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeServer(nil)
@@ -358,8 +358,8 @@ func TestDiscoverIsCachedAndIdempotent(t *testing.T) {
 	})
 }
 
-// Seed 002 scenario 3: a server restarted with other tools is discovered
-// afresh on reconnect, and what changed is published.
+// A server restarted with other tools is discovered afresh on reconnect,
+// and what changed is published.
 func TestDiscoveryAfterRestartSeesNewTools(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		before, after := newFakeServer(nil), newFakeServer(nil)
@@ -403,11 +403,11 @@ func TestDiscoveryAfterRestartSeesNewTools(t *testing.T) {
 	})
 }
 
-// ---- R-DISC-2 / INV-MCP-ECO-002: servers are independent ----
+// ---- servers are independent ----
 
-// Seed 002 scenario "A fails, B succeeds": B's tools are listed and usable
-// while A cannot connect, and a forced discovery reports A's failure by
-// name next to B's tools.
+// A fails, B succeeds: B's tools are listed and usable while A cannot
+// connect, and a forced discovery reports A's failure by name next to B's
+// tools.
 func TestDiscoverFailedServerDoesNotBlockOthers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newFakeServer(nil)
@@ -439,8 +439,8 @@ func TestDiscoverFailedServerDoesNotBlockOthers(t *testing.T) {
 	})
 }
 
-// Seed 002 scenario "all servers fail": an empty tool set, and an error for
-// each server naming it.
+// All servers fail: an empty tool set, and an error for each server naming
+// it.
 func TestDiscoverAllServersFail(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newManager(t, manager.Options{Dial: fleet{}.dial, Rand: constRand(0)})
@@ -463,9 +463,9 @@ func TestDiscoverAllServersFail(t *testing.T) {
 	})
 }
 
-// Seed 002 scenario "slow server": a server whose tools/list never answers
-// delays nobody else, on connect (its connect timeout) and on a forced
-// discovery (its request timeout).
+// A slow server: one whose tools/list never answers delays nobody else, on
+// connect (its connect timeout) and on a forced discovery (its request
+// timeout).
 func TestDiscoverSlowServerDoesNotBlockOthers(t *testing.T) {
 	t.Run("on connect", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -540,7 +540,7 @@ func TestDiscoverUnknownServer(t *testing.T) {
 	})
 }
 
-// ---- R-DISC-4: list_changed ----
+// ---- list_changed ----
 
 // A list_changed notification re-lists that kind only and publishes what
 // was added and removed, for tools, prompts and resources alike.

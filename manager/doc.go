@@ -76,7 +76,7 @@
 // # Telemetry
 //
 // With [Options.TracerProvider] and [Options.MeterProvider] (or the otel
-// globals) the manager records the spans of SPEC §12 — mcp.add,
+// globals) the manager records the spans mcp.add,
 // mcp.connect_loop with its mcp.connect_attempt and mcp.backoff_wait
 // children, mcp.tool_call (a child of the caller's span, its W3C trace
 // context sent in the request's _meta) and mcp.remove — and the metrics

@@ -11,9 +11,9 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager/config"
 )
 
-// FAULTS.md §5: bad configuration. Each case checks invariant E on the
-// error: INVALID_CONFIG, naming the server and the operation, and every
-// problem at once, each naming its field.
+// Bad configuration. Each case checks invariant E on the error:
+// INVALID_CONFIG, naming the server and the operation, and every problem at
+// once, each naming its field.
 
 // requireProblems asserts that err lists exactly want, each as a
 // "field: message" fragment, in one INVALID_CONFIG error for server.
@@ -28,10 +28,10 @@ func requireProblems(t *testing.T, err error, server, op string, want []string) 
 		"every problem listed at once, none twice: %s", msg)
 }
 
-// FAULTS #29: negative, zero and absurd values are refused, all at once,
-// each naming its field; none reaches the go-sdk (where a negative
-// MaxLineLength disables the frame cap).
-func TestFault29AbsurdValues(t *testing.T) {
+// Negative, zero and absurd values are refused, all at once, each naming
+// its field; none reaches the go-sdk (where a negative MaxLineLength
+// disables the frame cap).
+func TestConfigAbsurdValues(t *testing.T) {
 	tests := []struct {
 		name string
 		raw  map[string]any
@@ -89,7 +89,7 @@ func TestFault29AbsurdValues(t *testing.T) {
 
 // A Spec built by hand bypasses DecodeSpec; Add validates it again, so
 // negatives never reach the SDK that way either, and nothing is started.
-func TestFault29HandBuiltSpec(t *testing.T) {
+func TestConfigHandBuiltSpec(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	spec := manager.Spec{
 		Transport:     manager.TransportStdio,

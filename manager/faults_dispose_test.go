@@ -18,10 +18,10 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// FAULTS.md §4 #28 (SPEC §13) at the process tier: a real fakemcp server is
-// removed, or the whole manager shut down, while calls are in flight, while
-// the server hangs in initialize, and while it waits out a backoff. The
-// logic tier pins the exact timelines (TestRemoveDrainsCallsInFlight,
+// Disposal at the process tier: a real fakemcp server is removed, or the
+// whole manager shut down, while calls are in flight, while the server
+// hangs in initialize, and while it waits out a backoff. The logic tier
+// pins the exact timelines (TestRemoveDrainsCallsInFlight,
 // TestRemoveAbandonsCallsPastTheDrain, TestRemoveDuringBackoff); here the
 // clock is real, so the timing bounds are generous and only say "promptly"
 // or "not before". Each case ends with the invariants E G Z V M.
@@ -83,15 +83,15 @@ func awaitDone(t *testing.T, done <-chan struct{}, what string) {
 	}
 }
 
-// FAULTS #28 with 100 calls in flight on one server, disposed by Remove and
-// by Close (shutdown). Half the calls take 700ms and finish inside the 2s
-// drain: they succeed. Half would take a minute: when the drain runs out
-// they fail as abandoned, and the server is told about each of them
+// Disposal with 100 calls in flight on one server, by Remove and by Close
+// (shutdown). Half the calls take 700ms and finish inside the 2s drain:
+// they succeed. Half would take a minute: when the drain runs out they fail
+// as abandoned, and the server is told about each of them
 // (notifications/cancelled) before its stdin closes. A call started once
 // disposal has begun is refused at once with CLOSED. Disposal completes
 // within the drain plus the stop budget, the process group is gone, and
 // removed is the server's last event.
-func TestFault28DisposeWithCallsInFlight(t *testing.T) {
+func TestDisposeWithCallsInFlight(t *testing.T) {
 	tests := []struct {
 		name   string
 		reason string // of the closing and removed events
@@ -249,13 +249,13 @@ func TestFault28DisposeWithCallsInFlight(t *testing.T) {
 	}
 }
 
-// FAULTS #28 during connect: a server that never answers initialize, with
-// a connect timeout of a minute, is removed. The attempt is cut short:
-// removal completes within the stop budget, not at the connect timeout;
-// the process group (with a grandchild, ignoring EOF and SIGTERM in the
+// Disposal during connect: a server that never answers initialize, with a
+// connect timeout of a minute, is removed. The attempt is cut short:
+// removal completes within the stop budget, not at the connect timeout; the
+// process group (with a grandchild, ignoring EOF and SIGTERM in the
 // stubborn variant) is gone; the server goes connecting → closing →
 // removed, with no backoff or failure in between.
-func TestFault28DisposeDuringInitialize(t *testing.T) {
+func TestDisposeDuringInitialize(t *testing.T) {
 	tests := []struct {
 		name  string
 		flags []string
@@ -301,12 +301,11 @@ func TestFault28DisposeDuringInitialize(t *testing.T) {
 	}
 }
 
-// FAULTS #28 during backoff: a server whose process fails every attempt
-// waits out an hour of backoff when it is removed. Removal completes at
-// once; the backoff wait is cancelled: no attempt follows closing (the
-// server goes backoff → closing → removed and no second process is
-// spawned).
-func TestFault28DisposeDuringBackoff(t *testing.T) {
+// Disposal during backoff: a server whose process fails every attempt waits
+// out an hour of backoff when it is removed. Removal completes at once; the
+// backoff wait is cancelled: no attempt follows closing (the server goes
+// backoff → closing → removed and no second process is spawned).
+func TestDisposeDuringBackoff(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	spec := f.fakeIn(quick(map[string]any{"backoff": map[string]any{"initial": "1h", "max": "1h"}}),
 		"--garbage-stdout=before-init")

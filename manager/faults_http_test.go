@@ -23,9 +23,9 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// FAULTS.md §3 (HTTP and SSE faults), against real servers on loopback:
-// the go-sdk's own handlers serving the demo server, behind a middleware
-// that injects the fault (FAULTS §1 "HTTP"). fakemcp speaks stdio only.
+// HTTP and SSE faults, against real servers on loopback: the go-sdk's own
+// handlers serving the demo server, behind a middleware that injects the
+// fault (httpFault). fakemcp speaks stdio only.
 
 // httpFault is the middleware's configuration. The zero value injects
 // nothing.
@@ -252,10 +252,10 @@ func TestFaultHTTPBaseline(t *testing.T) {
 	}
 }
 
-// FAULTS #19: a server that is down (connection refused) is retried on the
-// backoff schedule; its errors carry the URL without credentials or query.
-// A 503 storm fails the attempts it hits.
-func TestFault19ServerDown(t *testing.T) {
+// A server that is down (connection refused) is retried on the backoff
+// schedule; its errors carry the URL without credentials or query. A 503
+// storm fails the attempts it hits.
+func TestHTTPServerDown(t *testing.T) {
 	const secret, token = "s3cr3t-pw", "t0k3n-hunter2"
 	for _, tr := range []manager.Transport{manager.TransportHTTP, manager.TransportSSE} {
 		t.Run(string(tr)+"/refused", func(t *testing.T) {
@@ -290,7 +290,7 @@ func TestFault19ServerDown(t *testing.T) {
 
 // Credentials and query of the declared URL still reach the server: what
 // is kept out of errors is not kept off the wire.
-func TestFault19CredentialsStillSent(t *testing.T) {
+func TestHTTPCredentialsStillSent(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	var seen struct {
 		sync.Mutex
@@ -311,10 +311,10 @@ func TestFault19CredentialsStillSent(t *testing.T) {
 	require.Equal(t, []string{"user", "pw", "abc"}, []string{seen.user, seen.pass, seen.token})
 }
 
-// FAULTS #19, 5xx: a 503 on a POST. Pinned per transport: over streamable
-// HTTP it fails that request only and the session continues; legacy SSE
-// treats a failed POST as the end of the session and reconnects.
-func TestFault19ServiceUnavailable(t *testing.T) {
+// A 5xx: a 503 on a POST. Pinned per transport: over streamable HTTP it
+// fails that request only and the session continues; legacy SSE treats a
+// failed POST as the end of the session and reconnects.
+func TestHTTPServiceUnavailable(t *testing.T) {
 	t.Run("http", func(t *testing.T) {
 		f := faultManager(t, manager.Options{})
 		fs := startFaultServer(t, manager.TransportHTTP, httpFault{only: methods("tools/call"), every: 2, status: http.StatusServiceUnavailable})
@@ -350,12 +350,11 @@ func TestFault19ServiceUnavailable(t *testing.T) {
 	})
 }
 
-// FAULTS #20: a black-holed server (the kernel accepts the connection,
-// nobody ever answers). Each attempt ends at the connect timeout as
-// CONNECTION_TIMEOUT, and nothing of it (goroutines, sockets) outlives
-// disposal, even though the SDK's own cleanup would wait longer (go-sdk
-// #1189).
-func TestFault20BlackHoledServer(t *testing.T) {
+// A black-holed server (the kernel accepts the connection, nobody ever
+// answers). Each attempt ends at the connect timeout as CONNECTION_TIMEOUT,
+// and nothing of it (goroutines, sockets) outlives disposal, even though
+// the SDK's own cleanup would wait longer (go-sdk #1189).
+func TestHTTPBlackHoledServer(t *testing.T) {
 	for _, tr := range []manager.Transport{manager.TransportHTTP, manager.TransportSSE} {
 		t.Run(string(tr), func(t *testing.T) {
 			f := faultManager(t, manager.Options{})
@@ -377,11 +376,11 @@ func TestFault20BlackHoledServer(t *testing.T) {
 	}
 }
 
-// FAULTS #21: a server slow to send response headers. A call is bounded by
-// its own timeout, and the session serves the next one; a call whose own
-// timeout is longer than the server's request timeout is not cut short by
-// a header limit (a JSON-answering server sends headers with the result).
-func TestFault21SlowHeaders(t *testing.T) {
+// A server slow to send response headers. A call is bounded by its own
+// timeout, and the session serves the next one; a call whose own timeout is
+// longer than the server's request timeout is not cut short by a header
+// limit (a JSON-answering server sends headers with the result).
+func TestHTTPSlowHeaders(t *testing.T) {
 	t.Run("held POST", func(t *testing.T) {
 		f := faultManager(t, manager.Options{})
 		fs := startFaultServer(t, manager.TransportHTTP, httpFault{only: methods("tools/call"), every: 2, slowHeaders: time.Minute})
@@ -408,11 +407,11 @@ func TestFault21SlowHeaders(t *testing.T) {
 	})
 }
 
-// FAULTS #24: a broken handshake over HTTP fails the attempt, never hangs,
-// and leaves nothing behind: legacy SSE without an endpoint event fails at
-// the connect timeout; a streamable server answering initialize as
-// text/plain fails at once with a protocol error.
-func TestFault24BrokenHandshake(t *testing.T) {
+// A broken handshake over HTTP fails the attempt, never hangs, and leaves
+// nothing behind: legacy SSE without an endpoint event fails at the connect
+// timeout; a streamable server answering initialize as text/plain fails at
+// once with a protocol error.
+func TestHTTPBrokenHandshake(t *testing.T) {
 	t.Run("sse without endpoint event", func(t *testing.T) {
 		f := faultManager(t, manager.Options{})
 		fs := startFaultServer(t, manager.TransportSSE, httpFault{noEndpointEvent: true})

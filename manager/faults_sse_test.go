@@ -21,11 +21,12 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// FAULTS.md #22 (standalone SSE stream drops repeatedly), at the logic tier:
-// the go-sdk's streamable HTTP handler serving the demo server, and the
-// manager's own HTTP transport and StreamableClientTransport (MaxRetries 1),
-// talking over an in-memory network inside a synctest bubble, so that an
-// hour of drops takes a fraction of a second and every instant is exact.
+// A standalone SSE stream that drops repeatedly, at the logic tier: the
+// go-sdk's streamable HTTP handler serving the demo server, and the
+// manager's own HTTP transport and StreamableClientTransport
+// (MaxRetries 1), talking over an in-memory network inside a synctest
+// bubble, so that an hour of drops takes a fraction of a second and every
+// instant is exact.
 //
 // What the SDK (v1.8.0, mcp/streamable.go) does when the standalone GET
 // stream ends, cleanly or by a cut connection (both end processStream's
@@ -91,7 +92,7 @@ func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "pipe" }
 
 // sseFault is what sseServer's middleware does to standalone SSE streams
-// (FAULTS §1 drop-sse-after, retry-field).
+// (ends each stream after a while, sends an SSE retry: field).
 type sseFault struct {
 	dropAfter time.Duration // each GET stream ends this long after it began
 	retry     time.Duration // sent as each stream's SSE retry: field, if set
@@ -306,9 +307,9 @@ func echoAt(t *testing.T, m *manager.Manager, tl *timeline, msg string) time.Dur
 	return time.Since(tl.start)
 }
 
-// fault22Case is a standalone stream that the SDK gives up on, and how the
+// sseDropCase is a standalone stream that the SDK gives up on, and how the
 // host must react.
-type fault22Case struct {
+type sseDropCase struct {
 	name  string
 	fault sseFault
 	// failAfter is when the SDK fails a session, counted from its start.
@@ -324,7 +325,7 @@ type fault22Case struct {
 	cycles   int // sessions that fail within an hour
 }
 
-var fault22Cases = []fault22Case{
+var sseDropCases = []sseDropCase{
 	{
 		name:  "stream ends cleanly",
 		fault: sseFault{dropAfter: time.Minute, retry: 2 * time.Second},
@@ -359,18 +360,19 @@ var fault22Cases = []fault22Case{
 		fault:     sseFault{dropAfter: time.Minute, retry: 2 * time.Second, reGet: http.StatusNotFound},
 		failAfter: 62 * time.Second,
 		err:       `server "x": session: connection lost: standalone SSE stream: failed to connect (session ID: {session}): session not found`,
-		// ErrSessionMissing: a new session at once (FAULTS #18), every
-		// time, as each had proven itself by living past backoff.max.
+		// ErrSessionMissing: a new session at once (an expired HTTP session
+		// is re-initialized, not backed off), every time, as each had
+		// proven itself by living past backoff.max.
 		reconnect: []events.Kind{events.KindConnecting, events.KindConnected, events.KindSessionReinitialized},
 		inflight:  mcp.ErrSessionMissing,
 		cycles:    58, // one per 62s
 	},
 }
 
-// addFault22 starts the server of tc and declares it as "x" on a new
+// addSSEDropServer starts the server of tc and declares it as "x" on a new
 // manager (quick backoff, no idle close), and returns when it is connected,
 // at offset 0 of the returned timeline.
-func addFault22(t *testing.T, tc fault22Case) (*sseServer, *manager.Manager, *timeline) {
+func addSSEDropServer(t *testing.T, tc sseDropCase) (*sseServer, *manager.Manager, *timeline) {
 	t.Helper()
 	srv := startSSEServer(t, tc.fault)
 	m, tl := sseManager(t, srv)
@@ -385,7 +387,7 @@ func addFault22(t *testing.T, tc fault22Case) (*sseServer, *manager.Manager, *ti
 // wrong with it, if anything: it must not call the dead session connected
 // or healthy. It may already be the next session (re-initialized at once
 // after a 404).
-func deadAt(t *testing.T, m *manager.Manager, tl *timeline, tc fault22Case, failAt time.Duration) (problem string) {
+func deadAt(t *testing.T, m *manager.Manager, tl *timeline, tc sseDropCase, failAt time.Duration) (problem string) {
 	t.Helper()
 	sleepUntil(t, tl, failAt)
 	synctest.Wait()
@@ -404,19 +406,19 @@ func deadAt(t *testing.T, m *manager.Manager, tl *timeline, tc fault22Case, fail
 	return ""
 }
 
-// FAULTS #22: the standalone SSE stream of a server without resumption
-// drops every 60s (or its reconnecting GET is refused), for an hour of fake
-// time. The SDK re-GETs after the stream's retry: field (2s); when it gives
-// up, the session fails, and the host knows at that instant: no "connected
-// but dead" status, a disconnected event, a call served as soon as the next
+// The standalone SSE stream of a server without resumption drops every 60s
+// (or its reconnecting GET is refused), for an hour of fake time. The SDK
+// re-GETs after the stream's retry: field (2s); when it gives up, the
+// session fails, and the host knows at that instant: no "connected but
+// dead" status, a disconnected event, a call served as soon as the next
 // session is up. Between failures the session is connected, healthy and
 // serves calls, even while the stream is down. The cycle repeats for the
 // hour without the breaker opening. G: the bubble exits; V: sseManager.
-func TestFault22StandaloneSSEGivesUp(t *testing.T) {
-	for _, tc := range fault22Cases {
+func TestStandaloneSSEGivesUp(t *testing.T) {
+	for _, tc := range sseDropCases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv, m, tl := addFault22(t, tc)
+				srv, m, tl := addSSEDropServer(t, tc)
 
 				var connected []time.Duration // when each session came up
 				c := time.Duration(0)
@@ -489,11 +491,11 @@ func TestFault22StandaloneSSEGivesUp(t *testing.T) {
 	}
 }
 
-// FAULTS #22, a call in flight when the SDK gives up on the standalone
-// stream: the host must say so at once — not connected, not healthy,
-// disconnected — and the call must fail then, saying it may or may not
-// have run (ErrDisconnected; after a 404, ErrSessionMissing, as in FAULTS
-// #18). The next call works on a new session.
+// A call in flight when the SDK gives up on the standalone stream: the host
+// must say so at once — not connected, not healthy, disconnected — and the
+// call must fail then, saying it may or may not have run (ErrDisconnected;
+// after a 404, ErrSessionMissing, as for any expired HTTP session). The
+// next call works on a new session.
 //
 // ClientSession.Wait returns only once the connection's Close is done, and
 // Close first sends a DELETE (skipped after a 404) that a go-sdk server
@@ -503,11 +505,11 @@ func TestFault22StandaloneSSEGivesUp(t *testing.T) {
 // blocked. The host takes the DELETE as the sign: it waits
 // SessionEndGrace for Wait's reason, then reports the session lost and
 // ends the connection's requests, the blocked call with them.
-func TestFault22CallInFlightWhenStandaloneSSEGivesUp(t *testing.T) {
-	for _, tc := range fault22Cases {
+func TestCallInFlightWhenStandaloneSSEGivesUp(t *testing.T) {
+	for _, tc := range sseDropCases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				_, m, tl := addFault22(t, tc)
+				_, m, tl := addSSEDropServer(t, tc)
 				failAt := tc.failAfter
 
 				// At 61s (stream down, session fine) a call starts that the
@@ -546,15 +548,15 @@ func TestFault22CallInFlightWhenStandaloneSSEGivesUp(t *testing.T) {
 	}
 }
 
-// FAULTS #22 with resumption: a server with an event store sends one log
-// notification a minute on its standalone stream, which drops every 60s for
-// an hour. Every drop follows progress (a new event id), so the SDK keeps
-// resuming the stream (Last-Event-ID, after retry: 2s) and the one session
-// stays connected and healthy for the whole hour: no disconnected event,
-// calls work, and every notification reaches the bus in order — those
-// sent while the stream was down are replayed when it resumes. G: the
-// bubble exits; V: sseManager.
-func TestFault22StandaloneSSEResumes(t *testing.T) {
+// A dropping standalone SSE stream with resumption: a server with an event
+// store sends one log notification a minute on its standalone stream, which
+// drops every 60s for an hour. Every drop follows progress (a new event
+// id), so the SDK keeps resuming the stream (Last-Event-ID, after retry:
+// 2s) and the one session stays connected and healthy for the whole hour:
+// no disconnected event, calls work, and every notification reaches the bus
+// in order — those sent while the stream was down are replayed when it
+// resumes. G: the bubble exits; V: sseManager.
+func TestStandaloneSSEResumes(t *testing.T) {
 	for _, reset := range []bool{false, true} {
 		name := "stream ends cleanly"
 		if reset {
@@ -562,7 +564,7 @@ func TestFault22StandaloneSSEResumes(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv, m, tl := addFault22(t, fault22Case{fault: sseFault{dropAfter: time.Minute, retry: 2 * time.Second, reset: reset, resumable: true}})
+				srv, m, tl := addSSEDropServer(t, sseDropCase{fault: sseFault{dropAfter: time.Minute, retry: 2 * time.Second, reset: reset, resumable: true}})
 
 				// Tick i at 60i+31s: odd seconds, never at a drop (62k+60s)
 				// or a re-GET (62k+62s). Every 62s stream sees one.
@@ -582,7 +584,7 @@ func TestFault22StandaloneSSEResumes(t *testing.T) {
 					}
 					require.Len(t, sessions, 1)
 					require.NoError(t, sessions[0].Log(context.Background(), &mcp.LoggingMessageParams{
-						Level: "info", Logger: "fault22", Data: fmt.Sprintf("tick %d", i)}))
+						Level: "info", Logger: "sse-drop", Data: fmt.Sprintf("tick %d", i)}))
 					if i%10 == 0 || i == 16 { // at tick 16 the stream is down
 						require.Equal(t, tickAt(i), echoAt(t, m, tl, fmt.Sprintf("call at tick %d", i)))
 						calls++

@@ -23,8 +23,9 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// FAULTS.md §2 (stdio process faults) and §4 #25, against real fakemcp
-// processes. Each case ends with the invariants of invariants_test.go.
+// Stdio process faults, and single-flight connects with mixed deadlines,
+// against real fakemcp processes. Each case ends with the invariants of
+// invariants_test.go.
 
 // quick are spec fields that keep a case fast: reconnects after 10ms, 20ms, …
 // (no jitter: faultManager pins it), and a backoff.max long enough that no
@@ -84,12 +85,12 @@ func awaitRecord(t *testing.T, path string, re *regexp.Regexp, n int) []string {
 
 var toolCallLine = regexp.MustCompile(`(?m)^tools/call id=\S+$`)
 
-// FAULTS #1: a server that crashes mid-session. The call in flight fails at
-// once with the exit status; the server is restarted as a new process with
-// connected → disconnected → backoff → connecting → connected; and since
-// each session dies long before backoff.max, the schedule keeps growing
-// instead of resetting (the crash-loop rule of FAULTS #2).
-func TestFault01CrashMidSession(t *testing.T) {
+// A server that crashes mid-session. The call in flight fails at once with
+// the exit status; the server is restarted as a new process with connected
+// → disconnected → backoff → connecting → connected; and since each session
+// dies long before backoff.max, the schedule keeps growing instead of
+// resetting (the crash-loop rule).
+func TestStdioCrashMidSession(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	record := filepath.Join(t.TempDir(), "record")
 	spec := f.fakeIn(quick(nil), "--crash-after=3", "--exit-code=3", "--hang-tool=slow", "--record="+record)
@@ -137,9 +138,9 @@ func TestFault01CrashMidSession(t *testing.T) {
 	f.echoOK("x.echo", "third process")
 }
 
-// FAULTS #3: a server that cannot be spawned fails its attempt at once
-// with the reason, names server and operation, and leaves no process.
-func TestFault03SpawnFailure(t *testing.T) {
+// A server that cannot be spawned fails its attempt at once with the
+// reason, names server and operation, and leaves no process.
+func TestStdioSpawnFailure(t *testing.T) {
 	notExecutable := filepath.Join(t.TempDir(), "server.sh")
 	require.NoError(t, os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644))
 	tests := []struct {
@@ -185,12 +186,12 @@ func TestFault03SpawnFailure(t *testing.T) {
 	}
 }
 
-// FAULTS #4: a server that never answers initialize fails its attempt at
-// the connect timeout as CONNECTION_TIMEOUT — reported then, while its
-// process is still being stopped — its whole process group is killed (it
-// ignores stdin EOF and SIGTERM and has a grandchild), and the next attempt
-// follows on the backoff schedule.
-func TestFault04HangInitialize(t *testing.T) {
+// A server that never answers initialize fails its attempt at the connect
+// timeout as CONNECTION_TIMEOUT — reported then, while its process is still
+// being stopped — its whole process group is killed (it ignores stdin EOF
+// and SIGTERM and has a grandchild), and the next attempt follows on the
+// backoff schedule.
+func TestStdioHangInitialize(t *testing.T) {
 	const grace = time.Second // stdin, then SIGTERM: 2s to stop this one
 	f := faultManager(t, manager.Options{StopGrace: grace})
 	spec := f.fakeIn(quick(map[string]any{"timeouts": map[string]any{"connect": "300ms"}}),
@@ -219,10 +220,10 @@ func TestFault04HangInitialize(t *testing.T) {
 		"the timed-out attempt's process group is stopped in the background")
 }
 
-// FAULTS #5: a server that prints a banner on stdout before initialize
-// fails its attempts with a protocol error quoting the start of the line,
-// on the backoff schedule (no retry storm).
-func TestFault05GarbageBeforeInit(t *testing.T) {
+// A server that prints a banner on stdout before initialize fails its
+// attempts with a protocol error quoting the start of the line, on the
+// backoff schedule (no retry storm).
+func TestStdioGarbageBeforeInit(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	spec := f.fakeIn(quick(map[string]any{"max_retries": 2}), "--garbage-stdout=before-init")
 	require.NoError(t, f.m.Add("x", spec))
@@ -244,7 +245,7 @@ func TestFault05GarbageBeforeInit(t *testing.T) {
 }
 
 // The quote of the offending line is bounded and shows what is invisible.
-func TestFault05GarbageLineIsTruncated(t *testing.T) {
+func TestStdioGarbageLineIsTruncated(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	banner := "\x1b[1mWelcome\x1b[0m " + strings.Repeat("=", 200)
 	spec := decode(t, quick(map[string]any{
@@ -258,10 +259,10 @@ func TestFault05GarbageLineIsTruncated(t *testing.T) {
 	require.Contains(t, msg, `protocol error: invalid character '\x1b' looking for beginning of value in stdout line `+quoted+"…")
 }
 
-// FAULTS #6: garbage on stdout in the middle of a session ends it (the SDK
-// cannot resynchronise, go-sdk #1209): the call in flight fails with the
-// protocol error, and the server reconnects.
-func TestFault06GarbageMidSession(t *testing.T) {
+// Garbage on stdout in the middle of a session ends it (the SDK cannot
+// resynchronise, go-sdk #1209): the call in flight fails with the protocol
+// error, and the server reconnects.
+func TestStdioGarbageMidSession(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	record := filepath.Join(t.TempDir(), "record")
 	spec := f.fakeIn(quick(nil), "--garbage-stdout=after-init", "--hang-tool=slow", "--record="+record)
@@ -286,10 +287,10 @@ func TestFault06GarbageMidSession(t *testing.T) {
 	require.Len(t, f.pids(spec), 2)
 }
 
-// FAULTS #7: a frame over max_frame_bytes ends the session as a protocol
-// error that names the cap; the partial frame does not stay in memory (the
-// heap returns to within 2× the cap of its baseline).
-func TestFault07OversizeFrame(t *testing.T) {
+// A frame over max_frame_bytes ends the session as a protocol error that
+// names the cap; the partial frame does not stay in memory (the heap
+// returns to within 2× the cap of its baseline).
+func TestStdioOversizeFrame(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	const limit = 1 << 20
 	f.heapSlack = 2 * limit
@@ -312,10 +313,10 @@ func TestFault07OversizeFrame(t *testing.T) {
 	requireGroupGone(t, pids[0]) // it was blocked writing the rest of the frame
 }
 
-// FAULTS #8: a server that writes half a frame and stalls. The call times
-// out at its own timeout, and so does the next one (the stream is wedged);
-// nothing accumulates meanwhile.
-func TestFault08PartialFrame(t *testing.T) {
+// A server that writes half a frame and stalls. The call times out at its
+// own timeout, and so does the next one (the stream is wedged); nothing
+// accumulates meanwhile.
+func TestStdioPartialFrame(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	spec := f.fakeIn(quick(nil), "--partial-frame")
 	require.NoError(t, f.m.Add("x", spec))
@@ -332,9 +333,9 @@ func TestFault08PartialFrame(t *testing.T) {
 	}
 }
 
-// FAULTS #8, continued: the health ping shares the wedged stream, times
+// Half a frame, continued: the health ping shares the wedged stream, times
 // out, and the server is reconnected as a new process.
-func TestFault08PartialFrameHealthReconnects(t *testing.T) {
+func TestStdioPartialFrameHealthReconnects(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	spec := f.fakeIn(quick(map[string]any{"timeouts": map[string]any{
 		"connect": "5s", "request": "5s", "health_interval": "1s", "health_timeout": "300ms",
@@ -350,10 +351,10 @@ func TestFault08PartialFrameHealthReconnects(t *testing.T) {
 	require.Len(t, f.pids(spec), 2, "a new process")
 }
 
-// FAULTS #9: invalid UTF-8 inside a JSON string. Pinned: it is no protocol
-// error; each invalid byte decodes as U+FFFD (encoding/json's rule) and the
-// session continues.
-func TestFault09InvalidUTF8(t *testing.T) {
+// Invalid UTF-8 inside a JSON string. Pinned: it is no protocol error; each
+// invalid byte decodes as U+FFFD (encoding/json's rule) and the session
+// continues.
+func TestStdioInvalidUTF8(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	require.NoError(t, f.m.Add("x", f.fakeIn(quick(nil), "--invalid-utf8")))
 	f.until("x", events.KindConnected, patience)
@@ -394,11 +395,11 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// FAULTS #10: a server that floods stderr is always drained, so its calls
-// succeed; what is kept is bounded (the last 64 KiB, and at most 100 log
-// lines a second). The negative control shows that the flood does block a
-// server whose stderr nobody reads.
-func TestFault10StderrFlood(t *testing.T) {
+// A server that floods stderr is always drained, so its calls succeed; what
+// is kept is bounded (the last 64 KiB, and at most 100 log lines a second).
+// The negative control shows that the flood does block a server whose
+// stderr nobody reads.
+func TestStdioStderrFlood(t *testing.T) {
 	t.Run("per request", func(t *testing.T) {
 		f := faultManager(t, manager.Options{})
 		require.NoError(t, f.m.Add("x", f.fakeIn(quick(nil), "--stderr-flood=256KiB")))
@@ -461,10 +462,10 @@ func stderrWritten(t *testing.T, pid int) int64 {
 	return n
 }
 
-// FAULTS #11: disposal of servers that ignore stdin EOF, SIGTERM or both
-// completes within the grace budget (stdin grace + SIGTERM grace +
-// SIGKILL), and takes the whole group with it.
-func TestFault11IgnoresSigterm(t *testing.T) {
+// Disposal of servers that ignore stdin EOF, SIGTERM or both completes
+// within the grace budget (stdin grace + SIGTERM grace + SIGKILL), and
+// takes the whole group with it.
+func TestStdioIgnoresSigterm(t *testing.T) {
 	tests := []struct {
 		name     string
 		flags    []string
@@ -489,10 +490,10 @@ func TestFault11IgnoresSigterm(t *testing.T) {
 	}
 }
 
-// FAULTS #12: a grandchild in the server's process group dies with it. The
-// control shows that the SDK's CommandTransport (which signals only its
-// child) leaves it running.
-func TestFault12GrandchildSurvives(t *testing.T) {
+// A grandchild in the server's process group dies with it. The control
+// shows that the SDK's CommandTransport (which signals only its child)
+// leaves it running.
+func TestStdioGrandchildDiesWithGroup(t *testing.T) {
 	t.Run("manager", func(t *testing.T) {
 		f := faultManager(t, manager.Options{})
 		spec := f.fakeIn(quick(nil), "--spawn-grandchild")
@@ -531,10 +532,10 @@ func isZombie(t *testing.T, pid int) bool {
 	return true // gone
 }
 
-// FAULTS #16: a hung tool call times out at the caller's timeout, the server
-// is told (notifications/cancelled for that request id), and the session
-// serves other calls meanwhile and afterwards.
-func TestFault16ToolHangs(t *testing.T) {
+// A hung tool call times out at the caller's timeout, the server is told
+// (notifications/cancelled for that request id), and the session serves
+// other calls meanwhile and afterwards.
+func TestStdioToolHangs(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	record := filepath.Join(t.TempDir(), "record")
 	require.NoError(t, f.m.Add("x", f.fakeIn(quick(nil), "--hang-tool=slow", "--record="+record)))
@@ -563,10 +564,10 @@ func TestFault16ToolHangs(t *testing.T) {
 	require.Equal(t, manager.StateConnected, mustStatus(t, f.m, "x").State)
 }
 
-// FAULTS #17: responses with duplicate or unsolicited ids. Pinned: the
-// session continues; each caller gets its own answer; the stray response
-// is dropped and logged as a protocol error with the server's name.
-func TestFault17DuplicateResponseIDs(t *testing.T) {
+// Responses with duplicate or unsolicited ids. Pinned: the session
+// continues; each caller gets its own answer; the stray response is dropped
+// and logged as a protocol error with the server's name.
+func TestStdioDuplicateResponseIDs(t *testing.T) {
 	for _, flag := range []string{"--dup-response-id", "--unsolicited-response"} {
 		t.Run(strings.TrimPrefix(flag, "--"), func(t *testing.T) {
 			var logs syncBuffer
@@ -597,13 +598,13 @@ func TestFault17DuplicateResponseIDs(t *testing.T) {
 	}
 }
 
-// FAULTS #25 at the process tier: two callers arrive while the one connect
-// attempt (1s: a slow initialize) is in progress. The one with a 100ms
-// budget gets its own CONNECTION_TIMEOUT at 100ms without cancelling the
-// attempt; the other is served when it completes; one process, one
+// Single-flight at the process tier: two callers arrive while the one
+// connect attempt (1s: a slow initialize) is in progress. The one with a
+// 100ms budget gets its own CONNECTION_TIMEOUT at 100ms without cancelling
+// the attempt; the other is served when it completes; one process, one
 // initialize. (TestCallsWaitForTheSingleConnectAttempt pins the exact
 // timeline at the logic tier.)
-func TestFault25SingleFlightMixedDeadlines(t *testing.T) {
+func TestProcessSingleFlightMixedDeadlines(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	record := filepath.Join(t.TempDir(), "record")
 	spec := f.fakeIn(quick(nil), "--slow-initialize=1s", "--record="+record)
@@ -645,11 +646,11 @@ func TestFault25SingleFlightMixedDeadlines(t *testing.T) {
 	require.Equal(t, []events.Kind{events.KindAdded, events.KindConnecting, events.KindConnected}, kinds(evs))
 }
 
-// R-EV-3 with a caller waiting for a connect: the call served by the new
-// session is reported (tool_call) after the connected event of that
-// session, never before. The race is narrow, so the scenario runs 20
-// times; it failed about one run in ten.
-func TestFault25CallEventsFollowConnected(t *testing.T) {
+// One server's events arrive in order, even with a caller waiting for a
+// connect: the call served by the new session is reported (tool_call) after
+// the connected event of that session, never before. The race is narrow, so
+// the scenario runs 20 times; it failed about one run in ten.
+func TestCallEventsFollowConnected(t *testing.T) {
 	f := faultManager(t, manager.Options{})
 	for i := range 20 {
 		name := "x" + strconv.Itoa(i)

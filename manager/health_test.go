@@ -14,9 +14,9 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// R-HEALTH: a connected session is pinged every health_interval; a ping
-// unanswered within health_timeout closes it and the server reconnects
-// through the backoff schedule (FAULTS #15).
+// A connected session is pinged every health_interval; a ping unanswered
+// within health_timeout closes it and the server reconnects through the
+// backoff schedule (a ping that hangs).
 func TestHealthFailureReconnects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeServer(nil)
@@ -44,7 +44,7 @@ func TestHealthFailureReconnects(t *testing.T) {
 	})
 }
 
-// FAULTS #14: a server that answers ping with -32601 is not unhealthy: one
+// A server that answers ping with -32601 is not unhealthy: one
 // health_unsupported event, no more pings, and liveness is judged from the
 // session — here the server timeout, as the server then sends nothing.
 func TestPingUnsupported(t *testing.T) {
@@ -78,8 +78,8 @@ func TestPingUnsupported(t *testing.T) {
 	})
 }
 
-// R-HEALTH keepalive: HTTP sessions are pinged at least every keepalive
-// (traffic through proxies), stdio ones only every health_interval.
+// Keepalive: HTTP sessions are pinged at least every keepalive (traffic
+// through proxies), stdio ones only every health_interval.
 func TestKeepaliveForHTTP(t *testing.T) {
 	for _, tt := range []struct {
 		name      string

@@ -13,9 +13,9 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// R-HEALTH idle: a session with no calls for the idle timeout is closed
-// (pings do not count as activity); its tools stay listed and available,
-// and the next call reconnects it transparently.
+// Idle: a session with no calls for the idle timeout is closed (pings do
+// not count as activity); its tools stay listed and available, and the next
+// call reconnects it transparently.
 func TestIdleCloseAndReconnectOnDemand(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeServer(nil)
@@ -51,8 +51,8 @@ func TestIdleCloseAndReconnectOnDemand(t *testing.T) {
 	})
 }
 
-// FAULTS #27: a call in flight keeps the session open past the idle
-// timeout; it closes exactly the timeout after the call finished.
+// Idle timeout vs a call in flight: the call keeps the session open past
+// the idle timeout; it closes exactly the timeout after the call finished.
 func TestIdleWaitsForCallsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeServer(nil)

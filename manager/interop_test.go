@@ -198,7 +198,7 @@ func testInterop(t *testing.T, spec manager.Spec) {
 	})
 
 	t.Run("call echo", func(t *testing.T) {
-		for _, name := range []string{"everything.echo", "echo"} { // full and bare (R-NS-1)
+		for _, name := range []string{"everything.echo", "echo"} { // full and bare names
 			res, err := m.Call(ctx, name, map[string]any{"message": "hi"}, manager.CallOptions{})
 			require.NoError(t, err, name)
 			require.False(t, res.IsError, "%s: %+v", name, res.Content)

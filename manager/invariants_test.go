@@ -23,9 +23,10 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// The fault tier (faults_*_test.go) runs each case of FAULTS.md against real
-// processes and sockets, then checks the invariants of FAULTS.md §1 when the
-// test ends, after the manager is closed:
+// The fault tier (faults_*_test.go) runs each fault the manager must
+// survive (docs/design.md lists them) against real processes and sockets,
+// then checks these invariants when the test ends, after the manager is
+// closed:
 //
 //	E  every error a caller saw names the server and the operation and has a
 //	   stable kind (requireFault, at the call site); every error in an event

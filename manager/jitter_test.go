@@ -334,12 +334,12 @@ type recovery struct {
 }
 
 // recordRecovery adds servers with the spec raw (defaults otherwise) and a
-// seeded jitter source, all connected through one outageDial; once all
-// have been connected for 10 s (so each session counts as proven and its
-// loss starts the schedule afresh, SPEC §4) it cuts every session and
-// refuses every dial for outage, then waits until each server has
-// reconnected, failing t unless all have within horizon of the cut or if
-// one connects twice. It must run inside a synctest bubble.
+// seeded jitter source, all connected through one outageDial; once all have
+// been connected for 10 s (so each session counts as proven and its loss
+// starts the schedule afresh) it cuts every session and refuses every dial
+// for outage, then waits until each server has reconnected, failing t
+// unless all have within horizon of the cut or if one connects twice. It
+// must run inside a synctest bubble.
 func recordRecovery(t *testing.T, servers int, raw map[string]any, outage, horizon time.Duration, seed uint64) recovery {
 	t.Helper()
 	d := &outageDial{}

@@ -18,10 +18,10 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// R-LIFE-1 / FAULTS #25: callers never connect. Two calls arrive while a
-// 2s connect is in progress; the one with a 100ms budget gets its own
-// CONNECTION_TIMEOUT at exactly 100ms (the attempt goes on), the other is
-// served at exactly 2s, and there was exactly one dial.
+// Callers never connect (single-flight with mixed deadlines). Two calls
+// arrive while a 2s connect is in progress; the one with a 100ms budget
+// gets its own CONNECTION_TIMEOUT at exactly 100ms (the attempt goes on),
+// the other is served at exactly 2s, and there was exactly one dial.
 func TestCallsWaitForTheSingleConnectAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &peers{delay: 2 * time.Second}
@@ -60,7 +60,7 @@ func TestCallsWaitForTheSingleConnectAttempt(t *testing.T) {
 	})
 }
 
-// R-LIFE: a lost session is reported and repaired: disconnected, backoff,
+// A lost session is reported and repaired: disconnected, backoff,
 // connecting, connected, in that order, with the tools marked unavailable
 // meanwhile and the status telling why.
 func TestSessionLossReconnects(t *testing.T) {
@@ -95,7 +95,7 @@ func TestSessionLossReconnects(t *testing.T) {
 
 		tools, err = m.Tools("")
 		require.NoError(t, err)
-		require.Len(t, tools, 4, "R-NS-2: tools stay listed while the server backs off")
+		require.Len(t, tools, 4, "tools stay listed while the server backs off")
 		for _, tool := range tools {
 			require.False(t, tool.Available, "%s while in backoff", tool.FullName)
 		}
@@ -114,8 +114,8 @@ func TestSessionLossReconnects(t *testing.T) {
 	})
 }
 
-// FAULTS #2: a server that dies soon after each connect keeps growing its
-// delays (the failure count is not reset by a bare handshake); one that
+// A crash loop: a server that dies soon after each connect keeps growing
+// its delays (the failure count is not reset by a bare handshake); one that
 // stayed up at least backoff.max has proven itself and starts over.
 func TestCrashLoopKeepsBackingOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -139,8 +139,8 @@ func TestCrashLoopKeepsBackingOff(t *testing.T) {
 	})
 }
 
-// R-BACKOFF / R-DISP: removing a server that is waiting out a long backoff
-// returns at once and its removed event does not wait for the timer.
+// Removing a server that is waiting out a long backoff returns at once and
+// its removed event does not wait for the timer.
 func TestRemoveDuringBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newManager(t, manager.Options{Dial: failingDial(errors.New("refused")), Rand: constRand(0)})
@@ -175,8 +175,8 @@ func TestRemoveDuringBackoff(t *testing.T) {
 	})
 }
 
-// R-DISP: removing a connected server closes its session (the peer sees it
-// end), and Wait on a removed server reports CLOSED rather than hanging.
+// Removing a connected server closes its session (the peer sees it end),
+// and Wait on a removed server reports CLOSED rather than hanging.
 func TestRemoveConnectedServer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &peers{}
@@ -211,8 +211,7 @@ func TestRemoveConnectedServer(t *testing.T) {
 	})
 }
 
-// R-LIFE-3: the status snapshot of a server that failed once, then
-// connected.
+// The status snapshot of a server that failed once, then connected.
 func TestStatusSnapshot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &peers{}
@@ -269,7 +268,7 @@ func TestStatusSnapshot(t *testing.T) {
 	})
 }
 
-// R-NS-1: tools are listed by full name, sorted, with their shape.
+// Tools are listed by full name, sorted, with their shape.
 func TestToolsListing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &peers{}
@@ -297,9 +296,9 @@ func TestToolsListing(t *testing.T) {
 	})
 }
 
-// R-LIFE-5: a panic inside one server's connection attempt (here the
-// embedder's Dial) is recovered and logged with its stack; that server
-// backs off and recovers, and no other server notices.
+// A panic inside one server's connection attempt (here the embedder's Dial)
+// is recovered and logged with its stack; that server backs off and
+// recovers, and no other server notices.
 func TestPanicInAttemptIsContained(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &peers{}
@@ -333,7 +332,7 @@ func TestPanicInAttemptIsContained(t *testing.T) {
 	})
 }
 
-// R-LIFE-5 for a panic while serving: the session is reported lost with
+// A panic while serving is contained too: the session is reported lost with
 // the panic as its reason, the stack is logged, the server reconnects on
 // its schedule, and the other server's session is untouched.
 func TestPanicWhileServingIsContained(t *testing.T) {

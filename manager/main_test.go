@@ -23,7 +23,8 @@ import (
 )
 
 // TestMain fails the package if any test leaves a goroutine behind
-// (FAULTS.md invariant G) and removes the fakemcp binary afterwards.
+// (invariant G of invariants_test.go) and removes the fakemcp binary
+// afterwards.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { fakemcptest.Cleanup() }))
 }
@@ -240,7 +241,7 @@ func requireCode(t testing.TB, err error, sentinel error, server, op string) *ma
 	return me
 }
 
-// ---- process tier: /proc checks (FAULTS.md invariant Z) ----
+// ---- process tier: /proc checks (invariant Z: no zombie, no survivor) ----
 
 // procStat is the part of /proc/PID/stat the checks need.
 type procStat struct {
@@ -297,7 +298,7 @@ func noZombies(t testing.TB) {
 
 // groupRunning lists members of process group pgid that still run (any
 // state but Z: an orphan reparented to a PID 1 that does not reap may stay
-// a zombie, which FAULTS.md accepts for grandchildren).
+// a zombie, which the checks accept for grandchildren).
 func groupRunning(t testing.TB, pgid int) []procStat {
 	var out []procStat
 	for _, p := range readProcs(t) {

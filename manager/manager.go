@@ -119,9 +119,10 @@ func New(opts Options) *Manager {
 // Bus returns the event bus the manager publishes on.
 func (m *Manager) Bus() *events.Bus { return m.bus }
 
-// Add declares a server and returns at once (R-DECL-1): its supervisor
-// connects in the background. Adding a name that exists with an identical
-// spec is a no-op; with a different spec it is a NAME_CONFLICT.
+// Add declares a server and returns at once, never waiting on a process, a
+// socket or a handshake: its supervisor connects in the background. Adding
+// a name that exists with an identical spec is a no-op; with a different
+// spec it is a NAME_CONFLICT.
 func (m *Manager) Add(name string, spec Spec) (err error) {
 	endSpan := m.tel.add(strings.TrimSpace(name), spec)
 	defer func() { endSpan(err) }()
@@ -174,9 +175,9 @@ func (m *Manager) conflict(name, existing string) error {
 
 var errShutdown = fmt.Errorf("the host is shutting down")
 
-// Remove takes a server away and returns at once (R-DECL-5); the returned
-// channel is closed when its disposal is complete: session closed, process
-// reaped and the removed event published.
+// Remove takes a server away and returns at once; the returned channel is
+// closed when its disposal is complete: session closed, process reaped and
+// the removed event published.
 func (m *Manager) Remove(name string) (done <-chan struct{}, err error) {
 	endSpan := m.tel.remove(strings.TrimSpace(name))
 	defer func() { endSpan(done, err) }()
@@ -386,8 +387,8 @@ func (m *Manager) Reconnect(name string) error {
 	return nil
 }
 
-// Enable connects a disabled server (R-LIFE-4). Enabling an enabled server
-// does nothing.
+// Enable connects a disabled server (a disabled one is listed but never
+// connected). Enabling an enabled server does nothing.
 func (m *Manager) Enable(name string) error {
 	s, err := m.lookup(name, "enable")
 	if err != nil {

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Metrics are one server's counters (R-MET). Counts cover the server's
-// whole life, across reconnects.
+// Metrics are one server's counters. Counts cover the server's whole life,
+// across reconnects.
 type Metrics struct {
 	Server  string
 	State   State

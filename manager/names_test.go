@@ -14,8 +14,8 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// R-DECL-1: Add only records intent; even a server whose dial takes an hour
-// does not delay it, nor the servers added after it.
+// Add only records intent; even a server whose dial takes an hour does not
+// delay it, nor the servers added after it.
 func TestAddReturnsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slow := &peers{delay: time.Hour}
@@ -35,13 +35,13 @@ func TestAddReturnsAtOnce(t *testing.T) {
 
 		_, err := m.Wait(context.Background(), "fast", manager.StateConnected)
 		require.NoError(t, err)
-		require.Zero(t, time.Since(start), "R-DISC-2: a slow server never delays another")
+		require.Zero(t, time.Since(start), "a slow server never delays another")
 		require.Equal(t, manager.StateConnecting, mustStatus(t, m, "slow").State)
 	})
 }
 
-// R-DECL-4 / R-DECL-5: names are case-insensitive, unknown names are
-// reported with the known ones, and conflicts say how to resolve them.
+// Names are case-insensitive, unknown names are reported with the known
+// ones, and conflicts say how to resolve them.
 func TestNames(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newManager(t, manager.Options{Dial: (&peers{}).dial})
@@ -103,7 +103,7 @@ func TestNames(t *testing.T) {
 	})
 }
 
-// R-DISP: Close disposes every server and refuses new ones with CLOSED.
+// Close disposes every server and refuses new ones with CLOSED.
 func TestCloseThenAdd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		failing := failingDial(errors.New("refused"))
@@ -138,7 +138,7 @@ func TestCloseThenAdd(t *testing.T) {
 	})
 }
 
-// R-LIFE-4: a disabled server is listed but never connected; calls say so.
+// A disabled server is listed but never connected; calls say so.
 func TestDisabledServer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &peers{}

@@ -101,8 +101,8 @@ func TestProcessLifecycle(t *testing.T) {
 	require.Empty(t, zombies(t))
 }
 
-// R-DISC-2: a server that cannot even start never delays another, and its
-// status says why.
+// A server that cannot even start never delays another, and its status says
+// why.
 func TestProcessSpawnFailureIsIsolated(t *testing.T) {
 	m, tl := procManager(t)
 	start := time.Now()
@@ -129,8 +129,8 @@ func TestProcessSpawnFailureIsIsolated(t *testing.T) {
 	require.Zero(t, st.PID)
 }
 
-// R-REQ-5: a process that dies during connect is reported with its exit
-// status and its last stderr lines.
+// A process that dies during connect is reported with its exit status and
+// its last stderr lines.
 func TestProcessExitDuringConnect(t *testing.T) {
 	m, tl := procManager(t)
 	spec := decode(t, map[string]any{"command": []any{"sh", "-c", "echo starting >&2; echo oops, no config >&2; exit 1"}})
@@ -146,7 +146,7 @@ func TestProcessExitDuringConnect(t *testing.T) {
 	require.Contains(t, st.LastError, "oops, no config")
 }
 
-// R-DISP: Close disposes every server in parallel and leaves no process.
+// Close disposes every server in parallel and leaves no process.
 func TestProcessCloseDisposesAll(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process tier")

@@ -179,7 +179,7 @@ func (m *Manager) GetPrompt(ctx context.Context, name string, args map[string]st
 
 // Tools lists the tools of one server, or of every server when server is
 // "", sorted by full name. Tools of servers that are not connected are
-// listed with Available false (R-NS-2).
+// listed with Available false; a removed server's tools are gone.
 func (m *Manager) Tools(server string) ([]ToolInfo, error) {
 	sups := m.supervisors()
 	if server != "" {
@@ -208,7 +208,9 @@ func (m *Manager) Tools(server string) ([]ToolInfo, error) {
 	return out, nil
 }
 
-// resolve maps a full or bare tool name to its server and tool (R-NS-1).
+// resolve maps a full or bare tool name to its server and tool: a bare
+// name resolves when exactly one server has it, several are AMBIGUOUS_TOOL
+// and none is TOOL_NOT_FOUND with close matches.
 func (m *Manager) resolve(name string) (*supervisor, string, error) {
 	name = strings.TrimSpace(name)
 	if server, tool, ok := strings.Cut(name, "."); ok {

@@ -21,11 +21,11 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// ---- R-NS-1 / INV-MCP-ECO-003: names ----
+// ---- names ----
 
-// Seed 002 namespacing scenarios: two servers both offer "search"; both are
-// listed under their full names, the bare name is ambiguous and says which
-// full names to use, and each full name reaches its own server.
+// Two servers both offer "search"; both are listed under their full names,
+// the bare name is ambiguous and says which full names to use, and each
+// full name reaches its own server.
 func TestSameToolOnTwoServers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := newFakeServer(nil), newFakeServer(nil)
@@ -65,7 +65,7 @@ func TestSameToolOnTwoServers(t *testing.T) {
 	})
 }
 
-// R-NS-1: an unknown name gets the close matches by full name.
+// An unknown name gets the close matches by full name.
 func TestUnknownToolSuggestsFullNames(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := newFakeServer(nil), newFakeServer(nil)
@@ -92,7 +92,7 @@ func TestUnknownToolSuggestsFullNames(t *testing.T) {
 	})
 }
 
-// ---- R-NS-2: availability ----
+// ---- availability ----
 
 // Tools, resources and prompts of a server that is not connected stay
 // listed with Available false, in backoff and once failed; a reconnect
@@ -152,8 +152,8 @@ func TestUnavailableWhileNotConnected(t *testing.T) {
 	})
 }
 
-// R-NS-2 / R-DISP: a removed server's tools, resources and prompts
-// disappear with it, and the removal is an event.
+// A removed server's tools, resources and prompts disappear with it, and
+// the removal is an event.
 func TestRemovedServerDisappearsFromRegistry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, _ := twoServers(t)
@@ -185,7 +185,7 @@ func TestRemovedServerDisappearsFromRegistry(t *testing.T) {
 	})
 }
 
-// ---- R-INV-1 / INV-MCP-ECO-300: arguments are validated before any RPC ----
+// ---- arguments are validated before any RPC ----
 
 // searchTool is a tool whose schema exercises each validation rule. The
 // handler records the raw arguments it receives.
@@ -314,8 +314,8 @@ func TestCallSendsArgumentsShapedBySchema(t *testing.T) {
 	})
 }
 
-// R-INV-1 against a real process: fakemcp records every message it
-// receives; invalid calls never show up there.
+// Validation before any RPC, against a real process: fakemcp records every
+// message it receives; invalid calls never show up there.
 func TestProcessInvalidArgumentsNeverSent(t *testing.T) {
 	m, _ := procManager(t)
 	record := filepath.Join(t.TempDir(), "record.log")
@@ -351,7 +351,7 @@ func TestProcessInvalidArgumentsNeverSent(t *testing.T) {
 	require.Contains(t, string(b), "tools/list", "discovery is recorded too")
 }
 
-// ---- R-REQ-3: server notifications ----
+// ---- server notifications ----
 
 // progressServer offers count {n}: n progress notifications (when the call
 // asked for them), then "counted n".

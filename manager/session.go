@@ -241,7 +241,7 @@ func (s *supervisor) connected(c *conn) {
 		s.reiniting = false
 		s.m.bus.Publish(events.KindSessionReinitialized, s.name, nil)
 	}
-	if prev != nil { // a reconnect: the server may have changed (R-DISC-3)
+	if prev != nil { // a reconnect: the server may have new tools, say what changed
 		s.publishChanges(prev, c.cat, listAll)
 	}
 }

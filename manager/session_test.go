@@ -17,9 +17,8 @@ import (
 )
 
 // expiringServer serves a streamable HTTP MCP server on loopback whose
-// sessions expire after a number of requests (FAULTS §1
-// expire-session-after=N): from then on the session's requests get 404,
-// as from a server that restarted and forgot it.
+// sessions expire after a number of requests: from then on the session's
+// requests get 404, as from a server that restarted and forgot it.
 type expiringServer struct {
 	url     string
 	toolRun atomic.Int32 // tool calls that reached the tool
@@ -83,10 +82,10 @@ func (e *expiringServer) setAfter(n int) {
 	e.after = n
 }
 
-// FAULTS #18: when the server forgets the HTTP session, the call that
-// found out fails saying it may not have run (it is never re-sent), the
-// host starts one new session at once (session_reinitialized, no backoff),
-// and the next call works.
+// When the server forgets the HTTP session, the call that found out fails
+// saying it may not have run (it is never re-sent), the host starts one new
+// session at once (session_reinitialized, no backoff), and the next call
+// works.
 func TestSessionExpiryReinitializesOnce(t *testing.T) {
 	e := newExpiringServer(t, 6)
 	m := newManager(t, manager.Options{})
@@ -118,9 +117,9 @@ func TestSessionExpiryReinitializesOnce(t *testing.T) {
 	require.Equal(t, ran+1, e.toolRun.Load(), "the failed call was not re-sent behind our back")
 }
 
-// FAULTS #18: a server that forgets every new session at once is not
-// re-initialized in a loop: the second consecutive expiry is a failure
-// that backs off like any other.
+// A server that forgets every new session at once is not re-initialized in
+// a loop: the second consecutive expiry is a failure that backs off like
+// any other.
 func TestSessionExpiryTwiceBacksOff(t *testing.T) {
 	e := newExpiringServer(t, 4)
 	m := newManager(t, manager.Options{})

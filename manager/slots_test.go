@@ -15,11 +15,11 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// FAULTS #26: with MaxConnections 2 and three servers, the third waits in
-// connecting, saying why; a caller waiting for it gets CONNECTION_LIMIT at
-// its own timeout. A holder whose connect fails frees its slot at once, and
-// an idle close frees one exactly at the idle timeout. No deadlock.
-func TestFault26MaxConnections(t *testing.T) {
+// With MaxConnections 2 and three servers, the third waits in connecting,
+// saying why; a caller waiting for it gets CONNECTION_LIMIT at its own
+// timeout. A holder whose connect fails frees its slot at once, and an idle
+// close frees one exactly at the idle timeout. No deadlock.
+func TestMaxConnections(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &peers{}
 		var aDials atomic.Int32

@@ -8,9 +8,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Status is one server's observable state at one moment (R-LIFE-3). Each
-// change publishes a new Status as a whole; a Status is never modified after
-// it is published, so no observer sees a half-updated one (R-LIFE-2).
+// Status is one server's observable state at one moment. Each change
+// publishes a new Status as a whole (atomic swap, and an event); a Status is
+// never modified after it is published, so no observer sees a half-updated
+// one.
 type Status struct {
 	Name      string
 	Transport Transport
@@ -80,7 +81,8 @@ func (st *Status) usable() bool {
 	return st.State == StateConnected || st.State == StateIdle
 }
 
-// State is where a server is in its connection lifecycle (SPEC §3).
+// State is where a server is in its connection lifecycle; docs/design.md
+// lists the states and the transitions between them.
 type State int
 
 func (s State) String() string {

@@ -160,7 +160,8 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
 	// The event goes out before waiters wake, so whatever a woken caller
-	// publishes (its tool_call) comes after it (R-EV-3).
+	// publishes (its tool_call) comes after it: one server's events arrive
+	// in the order they happened.
 	if kind != "" {
 		s.m.bus.Publish(kind, s.name, fields)
 	}
@@ -235,9 +236,9 @@ func (s *supervisor) connectLoop() *conn {
 // retry limit, the breaker and the backoff schedule say. The breaker
 // counts failed attempts (breaker true), including sessions lost before
 // they proved themselves; the loss of a proven session only starts the
-// backoff schedule (SPEC §5: five quick retries, then the circuit opens).
-// It reports whether to attempt again (false: the server is being removed
-// or disabled).
+// backoff schedule (with the defaults: five quick retries, then the
+// circuit opens). It reports whether to attempt again (false: the server
+// is being removed or disabled).
 func (s *supervisor) failed(cause error, breaker bool) bool {
 	s.dropSlot()
 	s.failures++
@@ -376,7 +377,8 @@ func (s *supervisor) resetFailures() {
 
 // attempt makes connection attempt n: dial (spawn), handshake and first
 // discovery, all bounded by the connect timeout. A panic inside is
-// recovered and reported as the attempt's error (R-LIFE-5).
+// recovered and reported as the attempt's error: the server backs off
+// and no other server notices.
 func (s *supervisor) attempt(n int, probe bool) (c *conn, err error) {
 	fields := events.Fields{"attempt": n}
 	if probe {
@@ -442,7 +444,8 @@ func (s *supervisor) after(c *conn, end ending) {
 			}
 		}
 		// A connection that dies right after the handshake has not proven
-		// itself: the schedule continues rather than resetting (FAULTS #2).
+		// itself: the schedule continues rather than resetting, so a server
+		// that crashes after each handshake backs off and trips the breaker.
 		proven := time.Since(s.snap.Load().status.ConnectedAt) >= s.spec.Backoff.Max
 		if proven {
 			s.failures = 0
@@ -450,7 +453,7 @@ func (s *supervisor) after(c *conn, end ending) {
 		}
 		// An expired HTTP session is replaced at once, single-flight (this
 		// goroutine), but not twice in a row: a server that forgets every
-		// new session fails like any other (FAULTS #18).
+		// new session fails like any other instead of looping.
 		if errors.Is(cause, mcp.ErrSessionMissing) && (proven || !s.reinited) {
 			s.reiniting = true
 			return
@@ -459,9 +462,9 @@ func (s *supervisor) after(c *conn, end ending) {
 	}
 }
 
-// dispose ends the session for removal (SPEC §13): no new requests, the
-// ones in flight drained up to the drain timeout, then abandoned, then the
-// session closed and (stdio) the process group stopped and reaped.
+// dispose ends the session for removal: new requests are refused (CLOSED),
+// the ones in flight drained up to the drain timeout, then abandoned, then
+// the session closed and (stdio) the process group stopped and reaped.
 func (s *supervisor) dispose(c *conn) {
 	s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
 	s.drainAndClose(c)

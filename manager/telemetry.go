@@ -21,7 +21,7 @@ import (
 // scopeName is the instrumentation scope of the manager's spans and metrics.
 const scopeName = "github.com/mcpvisor/mcpvisor/manager"
 
-// Span names (SPEC §12).
+// Span names, as the package doc lists them.
 const (
 	spanAdd            = "mcp.add"
 	spanConnectLoop    = "mcp.connect_loop"

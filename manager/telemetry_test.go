@@ -63,8 +63,8 @@ func failFirst(n int32, p *peers) manager.DialFunc {
 	}
 }
 
-// §12: a connect failure, one backoff wait and a successful attempt make
-// one mcp.connect_loop with three children, each with its attributes.
+// A connect failure, one backoff wait and a successful attempt make one
+// mcp.connect_loop with three children, each with its attributes.
 func TestTelemetryConnectLoopSpans(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tp, sr := recorder(t)
@@ -167,7 +167,7 @@ func unreachable(p *peers) manager.DialFunc {
 	}
 }
 
-// §12: mcp.add and mcp.remove, with their error status when they fail;
+// mcp.add and mcp.remove, with their error status when they fail;
 // mcp.remove ends when the disposal is complete.
 func TestTelemetryAddRemoveSpans(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -204,9 +204,9 @@ func TestTelemetryAddRemoveSpans(t *testing.T) {
 	})
 }
 
-// §12: mcp.tool_call is a child of the caller's span and tells a success,
-// a tool error result (a result, not a failed span: R-INV-2), a rejected
-// call and a call cut off by a lost session apart.
+// mcp.tool_call is a child of the caller's span and tells a success, a tool
+// error result (a result, not a failed span), a rejected call and a call
+// cut off by a lost session apart.
 func TestTelemetryToolCallSpans(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tp, sr := recorder(t)
@@ -318,7 +318,7 @@ func TestTelemetryToolCallPropagatesTraceContext(t *testing.T) {
 	})
 }
 
-// §12 metrics: requests, their duration, errors by type and servers by
+// The metrics: requests, their duration, errors by type and servers by
 // state, read with a manual reader.
 func TestTelemetryMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

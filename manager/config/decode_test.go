@@ -24,7 +24,7 @@ func decodeWithEnv(raw map[string]any) (manager.Spec, error) {
 	return config.DecodeSpec("git", raw, config.DecodeOptions{LookupEnv: env})
 }
 
-// R-DECL-2: what a valid declaration turns into, defaults included.
+// What a valid declaration turns into, defaults included.
 func TestDecodeSpecValid(t *testing.T) {
 	defaults := func(s manager.Spec) manager.Spec {
 		s.Timeouts = manager.Timeouts{Connect: 60 * time.Second, Request: 30 * time.Second,
@@ -145,8 +145,9 @@ func TestDecodeSpecValid(t *testing.T) {
 	}
 }
 
-// R-DECL-3 / FAULTS #29: every problem is reported at once, each naming the
-// server and the field, as INVALID_CONFIG.
+// Unknown fields, a missing or doubled transport and negative, zero or
+// absurd values: every problem is reported at once, each naming the server
+// and the field, as INVALID_CONFIG.
 func TestDecodeSpecInvalid(t *testing.T) {
 	cmd := []any{"x"}
 	tests := []struct {
@@ -331,7 +332,7 @@ func TestDecodeSpecInvalid(t *testing.T) {
 	}
 }
 
-// R-DECL-4: server names.
+// Server names: trimmed, case-insensitive, no dots or whitespace.
 func TestNormalizeName(t *testing.T) {
 	tests := []struct {
 		in, want, wantErr string

@@ -46,8 +46,8 @@ var importTransports = map[string]string{
 	"sse":             "sse",
 }
 
-// ParseImport reads a Claude Desktop / Cursor / VS Code style JSON config
-// (R-DECL-7): the servers are the top-level "mcpServers" object (Claude
+// ParseImport reads a Claude Desktop / Cursor / VS Code style JSON config,
+// as mcp_import does: the servers are the top-level "mcpServers" object (Claude
 // Desktop, Cursor), or "servers" (VS Code's .vscode/mcp.json), or
 // "mcp": {"servers": …} (VS Code's settings.json). Other top-level keys are
 // ignored. Comments and trailing commas are accepted, as VS Code writes

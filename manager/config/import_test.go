@@ -32,8 +32,8 @@ func readImport(t *testing.T, name string) []byte {
 	return data
 }
 
-// R-DECL-7: each flavour of config file becomes the declarations DecodeSpec
-// understands, sorted by name.
+// Each flavour of mcpServers config file becomes the declarations
+// DecodeSpec understands, sorted by name.
 func TestParseImport(t *testing.T) {
 	tests := []struct {
 		file string
