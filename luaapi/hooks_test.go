@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/luaapi"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
@@ -188,7 +189,7 @@ func kindIs(k events.Kind) func(events.Event) bool {
 type hookRuntime struct {
 	*testRuntime
 	lines   *printedLines
-	logs    *syncBuffer
+	logs    *testutil.SyncBuffer
 	bus     *busWatch
 	markers int
 }
@@ -198,7 +199,7 @@ type hookRuntime struct {
 func newHookRuntime(t testing.TB, budget time.Duration, dial manager.DialFunc) *hookRuntime {
 	t.Helper()
 	lines := &printedLines{}
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	r := newTestRuntime(t, dial, func(o *luaapi.Options) {
 		o.Stdout = lines
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))

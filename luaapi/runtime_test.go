@@ -1,7 +1,6 @@
 package luaapi_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpvisor/mcpvisor/internal/demo"
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/luaapi"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
@@ -42,25 +42,6 @@ const demoServerEnv = "LUAAPI_TEST_DEMO_SERVER"
 
 // testBinary is what tests pass as Options.Binary; MCPVISOR must show it.
 const testBinary = "/bin/mcpvisor-test"
-
-// syncBuffer is the Stdout of test runtimes: print runs on the loop
-// goroutine while the test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // inMemoryDemoDial returns a DialFunc that serves every connection attempt
 // with a fresh demo.NewServer() over mcp.NewInMemoryTransports. The server
@@ -136,7 +117,7 @@ type testRuntime struct {
 	*luaapi.Runtime
 	m         *manager.Manager
 	spy       *spyManager
-	out       *syncBuffer
+	out       *testutil.SyncBuffer
 	scriptDir string
 }
 
@@ -155,7 +136,7 @@ func newTestRuntimeWith(t testing.TB, mopts manager.Options, opts ...func(*luaap
 	t.Helper()
 	m := manager.New(mopts)
 	spy := &spyManager{Manager: m, calls: make(chan string, 256), waits: make(chan string, 256), removes: make(chan string, 256)}
-	out := &syncBuffer{}
+	out := &testutil.SyncBuffer{}
 	o := luaapi.Options{Manager: spy, Stdout: out, Binary: testBinary, ScriptDir: t.TempDir()}
 	for _, f := range opts {
 		f(&o)

@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -20,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -377,24 +377,6 @@ func (f *faultRun) specOf(name string) manager.Spec {
 	return s
 }
 
-// syncBuffer is an io.Writer safe for concurrent use, for captured logs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A server that floods stderr is always drained, so its calls succeed; what
 // is kept is bounded (the last 64 KiB, and at most 100 log lines a second).
 // The negative control shows that the flood does block a server whose
@@ -409,7 +391,7 @@ func TestStdioStderrFlood(t *testing.T) {
 		}
 	})
 	t.Run("continuous", func(t *testing.T) {
-		var logs syncBuffer
+		var logs testutil.SyncBuffer
 		logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		f := faultManager(t, manager.Options{Logger: logger})
 		start := time.Now()
@@ -507,7 +489,7 @@ func TestStdioGrandchildDiesWithGroup(t *testing.T) {
 	})
 	t.Run("CommandTransport (control)", func(t *testing.T) {
 		f := faultManager(t, manager.Options{})
-		var stderr syncBuffer
+		var stderr testutil.SyncBuffer
 		cmd := exec.Command(f.bin, "--spawn-grandchild")
 		cmd.Stderr = &stderr
 		client := mcp.NewClient(&mcp.Implementation{Name: "control"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
@@ -570,7 +552,7 @@ func TestStdioToolHangs(t *testing.T) {
 func TestStdioDuplicateResponseIDs(t *testing.T) {
 	for _, flag := range []string{"--dup-response-id", "--unsolicited-response"} {
 		t.Run(strings.TrimPrefix(flag, "--"), func(t *testing.T) {
-			var logs syncBuffer
+			var logs testutil.SyncBuffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			f := faultManager(t, manager.Options{Logger: logger})
 			require.NoError(t, f.m.Add("x", f.fakeIn(quick(nil), flag)))

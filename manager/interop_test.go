@@ -23,7 +23,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -38,23 +37,6 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/interop"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
-
-// everythingBaseTools are the tools server-everything registers for every
-// client (internal/interop/doc.go).
-var everythingBaseTools = []string{
-	"echo",
-	"get-annotated-message",
-	"get-env",
-	"get-resource-links",
-	"get-resource-reference",
-	"get-structured-content",
-	"get-sum",
-	"get-tiny-image",
-	"gzip-file-as-resource",
-	"toggle-simulated-logging",
-	"toggle-subscriber-updates",
-	"trigger-long-running-operation",
-}
 
 const (
 	// interopConnectWait bounds the first connection: node starts in well
@@ -109,7 +91,7 @@ func TestInterop(t *testing.T) {
 			// waiter) live until the test's cleanup and are not ours.
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			if spec.Transport == manager.TransportStdio {
-				defer interopNoZombies(t)
+				defer func() { require.Empty(t, zombies(t), "children of the test process left as zombies") }()
 			}
 			testInterop(t, spec)
 		})
@@ -156,7 +138,7 @@ func testInterop(t *testing.T, spec manager.Spec) {
 		assert.Empty(t, st.LastError)
 		assert.Zero(t, st.Attempts)
 		assert.False(t, st.ConnectedAt.IsZero(), "ConnectedAt")
-		assert.GreaterOrEqual(t, st.Tools, len(everythingBaseTools))
+		assert.GreaterOrEqual(t, st.Tools, len(interop.BaseTools))
 		if spec.Transport == manager.TransportStdio {
 			assert.Positive(t, st.PID)
 			assert.Equal(t, strings.Join(spec.Command, " "), st.Endpoint)
@@ -176,7 +158,7 @@ func testInterop(t *testing.T, spec manager.Spec) {
 			assert.Equal(t, "everything."+ti.Name, ti.FullName)
 			assert.True(t, ti.Available, "%s available", ti.FullName)
 		}
-		for _, base := range everythingBaseTools {
+		for _, base := range interop.BaseTools {
 			assert.Contains(t, names, "everything."+base)
 		}
 		i := slices.IndexFunc(tools, func(ti manager.ToolInfo) bool { return ti.FullName == "everything.echo" })
@@ -256,80 +238,13 @@ func testInterop(t *testing.T, spec manager.Spec) {
 		assert.Empty(t, tools, "tools after Remove")
 		if spec.Transport == manager.TransportStdio {
 			// Setpgid: the group id is the server's pid.
-			interopRequireGroupGone(t, st.PID)
+			requireGroupGone(t, st.PID)
 		}
 	})
 }
 
-// ---- /proc checks, after the stdio server is removed ----
-
-// interopProc is a process as /proc/PID/stat describes it.
-type interopProc struct {
-	pid, ppid, pgrp int
-	state           byte
-}
-
-func interopProcs() []interopProc {
-	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var out []interopProc
-	for _, path := range paths {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue // gone meanwhile
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')') // comm may hold spaces and parens
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 {
-			continue
-		}
-		p := interopProc{state: f[0][0]}
-		p.pid, _ = strconv.Atoi(strings.Fields(s)[0])
-		p.ppid, _ = strconv.Atoi(f[1])
-		p.pgrp, _ = strconv.Atoi(f[2])
-		out = append(out, p)
-	}
-	return out
-}
-
-// interopRequireGroupGone asserts that no member of process group pgid
-// runs. A group SIGKILL is delivered asynchronously and there is nothing to
-// wait on for a process we are not the parent of, so this polls for at most
-// 2s.
-func interopRequireGroupGone(t *testing.T, pgid int) {
-	t.Helper()
-	require.Positive(t, pgid, "the stdio server's pid")
-	running := func() []int {
-		var pids []int
-		for _, p := range interopProcs() {
-			if p.pgrp == pgid && p.state != 'Z' {
-				pids = append(pids, p.pid)
-			}
-		}
-		return pids
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for len(running()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	require.Empty(t, running(), "members of the server's process group %d still run", pgid)
-}
-
-// interopNoZombies asserts that no child of the test process is a zombie.
-func interopNoZombies(t *testing.T) {
-	t.Helper()
-	for _, p := range interopProcs() {
-		if p.ppid == os.Getpid() && p.state == 'Z' {
-			t.Errorf("child %d of the test process is a zombie (never reaped)", p.pid)
-		}
-	}
-}
-
-// ---- issue 4: the whole surface of server-everything, checked against a
-// plain go-sdk client of the same server ----
+// ---- the whole surface of server-everything, checked against a plain
+// go-sdk client of the same server ----
 
 // TestInteropSurface drives server-everything through the manager over
 // stdio and streamable HTTP and checks, per transport:
@@ -371,7 +286,7 @@ func TestInteropSurface(t *testing.T) {
 			spec, plain := tt.start(t)
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			if spec.Transport == manager.TransportStdio {
-				defer interopNoZombies(t)
+				defer func() { require.Empty(t, zombies(t), "children of the test process left as zombies") }()
 			}
 			want := interopPlainList(t, plain())
 			testInteropSurface(t, spec, want)
@@ -623,7 +538,7 @@ func testInteropSurface(t *testing.T, spec manager.Spec, plain interopListing) {
 			require.NoError(t, json.Unmarshal(raw, &schema))
 			assert.Equal(t, "object", schema.Type, "input schema of %s: %s", name, raw)
 		}
-		for _, base := range everythingBaseTools {
+		for _, base := range interop.BaseTools {
 			assert.Contains(t, got, base)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/demo"
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -309,7 +310,7 @@ func TestPanicInAttemptIsContained(t *testing.T) {
 			}
 			return p.dial(ctx, server, spec)
 		}
-		var logs syncBuffer
+		var logs testutil.SyncBuffer
 		m := newManager(t, manager.Options{Dial: dial, Rand: constRand(0),
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		tl := watch(t, m)
@@ -345,7 +346,7 @@ func TestPanicWhileServingIsContained(t *testing.T) {
 		})
 		t.Cleanup(func() { manager.SetServeHook(nil) })
 		p := &peers{}
-		var logs syncBuffer
+		var logs testutil.SyncBuffer
 		m := newManager(t, manager.Options{Dial: p.dial, Rand: constRand(0),
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		tl := watch(t, m)

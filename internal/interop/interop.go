@@ -25,6 +25,23 @@ const Package = "@modelcontextprotocol/server-everything"
 // a test failure instead of a skip.
 const EnvRequire = "MCPVISOR_INTEROP"
 
+// BaseTools are the tools the pinned server-everything registers for every
+// client, sorted by name (more come later for some clients; see doc.go).
+var BaseTools = []string{
+	"echo",
+	"get-annotated-message",
+	"get-env",
+	"get-resource-links",
+	"get-resource-reference",
+	"get-structured-content",
+	"get-sum",
+	"get-tiny-image",
+	"gzip-file-as-resource",
+	"toggle-simulated-logging",
+	"toggle-subscriber-updates",
+	"trigger-long-running-operation",
+}
+
 // InstallHint is the message given when the server cannot be run.
 const InstallHint = "server-everything not installed: run `npm ci --prefix internal/interop`"
 

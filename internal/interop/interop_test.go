@@ -25,22 +25,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// baseTools are the tools server-everything registers for every client.
-var baseTools = []string{
-	"echo",
-	"get-annotated-message",
-	"get-env",
-	"get-resource-links",
-	"get-resource-reference",
-	"get-structured-content",
-	"get-sum",
-	"get-tiny-image",
-	"gzip-file-as-resource",
-	"toggle-simulated-logging",
-	"toggle-subscriber-updates",
-	"trigger-long-running-operation",
-}
-
 // lateTools are registered after notifications/initialized for a client that
 // advertises no capabilities, each announced by tools/list_changed.
 var lateTools = []string{"simulate-research-query"}
@@ -106,7 +90,7 @@ func exercise(t *testing.T, ctx context.Context, cs *mcp.ClientSession, o *obser
 	}
 	sort.Strings(names)
 	t.Logf("tools (%d): %v", len(names), names)
-	want := append(slices.Clone(baseTools), lateTools...)
+	want := append(slices.Clone(interop.BaseTools), lateTools...)
 	sort.Strings(want)
 	assert.Equal(t, want, names)
 
