@@ -3,9 +3,9 @@ package luaapi_test
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"testing"
 
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -26,7 +26,7 @@ const maxAddedAllocs = 47.5
 // allocation anywhere on the mcp_call path pushes the difference past
 // maxAddedAllocs.
 func TestMcpCallAllocsOverManager(t *testing.T) {
-	if raceEnabled() {
+	if testutil.RaceEnabled() {
 		t.Skip("the race detector changes allocation counts (sync.Pool drops items at random)")
 	}
 	r := newTestRuntime(t, nil)
@@ -73,18 +73,4 @@ func TestMcpCallAllocsOverManager(t *testing.T) {
 		tries = append(tries, fmt.Sprintf("%.2f (mcp_call %.2f, manager.Call %.2f)", added, l, d))
 	}
 	t.Fatalf("mcp_call adds more allocations per call over manager.Call than %.1f: %v", maxAddedAllocs, tries)
-}
-
-// raceEnabled reports whether this test binary was built with -race.
-func raceEnabled() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -322,7 +323,7 @@ func checkLifecycle(evs []events.Event, closed bool) (problems []string) {
 		switch {
 		case !seen && kind != events.KindAdded:
 			fail("V: %s is the first event of the server, before added", e.Format())
-		case seen && !containsKind(stateAfter[prev], kind):
+		case seen && !slices.Contains(stateAfter[prev], kind):
 			fail("V: %s after %s: not a state change of the lifecycle (a missing or repeated event)", e.Format(), describeState(prev, lost[e.Server]))
 		case seen && lost[e.Server] && kind == events.KindConnected:
 			fail("V: %s right after a disconnected", e.Format())
@@ -348,15 +349,6 @@ func describeState(k events.Kind, lost bool) string {
 		return string(k) + " (disconnected)"
 	}
 	return string(k)
-}
-
-func containsKind(list []events.Kind, k events.Kind) bool {
-	for _, e := range list {
-		if e == k {
-			return true
-		}
-	}
-	return false
 }
 
 // ---- Z: processes ----

@@ -32,6 +32,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/demo"
+	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/fakemcp/fakemcptest"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
@@ -387,16 +388,9 @@ func BenchmarkThousandHTTPServers(b *testing.B) {
 		b.ReportMetric(float64(sum.Failures)/n, "connect-failures")
 	})
 	b.Run("pool=1024", func(b *testing.B) {
-		tr := &http.Transport{ // newHTTPTransport's settings, but MaxIdleConnsPerHost
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 15 * time.Second}).DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          1024,
-			MaxIdleConnsPerHost:   1024,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ResponseHeaderTimeout: 30 * time.Second,
-		}
+		tr := endpoint.NewPool() // the host's pool, with room for every server's idle connections
+		tr.MaxIdleConnsPerHost = 1024
+		tr.ResponseHeaderTimeout = 30 * time.Second
 		b.Cleanup(tr.CloseIdleConnections)
 		dial := func(_ context.Context, _ string, spec manager.Spec) (mcp.Transport, error) {
 			return &mcp.StreamableClientTransport{Endpoint: spec.URL, HTTPClient: &http.Client{Transport: tr},

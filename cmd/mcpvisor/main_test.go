@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"go.uber.org/goleak"
 )
 
@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 	}
 	mcpvisorBin = filepath.Join(dir, "mcpvisor")
 	args := []string{"build", "-o", mcpvisorBin}
-	if raceEnabled() {
+	if testutil.RaceEnabled() {
 		args = append(args, "-race")
 	}
 	build := exec.Command("go", append(args, ".")...)
@@ -69,20 +69,6 @@ func TestMain(m *testing.M) {
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// raceEnabled reports whether this test binary was built with -race.
-func raceEnabled() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
 }
 
 // invocation is one run of the binary.
