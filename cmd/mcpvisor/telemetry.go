@@ -66,6 +66,11 @@ func newTelemetry(ctx context.Context, console io.Writer, log *slog.Logger) (*ho
 		return t, nil
 	}
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		if errors.Is(err, context.Canceled) {
+			// A periodic export that shutdown cut short: the final export
+			// at shutdown sends what it held, so nothing is lost.
+			return
+		}
 		log.Warn("telemetry export failed", "error", err)
 	}))
 	res, err := resource.New(ctx,
