@@ -191,6 +191,9 @@ func (s *supervisor) session(ctx context.Context, op string) (*snapshot, error) 
 		st := snap.status
 		switch st.State {
 		case StateConnected:
+			if s.stale(snap) {
+				break // Reconnect is replacing it: wait for the new one
+			}
 			if s.gate.enter() {
 				if s.snap.Load() == snap {
 					return true, nil

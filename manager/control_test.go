@@ -90,6 +90,35 @@ func TestReconnectConnected(t *testing.T) {
 	})
 }
 
+// Reconnect returns at once, but what follows it sees its effect: a Wait
+// for connected and a call made after it get the new session, not the old
+// one about to be closed under them.
+func TestWaitAndCallAfterReconnectUseTheNewSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeServer(nil)
+		f.addEcho("echo")
+		p := f.serve()
+		m := newManager(t, manager.Options{Dial: p.dial})
+		st1, err := m.Wait(t.Context(), "x", manager.StateConnected)
+		require.Error(t, err, "not declared yet")
+		require.NoError(t, m.Add("x", fakeSpec(t, nil)))
+		st1, err = m.Wait(t.Context(), "x", manager.StateConnected)
+		require.NoError(t, err)
+		time.Sleep(time.Second)
+
+		require.NoError(t, m.Reconnect("x"))
+		st2, err := m.Wait(t.Context(), "x", manager.StateConnected)
+		require.NoError(t, err)
+		require.True(t, st2.ConnectedAt.After(st1.ConnectedAt), "Wait returned the session Reconnect replaces (connected at %v, was %v)", st2.ConnectedAt, st1.ConnectedAt)
+
+		time.Sleep(time.Second)
+		require.NoError(t, m.Reconnect("x"))
+		_, err = m.Call(t.Context(), "x.echo", map[string]any{"text": "a"}, manager.CallOptions{})
+		require.NoError(t, err, "a call made after Reconnect runs on the new session")
+		require.Equal(t, 3, p.dialCount())
+	})
+}
+
 // Dispose with calls in flight: removal refuses new requests at once
 // (CLOSED), lets the ones in flight finish, and publishes removed only
 // after them.

@@ -310,6 +310,10 @@ func (m *Manager) Wait(ctx context.Context, name string, state State) (Status, e
 	}
 	snap, ended, err := s.await(ctx, state == StateConnected, func(snap *snapshot) (bool, error) {
 		switch snap.status.State {
+		case StateConnected:
+			if state == StateConnected && !s.stale(snap) {
+				return true, nil
+			}
 		case state:
 			return true, nil
 		case StateRemoved:
@@ -373,7 +377,9 @@ func (m *Manager) Close(ctx context.Context) error {
 // Reconnect resets a server's backoff schedule and circuit breaker and
 // makes it try now: a connected server is reconnected, one waiting in
 // backoff, with its circuit open, failed or idle attempts at once. It
-// returns without waiting; watch the events or use [Manager.Wait].
+// returns without waiting; watch the events or use [Manager.Wait]. From
+// the moment it returns, Wait for connected and calls get the new session,
+// never the one being replaced.
 func (m *Manager) Reconnect(name string) error {
 	s, err := m.lookup(name, "reconnect")
 	if err != nil {
@@ -382,6 +388,7 @@ func (m *Manager) Reconnect(name string) error {
 	if s.disabled.Load() {
 		return errorf(CodeServerDisabled, s.name, "reconnect", "server is disabled; mcp_enable(%q) to connect it", s.name)
 	}
+	s.reconnectAsked.Store(time.Now().UnixNano())
 	s.reconnect.Store(true)
 	s.wake()
 	return nil

@@ -37,6 +37,10 @@ type supervisor struct {
 	dirty     atomic.Int32                      // listKinds a list_changed asked to re-list
 	disabled  atomic.Bool                       // desired: no session (mcp_disable)
 	reconnect atomic.Bool                       // reset backoff and breaker, try now
+	// reconnectAsked is when Reconnect was last called (Unix ns): a session
+	// connected before then is on its way out, and nobody who comes after
+	// the request is given it (see stale).
+	reconnectAsked atomic.Int64
 	demand    atomic.Bool                       // a caller waits for the idle server
 	wanted    atomic.Int32                      // callers waiting for a session now
 	reinit    atomic.Pointer[mcp.ClientSession] // this session's HTTP session expired
@@ -523,4 +527,10 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// stale reports whether snap's session is one a Reconnect asked to replace:
+// a caller after the request waits for the new one instead.
+func (s *supervisor) stale(snap *snapshot) bool {
+	return snap.status.ConnectedAt.UnixNano() < s.reconnectAsked.Load()
 }
