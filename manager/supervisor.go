@@ -34,19 +34,19 @@ type supervisor struct {
 	snap atomic.Pointer[snapshot]
 
 	// Requests from other goroutines: set the flag, then kick.
-	dirty     atomic.Int32                      // listKinds a list_changed asked to re-list
-	disabled  atomic.Bool                       // desired: no session (mcp_disable)
-	reconnect atomic.Bool                       // reset backoff and breaker, try now
+	dirty     atomic.Int32 // listKinds a list_changed asked to re-list
+	disabled  atomic.Bool  // desired: no session (mcp_disable)
+	reconnect atomic.Bool  // reset backoff and breaker, try now
 	// reconnectAsked is when Reconnect was last called (Unix ns): a session
 	// connected before then is on its way out, and nobody who comes after
 	// the request is given it (see stale).
 	reconnectAsked atomic.Int64
-	demand    atomic.Bool                       // a caller waits for the idle server
-	wanted    atomic.Int32                      // callers waiting for a session now
-	reinit    atomic.Pointer[mcp.ClientSession] // this session's HTTP session expired
-	kick      chan struct{}                     // capacity 1: some flag is set
-	requests  chan refreshReq                   // forced discovery from callers
-	progress  progressRoutes                    // progress tokens of calls in flight
+	demand         atomic.Bool                       // a caller waits for the idle server
+	wanted         atomic.Int32                      // callers waiting for a session now
+	reinit         atomic.Pointer[mcp.ClientSession] // this session's HTTP session expired
+	kick           chan struct{}                     // capacity 1: some flag is set
+	requests       chan refreshReq                   // forced discovery from callers
+	progress       progressRoutes                    // progress tokens of calls in flight
 
 	gate     gate         // requests using the session
 	inflight inflight     // requests from their start, for abandoning them
