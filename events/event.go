@@ -38,10 +38,16 @@ const (
 	KindConfigError          Kind = "config_error"          // file, error
 	KindHookError            Kind = "hook_error"            // hook, error
 	KindLagged               Kind = "lagged"                // missed
+	// Published by the gateway (package gateway), which serves the
+	// servers to MCP clients.
+	KindClientConnected    Kind = "client_connected"    // client, client_name, client_version, transport, endpoint
+	KindClientDisconnected Kind = "client_disconnected" // client, client_name, transport, endpoint
+	KindNameCollision      Kind = "name_collision"      // tool or prompt, exposed, with: two names that would have been one
 )
 
 // Kinds lists every event kind: added … lagged first, then the four added
-// later (health_unsupported, closing, disabled, tool_call).
+// later (health_unsupported, closing, disabled, tool_call), then the
+// gateway's.
 var Kinds = []Kind{
 	KindAdded, KindRemoved, KindConnecting, KindConnected, KindDisconnected,
 	KindBackoff, KindFailed, KindCircuit, KindHealthFailed, KindIdle,
@@ -49,6 +55,7 @@ var Kinds = []Kind{
 	KindPromptsChanged, KindNotification, KindConfigApplied, KindConfigError,
 	KindHookError, KindLagged,
 	KindHealthUnsupported, KindClosing, KindDisabled, KindToolCall,
+	KindClientConnected, KindClientDisconnected, KindNameCollision,
 }
 
 // Fields holds the kind-specific details of an event. Values are plain,

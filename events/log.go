@@ -14,9 +14,11 @@ func LevelOf(k Kind) slog.Level {
 	case KindAdded, KindConnected, KindRemoved, KindConfigApplied,
 		KindSessionReinitialized, KindToolsChanged, KindResourcesChanged,
 		KindPromptsChanged, KindCircuit, KindIdle, KindConnecting,
-		KindClosing, KindDisabled, KindHealthUnsupported:
+		KindClosing, KindDisabled, KindHealthUnsupported,
+		KindClientConnected, KindClientDisconnected:
 		return slog.LevelInfo
-	case KindBackoff, KindDisconnected, KindHealthFailed, KindHookError, KindLagged:
+	case KindBackoff, KindDisconnected, KindHealthFailed, KindHookError, KindLagged,
+		KindNameCollision:
 		return slog.LevelWarn
 	case KindFailed, KindConfigError:
 		return slog.LevelError
@@ -26,26 +28,29 @@ func LevelOf(k Kind) slog.Level {
 }
 
 var logMessages = map[Kind]string{
-	KindAdded:             "server added",
-	KindRemoved:           "server removed",
-	KindConnecting:        "connect attempt",
-	KindConnected:         "server connected",
-	KindDisconnected:      "server disconnected",
-	KindBackoff:           "backing off, will retry",
-	KindFailed:            "server failed, giving up",
-	KindLagged:            "log subscriber fell behind, events missed",
-	KindConfigApplied:     "config applied",
-	KindConfigError:       "config not applied",
-	KindHookError:         "Lua hook failed",
-	KindToolsChanged:      "tools changed",
-	KindNotification:      "server notification",
-	KindClosing:           "server closing",
-	KindDisabled:          "server disabled",
-	KindToolCall:          "tool call finished",
-	KindIdle:              "server idle, no session until the next call",
-	KindCircuit:           "circuit breaker changed",
-	KindHealthFailed:      "health check failed",
-	KindHealthUnsupported: "ping unsupported, using passive liveness",
+	KindAdded:              "server added",
+	KindRemoved:            "server removed",
+	KindConnecting:         "connect attempt",
+	KindConnected:          "server connected",
+	KindDisconnected:       "server disconnected",
+	KindBackoff:            "backing off, will retry",
+	KindFailed:             "server failed, giving up",
+	KindLagged:             "log subscriber fell behind, events missed",
+	KindConfigApplied:      "config applied",
+	KindConfigError:        "config not applied",
+	KindHookError:          "Lua hook failed",
+	KindToolsChanged:       "tools changed",
+	KindNotification:       "server notification",
+	KindClosing:            "server closing",
+	KindDisabled:           "server disabled",
+	KindToolCall:           "tool call finished",
+	KindIdle:               "server idle, no session until the next call",
+	KindCircuit:            "circuit breaker changed",
+	KindHealthFailed:       "health check failed",
+	KindHealthUnsupported:  "ping unsupported, using passive liveness",
+	KindClientConnected:    "client connected",
+	KindClientDisconnected: "client disconnected",
+	KindNameCollision:      "names collide after sanitizing; both kept under distinct names",
 }
 
 // levelOfEvent refines LevelOf with the event's fields: a failed tool call

@@ -25,6 +25,16 @@ type CallOptions struct {
 	// not block. Notifications the server sent just before its answer may
 	// arrive just after Call returns (up to a second after).
 	Progress func(Progress)
+	// FailFast answers at once, with CONNECTION_FAILED naming the last
+	// error and when the next attempt is due, when the server is backing
+	// off after a failed connection attempt, instead of waiting for that
+	// attempt. A server reconnecting after losing a session that had proven
+	// itself is still waited for. The gateway sets it: a client is better
+	// served by an error it can act on than by a request that hangs.
+	FailFast bool
+	// Client names who calls, for the tool_call event (field "client")
+	// and the span (attribute mcp.client); "" for the host itself.
+	Client string
 }
 
 // Progress is one progress notification of a call.
@@ -47,7 +57,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 	if err != nil {
 		return nil, err
 	}
-	span.target(s.name, tool)
+	span.target(s.name, tool, opts.Client)
 	op := s.snap.Load().cat.callOp(tool)
 	if !s.callers.enter() {
 		return nil, errorf(CodeClosed, s.name, op, "server is being removed")
@@ -57,7 +67,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 	defer s.inflight.end(req, cancel)
 
 	start := time.Now()
-	err = s.request(ctx, op, func(ctx context.Context, snap *snapshot) (bool, error) {
+	err = s.request(ctx, op, opts.FailFast, func(ctx context.Context, snap *snapshot) (bool, error) {
 		t := snap.cat.tool(tool)
 		if t == nil {
 			return false, toolNotFound(s.name, tool, snap.cat.toolNames())
@@ -79,7 +89,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		}
 		return res.IsError, nil
 	})
-	s.callEvent(tool, start, res, err)
+	s.callEvent(tool, opts.Client, start, res, err)
 	if err != nil {
 		return nil, err
 	}
@@ -88,9 +98,12 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 
 // callEvent publishes a finished tool call (the log shows it at DEBUG, at
 // WARN when it failed).
-func (s *supervisor) callEvent(tool string, start time.Time, res *mcp.CallToolResult, err error) {
+func (s *supervisor) callEvent(tool, client string, start time.Time, res *mcp.CallToolResult, err error) {
 	ms := float64(time.Since(start).Microseconds()) / 1000 // sub-millisecond calls are common
 	f := events.Fields{"tool": tool, "duration_ms": ms, "is_error": res != nil && res.IsError}
+	if client != "" {
+		f["client"] = client
+	}
 	if err != nil {
 		f["error"] = err.Error()
 		var e *Error
@@ -106,8 +119,8 @@ func (s *supervisor) callEvent(tool string, start time.Time, res *mcp.CallToolRe
 // timeout nor a disposal closes the session under it, and accounts the
 // outcome in the server's metrics. fn reports whether a tool answered with
 // isError.
-func (s *supervisor) request(ctx context.Context, op string, fn func(context.Context, *snapshot) (bool, error)) error {
-	snap, err := s.session(ctx, op)
+func (s *supervisor) request(ctx context.Context, op string, failFast bool, fn func(context.Context, *snapshot) (bool, error)) error {
+	snap, err := s.session(ctx, op, failFast)
 	if err != nil {
 		return err
 	}
@@ -186,7 +199,7 @@ const sessionEndGrace = 50 * time.Millisecond
 // caller must call s.gate.exit when done. It never starts a connection
 // itself: the supervisor is already trying, or is woken for an idle
 // server (single-flight by construction: the supervisor owns the session).
-func (s *supervisor) session(ctx context.Context, op string) (*snapshot, error) {
+func (s *supervisor) session(ctx context.Context, op string, failFast bool) (*snapshot, error) {
 	snap, ended, err := s.await(ctx, true, func(snap *snapshot) (bool, error) {
 		st := snap.status
 		switch st.State {
@@ -208,6 +221,11 @@ func (s *supervisor) session(ctx context.Context, op string) (*snapshot, error) 
 			return true, errorf(CodeConnectionFailed, s.name, op, "server is failed: %s; mcp_reconnect(%q) to try again", st.LastError, s.name)
 		case StateDisabled:
 			return true, errorf(CodeServerDisabled, s.name, op, "server is disabled; mcp_enable(%q) to connect it", s.name)
+		case StateBackoff:
+			if failFast && !snap.reconnecting && st.LastError != "" {
+				return true, errorf(CodeConnectionFailed, s.name, op, "not connected: %s; the next attempt is in %s, or mcp_reconnect(%q) to try now",
+					st.LastError, time.Until(st.NextAttempt).Round(100*time.Millisecond), s.name)
+			}
 		case StateOpen:
 			return true, errorf(CodeCircuitOpen, s.name, op, "circuit open after %d failed attempts (last error: %s); the next probe is in %s, or mcp_reconnect(%q) to try now",
 				st.Attempts, st.LastError, time.Until(st.NextAttempt).Round(100*time.Millisecond), s.name)

@@ -91,7 +91,7 @@ func (s *supervisor) publishChanges(prev, next *catalog, kinds listKind) {
 // and waits for it. A server that is not connected is waited for, up to
 // ctx, like a call.
 func (s *supervisor) refresh(ctx context.Context) error {
-	if _, err := s.session(ctx, "discover"); err != nil {
+	if _, err := s.session(ctx, "discover", false); err != nil {
 		return err
 	}
 	s.gate.exit() // the supervisor does the listing

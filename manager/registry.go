@@ -21,6 +21,11 @@ type ResourceInfo struct {
 	MIMEType    string
 	Template    bool
 	Available   bool
+	// Resource or ResourceTemplate (for a template) is the item exactly
+	// as the server listed it, for those who relay it. Shared: do not
+	// modify it.
+	Resource         *mcp.Resource
+	ResourceTemplate *mcp.ResourceTemplate
 }
 
 // PromptInfo describes one prompt in the namespaced registry.
@@ -32,6 +37,9 @@ type PromptInfo struct {
 	Description string
 	Arguments   []PromptArgument
 	Available   bool
+	// Prompt is the prompt exactly as the server listed it, for those who
+	// relay it. Shared: do not modify it.
+	Prompt *mcp.Prompt
 }
 
 // PromptArgument is one argument a prompt accepts.
@@ -69,11 +77,11 @@ func (m *Manager) Resources(server string) ([]ResourceInfo, error) {
 		avail := snap.status.usable()
 		for _, r := range snap.cat.resources {
 			out = append(out, ResourceInfo{Server: s.name, URI: r.URI, Name: r.Name, Title: r.Title,
-				Description: r.Description, MIMEType: r.MIMEType, Available: avail})
+				Description: r.Description, MIMEType: r.MIMEType, Available: avail, Resource: r})
 		}
 		for _, t := range snap.cat.templates {
 			out = append(out, ResourceInfo{Server: s.name, URI: t.URITemplate, Name: t.Name, Title: t.Title,
-				Description: t.Description, MIMEType: t.MIMEType, Template: true, Available: avail})
+				Description: t.Description, MIMEType: t.MIMEType, Template: true, Available: avail, ResourceTemplate: t})
 		}
 	}
 	return out, nil
@@ -112,7 +120,7 @@ func (m *Manager) ReadResource(ctx context.Context, uri, server string, timeout 
 	ctx, req, cancel := s.requestContext(ctx, timeout)
 	defer s.inflight.end(req, cancel)
 	var res *mcp.ReadResourceResult
-	err := s.request(ctx, op, func(ctx context.Context, snap *snapshot) (bool, error) {
+	err := s.request(ctx, op, false, func(ctx context.Context, snap *snapshot) (bool, error) {
 		var err error
 		res, err = snap.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 		if err != nil {
@@ -139,7 +147,7 @@ func (m *Manager) Prompts(server string) ([]PromptInfo, error) {
 		avail := snap.status.usable()
 		for _, p := range snap.cat.prompts {
 			info := PromptInfo{FullName: s.name + "." + p.Name, Server: s.name, Name: p.Name, Title: p.Title,
-				Description: p.Description, Available: avail}
+				Description: p.Description, Available: avail, Prompt: p}
 			for _, a := range p.Arguments {
 				info.Arguments = append(info.Arguments, PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
 			}
@@ -163,7 +171,7 @@ func (m *Manager) GetPrompt(ctx context.Context, name string, args map[string]st
 	ctx, req, cancel := s.requestContext(ctx, timeout)
 	defer s.inflight.end(req, cancel)
 	var res *mcp.GetPromptResult
-	err = s.request(ctx, op, func(ctx context.Context, snap *snapshot) (bool, error) {
+	err = s.request(ctx, op, false, func(ctx context.Context, snap *snapshot) (bool, error) {
 		if !snap.cat.hasPrompt(prompt) {
 			return false, errorf(CodePromptNotFound, s.name, op, "server has no prompt %q; its prompts: %s", prompt, strings.Join(snap.cat.promptNames(), ", "))
 		}
@@ -202,6 +210,7 @@ func (m *Manager) Tools(server string) ([]ToolInfo, error) {
 				Description: t.Description,
 				InputSchema: t.InputSchema,
 				Available:   avail,
+				Tool:        t,
 			})
 		}
 	}
@@ -300,4 +309,8 @@ type ToolInfo struct {
 	// circuit open, failed, disabled); the tool stays listed with its last
 	// known shape. An idle server's tools are available: a call reconnects it.
 	Available bool
+	// Tool is the tool exactly as the server listed it (annotations,
+	// output schema, _meta and all), for those who relay it. Shared: do
+	// not modify it.
+	Tool *mcp.Tool
 }

@@ -65,6 +65,10 @@ type snapshot struct {
 	session *mcp.ClientSession // non-nil exactly when status.State is connected
 	conn    *conn              // the connection under session
 	cat     *catalog           // last discovered tools, resources, prompts; nil before the first
+	// reconnecting is true in the backoff that follows the loss of a
+	// proven session: the server was fine until now, so a caller that
+	// would rather fail fast still waits for this one attempt.
+	reconnecting bool
 }
 
 // setCatalog records what a discovery found.

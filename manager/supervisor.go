@@ -273,6 +273,7 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 	delay := s.spec.Backoff.Delay(n, s.m.rand())
 	next := now.Add(delay)
 	s.transition(StateBackoff, func(snap *snapshot) {
+		snap.reconnecting = !breaker && n == 1
 		snap.status.Attempts = n
 		snap.status.LastError = cause.Error()
 		snap.status.NextAttempt = next

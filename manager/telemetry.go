@@ -43,6 +43,7 @@ const (
 	attrOutcome       = attribute.Key("mcp.outcome")
 	attrCircuit       = attribute.Key("mcp.circuit")
 	attrTool          = attribute.Key("mcp.tool")
+	attrClient        = attribute.Key("mcp.client")
 	attrToolIsError   = attribute.Key("mcp.tool.is_error")
 	attrMethod        = attribute.Key("mcp.method")
 	attrState         = attribute.Key("mcp.state")
@@ -229,12 +230,15 @@ func (t *telemetry) toolCall(ctx context.Context, name string) (context.Context,
 }
 
 // target records the server and tool that the call's name resolved to.
-func (c *callSpan) target(server, tool string) {
+func (c *callSpan) target(server, tool, client string) {
 	if c == nil {
 		return
 	}
 	c.server = server
 	c.span.SetAttributes(attrServer.String(server), attrTool.String(tool))
+	if client != "" {
+		c.span.SetAttributes(attrClient.String(client))
+	}
 }
 
 // inject writes the W3C trace context of ctx (traceparent, tracestate)

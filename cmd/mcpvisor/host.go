@@ -43,6 +43,7 @@ type host struct {
 	logDone chan struct{}
 	otel    *hostTelemetry // exporters per OTEL_*; flushed at shutdown
 	hud     *hudDisplay    // the live status block, when stdout is a terminal
+	gateway gatewayHost    // serves the servers to MCP clients, when asked
 }
 
 func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -130,6 +131,7 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 		panic(err) // only for a missing manager
 	}
 	h.rt = rt
+	h.gateway.h = h
 	return h
 }
 
@@ -142,6 +144,16 @@ func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, sr
 	}
 	if !cfg.hasCode && !cfg.noWatch && fileExists(path) {
 		h.watch(ctx, path, src)
+	}
+	if cfg.http != "" {
+		token, err := serveToken(cfg.tokenFile)
+		if err == nil {
+			err = h.gateway.serveHTTP(cfg.http, token)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "mcpvisor: %v\n", err)
+			return 2
+		}
 	}
 	switch {
 	case cfg.hasCode:
@@ -183,6 +195,7 @@ func fileExists(path string) bool {
 }
 
 func (h *host) shutdown() error {
+	h.gateway.close()
 	h.rt.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()

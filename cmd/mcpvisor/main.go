@@ -105,6 +105,20 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 0
 		case "check":
 			return runCheck(args[1:], stdout, stderr)
+		case "serve":
+			cfg, err := parseFlags(args[1:], stderr)
+			if err == nil {
+				err = cfg.forServe()
+			}
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(stdout, usage)
+				return 0
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "mcpvisor serve: %v\nRun 'mcpvisor --help' for usage.\n", err)
+				return 2
+			}
+			return runServe(cfg, stdin, stdout, stderr)
 		case "help":
 			fmt.Fprint(stdout, usage)
 			return 0
@@ -114,6 +128,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, usage)
 		return 0
+	}
+	if err == nil && (cfg.server != "" || cfg.toolset != "") {
+		err = errors.New("--server and --toolset choose what `mcpvisor serve` serves; use them with serve")
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpvisor: %v\nRun 'mcpvisor --help' for usage.\n", err)
@@ -133,6 +150,22 @@ type config struct {
 	hud       hudMode
 	// maxConnections caps the servers connected at once; 0: no cap.
 	maxConnections int
+	// The gateway: HTTP address, token file, and (serve only) what to serve.
+	http, tokenFile string
+	server, toolset string
+}
+
+// forServe checks the flags of `mcpvisor serve`.
+func (c *config) forServe() error {
+	switch {
+	case c.hasCode:
+		return errors.New("-e runs Lua and exits; serve runs until its client goes (drop -e)")
+	case c.server != "" && c.toolset != "":
+		return errors.New("--server and --toolset each choose what to serve; give one")
+	case c.hud == hudOn:
+		return errors.New("serve has no HUD: stdout carries MCP (use mcpvisor --http ADDR for a REPL and HUD beside the gateway)")
+	}
+	return nil
 }
 
 // hudMode is what --hud and --no-hud asked for.
@@ -154,6 +187,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.logFormat, "log-format", "text", "")
 	fs.BoolVar(&c.noWatch, "no-watch", false, "")
 	fs.IntVar(&c.maxConnections, "max-connections", 0, "")
+	fs.StringVar(&c.http, "http", "", "")
+	fs.StringVar(&c.tokenFile, "token-file", "", "")
+	fs.StringVar(&c.server, "server", "", "")
+	fs.StringVar(&c.toolset, "toolset", "", "")
 	var hudFlag, noHUDFlag bool
 	fs.BoolVar(&hudFlag, "hud", false, "")
 	fs.BoolVar(&noHUDFlag, "no-hud", false, "")

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/mcpvisor/mcpvisor/gateway"
+)
+
+// runServe is `mcpvisor serve`: the servers of the config served to MCP
+// clients, on stdin/stdout (the command of a Claude Desktop, Cursor or VS
+// Code entry) or, with --http, on streamable HTTP and SSE. stdout carries
+// MCP and nothing else: logs and print go to stderr.
+func runServe(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
+	logOut := &swapWriter{w: stderr}
+	logger := newLogger(cfg, logOut)
+	path, src, err := startupSource(cfg.file)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpvisor serve: %v\n", err)
+		return 1
+	}
+	token, err := serveToken(cfg.tokenFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpvisor serve: %v\n", err)
+		return 2
+	}
+	tel, err := newTelemetry(context.Background(), logOut, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpvisor serve: %v\n", err)
+		return 1
+	}
+	h := startHost(cfg, logger, logOut, &swapWriter{w: stderr}, filepath.Dir(path), tel, nil)
+	ctx, stopSignals := h.handleSignals(false, stderr)
+	defer stopSignals()
+	code := h.serve(ctx, cfg, token, path, src, stdin, stdout, stderr)
+	if err := h.shutdown(); err != nil {
+		fmt.Fprintf(stderr, "mcpvisor serve: %v\n", err)
+		return 1
+	}
+	return code
+}
+
+func (h *host) serve(ctx context.Context, cfg config, token, path, src string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if _, err := h.rt.LoadConfigSource(ctx, path, src); err != nil {
+		printError(stderr, err)
+		return 1
+	}
+	if !cfg.noWatch && fileExists(path) {
+		h.watch(ctx, path, src)
+	}
+	gw := h.gateway.get()
+	if cfg.server != "" {
+		if _, err := h.mgr.Status(cfg.server); err != nil {
+			fmt.Fprintf(stderr, "mcpvisor serve: --server %s: no such server in %s; declared: %s\n", cfg.server, path, strings.Join(h.mgr.Names(), ", "))
+			return 2
+		}
+	}
+	if cfg.toolset != "" && !slices.Contains(gw.Toolsets(), cfg.toolset) {
+		fmt.Fprintf(stderr, "mcpvisor serve: --toolset %s: no such toolset in %s (declare it with mcp_toolset); declared: %s\n",
+			cfg.toolset, path, strings.Join(gw.Toolsets(), ", "))
+		return 2
+	}
+	if cfg.http != "" {
+		if err := h.gateway.serveHTTP(cfg.http, token); err != nil {
+			fmt.Fprintf(stderr, "mcpvisor serve: %v\n", err)
+			return 2
+		}
+		<-ctx.Done()
+		return 0
+	}
+	err := gw.ServeStdio(ctx, io.NopCloser(stdin), nopWriteCloser{stdout}, cfg.server, cfg.toolset)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "mcpvisor serve: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// serveToken is the bearer token HTTP clients must send: the contents of
+// --token-file, else $MCPVISOR_TOKEN, else none.
+func serveToken(file string) (string, error) {
+	if file == "" {
+		return os.Getenv("MCPVISOR_TOKEN"), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("--token-file %s is empty; put the token in it (for example: openssl rand -hex 32 > %s)", file, file)
+	}
+	return tok, nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// gatewayHost owns the host's gateway, made on first use (serve, --http or
+// mcp_serve), and its HTTP listener.
+type gatewayHost struct {
+	h *host
+
+	mu sync.Mutex
+	// mu guards gw, http and addr; nothing is called under it.
+	gw   *gateway.Gateway
+	http *gateway.HTTPServer
+	addr string
+}
+
+func (g *gatewayHost) get() *gateway.Gateway {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gw == nil {
+		g.gw = gateway.New(gateway.Options{Source: g.h.mgr, Logger: g.h.log, Version: version()})
+	}
+	return g.gw
+}
+
+// serveHTTP listens on addr ("" stops listening), replacing a listener on
+// another address.
+func (g *gatewayHost) serveHTTP(addr, token string) error {
+	gw := g.get()
+	g.mu.Lock()
+	if addr == g.addr {
+		g.mu.Unlock()
+		return nil
+	}
+	old := g.http
+	g.http, g.addr = nil, ""
+	g.mu.Unlock()
+	if old != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		_ = old.Close(ctx)
+		cancel()
+	}
+	if addr == "" {
+		return nil
+	}
+	srv, err := gw.Listen(gateway.HTTPOptions{Addr: addr, Token: token})
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.http, g.addr = srv, addr
+	g.mu.Unlock()
+	g.h.log.Info("serving MCP over HTTP", "url", "http://"+srv.Addr()+"/mcp", "sse", "http://"+srv.Addr()+"/sse", "token", token != "")
+	return nil
+}
+
+// close stops the listener and the gateway.
+func (g *gatewayHost) close() {
+	_ = g.serveHTTP("", "")
+	g.mu.Lock()
+	gw := g.gw
+	g.gw = nil
+	g.mu.Unlock()
+	if gw != nil {
+		gw.Close()
+	}
+}

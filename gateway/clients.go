@@ -1,0 +1,117 @@
+package gateway
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpvisor/mcpvisor/events"
+)
+
+// Client is one MCP client session of the gateway.
+type Client struct {
+	// ID is the client's MCP session id ("stdio" for the stdio client).
+	ID        string
+	Name      string // from initialize's clientInfo
+	Version   string
+	Transport string // "stdio" or "http"
+	Endpoint  string // e.g. "/mcp", "/servers/git/mcp"
+	Since     time.Time
+}
+
+// Label is how events and spans name the client: "name/version (id)".
+func (c Client) Label() string {
+	s := c.Name
+	if s == "" {
+		s = "client"
+	}
+	if c.Version != "" {
+		s += "/" + c.Version
+	}
+	if c.ID != "" && c.ID != "stdio" {
+		id := c.ID
+		if len(id) > 8 {
+			id = id[:8]
+		}
+		s += " (" + id + ")"
+	}
+	return s
+}
+
+// clientTable tracks the connected clients: a session joins when it has
+// initialized and leaves when it ends, each with an event.
+type clientTable struct {
+	g  *Gateway
+	wg sync.WaitGroup // the watchers of sessions
+
+	mu sync.Mutex
+	// mu guards bySession.
+	bySession map[*mcp.ServerSession]Client
+}
+
+func (t *clientTable) init(g *Gateway) {
+	t.g = g
+	t.bySession = map[*mcp.ServerSession]Client{}
+}
+
+func (t *clientTable) connected(ep *endpoint, ss *mcp.ServerSession) {
+	c := Client{ID: ss.ID(), Transport: "http", Endpoint: ep.path, Since: time.Now()}
+	if c.ID == "" { // only a stdio session has none
+		c.ID, c.Transport = "stdio", "stdio"
+	}
+	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+		c.Name, c.Version = p.ClientInfo.Name, p.ClientInfo.Version
+	}
+	t.mu.Lock()
+	_, known := t.bySession[ss]
+	t.bySession[ss] = c
+	t.mu.Unlock()
+	if known {
+		return // initialized twice: once is enough
+	}
+	t.g.bus.Publish(events.KindClientConnected, "", events.Fields{"client": c.Label(), "client_name": c.Name,
+		"client_version": c.Version, "transport": c.Transport, "endpoint": c.Endpoint})
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		_ = ss.Wait()
+		t.mu.Lock()
+		delete(t.bySession, ss)
+		t.mu.Unlock()
+		t.g.bus.Publish(events.KindClientDisconnected, "", events.Fields{"client": c.Label(), "client_name": c.Name,
+			"transport": c.Transport, "endpoint": c.Endpoint})
+	}()
+}
+
+// label names the client of a session for events, or "" if unknown.
+func (t *clientTable) label(ss *mcp.ServerSession) string {
+	if ss == nil {
+		return ""
+	}
+	t.mu.Lock()
+	c, ok := t.bySession[ss]
+	t.mu.Unlock()
+	if !ok {
+		return fmt.Sprintf("client (%s)", ss.ID())
+	}
+	return c.Label()
+}
+
+func (t *clientTable) list() []Client {
+	t.mu.Lock()
+	out := make([]Client, 0, len(t.bySession))
+	for _, c := range t.bySession {
+		out = append(out, c)
+	}
+	t.mu.Unlock()
+	slices.SortFunc(out, func(a, b Client) int { return a.Since.Compare(b.Since) })
+	return out
+}
+
+func (t *clientTable) wait() { t.wg.Wait() }
+
+// Clients lists the connected clients, oldest first.
+func (g *Gateway) Clients() []Client { return g.clients.list() }

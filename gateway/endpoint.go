@@ -1,0 +1,324 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// selection is what an endpoint serves.
+type selection int
+
+const (
+	everything selection = iota // /mcp: every server, names prefixed
+	oneServer                   // /servers/NAME/mcp: one server, its own names
+	oneToolset                  // /toolsets/NAME/mcp: a toolset's tools, named as on /mcp
+)
+
+// endpoint is one MCP server the gateway serves: an mcp.Server whose
+// tools, prompts and resources follow the manager's. Its lists are owned
+// by the gateway's run goroutine, which alone adds and removes items; the
+// SDK announces each burst of changes to the endpoint's clients with one
+// list_changed notification. Request handlers read the routes it
+// publishes.
+type endpoint struct {
+	g    *Gateway
+	sel  selection
+	name string // the server or toolset; "" for everything
+	path string // the HTTP path, e.g. "/servers/git/mcp"
+	srv  *mcp.Server
+
+	// Owned by the run goroutine.
+	tools     map[string]toolRoute
+	prompts   map[string]promptRoute
+	resources map[string]string // URI or URI template → server
+
+	routes atomic.Pointer[routeTable]
+
+	httpOnce  sync.Once
+	streaming http.Handler
+	sse       http.Handler
+}
+
+// toolRoute is where an exposed tool leads.
+type toolRoute struct {
+	server, tool string    // the server and its own name for the tool
+	from         *mcp.Tool // the server's tool the listing was made from
+}
+
+type promptRoute struct {
+	server, prompt string
+	from           *mcp.Prompt
+}
+
+// routeTable is the endpoint's routing as request handlers see it.
+type routeTable struct {
+	tools map[string]toolRoute
+}
+
+func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
+	ep := &endpoint{g: g, sel: sel, name: name, tools: map[string]toolRoute{},
+		prompts: map[string]promptRoute{}, resources: map[string]string{}}
+	switch sel {
+	case everything:
+		ep.path = "/mcp"
+	case oneServer:
+		ep.path = "/servers/" + name + "/mcp"
+	case oneToolset:
+		ep.path = "/toolsets/" + name + "/mcp"
+	}
+	ep.routes.Store(&routeTable{tools: map[string]toolRoute{}})
+	impl := &mcp.Implementation{Name: "mcpvisor", Version: g.opts.Version}
+	if sel == oneServer {
+		if st, err := g.src.Status(name); err == nil && st.ServerName != "" {
+			impl = &mcp.Implementation{Name: st.ServerName, Version: st.ServerVersion}
+		}
+	}
+	ep.srv = mcp.NewServer(impl, &mcp.ServerOptions{
+		// Clients may list before any server has connected: the lists
+		// exist from the start and grow with list_changed.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Logging:   &mcp.LoggingCapabilities{},
+		},
+		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
+			g.clients.connected(ep, req.Session)
+		},
+		KeepAlive: g.opts.KeepAlive,
+	})
+	ep.srv.AddReceivingMiddleware(ep.unknownTools)
+	return ep
+}
+
+// apply makes the endpoint's lists match v. Only the run goroutine calls it.
+func (ep *endpoint) apply(v *view) {
+	ep.applyTools(v)
+	if ep.sel != oneToolset {
+		ep.applyPrompts(v)
+		ep.applyResources(v)
+	}
+}
+
+func (ep *endpoint) applyTools(v *view) {
+	want := map[string]toolRoute{}
+	for _, t := range v.tools {
+		name := t.Name
+		switch ep.sel {
+		case everything:
+			name = v.toolNames[itemKey{t.Server, t.Name}]
+		case oneServer:
+			if t.Server != ep.name {
+				continue
+			}
+		case oneToolset:
+			ts := ep.g.toolset(ep.name)
+			if ts == nil || !ts.includes(t) {
+				continue
+			}
+			name = v.toolNames[itemKey{t.Server, t.Name}]
+		}
+		want[name] = toolRoute{server: t.Server, tool: t.Name, from: toolOf(t)}
+	}
+	var gone []string
+	for name, r := range ep.tools {
+		if w, ok := want[name]; !ok || w.server != r.server || w.tool != r.tool {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		ep.srv.RemoveTools(gone...)
+		for _, name := range gone {
+			delete(ep.tools, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		w := want[name]
+		if r, ok := ep.tools[name]; ok && sameJSON(r.from, w.from) {
+			continue
+		}
+		if err := ep.addTool(name, w); err != nil {
+			ep.g.log.Warn("tool not served", "server", w.server, "tool", w.tool, "endpoint", ep.path, "error", err)
+			continue
+		}
+		ep.tools[name] = w
+	}
+	ep.routes.Store(&routeTable{tools: maps.Clone(ep.tools)})
+}
+
+// addTool lists one tool. The SDK panics on a tool it finds unusable (an
+// input schema that is not an object, bad header annotations): a server's
+// tool is untrusted input, so that is turned into an error.
+func (ep *endpoint) addTool(name string, r toolRoute) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	def := *r.from
+	def.Name = name
+	def.InputSchema = objectSchema(def.InputSchema)
+	ep.srv.AddTool(&def, ep.g.toolHandler(ep, r.server, r.tool))
+	return nil
+}
+
+func (ep *endpoint) applyPrompts(v *view) {
+	want := map[string]promptRoute{}
+	for _, p := range v.prompts {
+		name := p.Name
+		switch ep.sel {
+		case everything:
+			name = v.promptAs[itemKey{p.Server, p.Name}]
+		case oneServer:
+			if p.Server != ep.name {
+				continue
+			}
+		}
+		from := p.Prompt
+		if from == nil {
+			from = &mcp.Prompt{Name: p.Name, Title: p.Title, Description: p.Description}
+		}
+		want[name] = promptRoute{server: p.Server, prompt: p.Name, from: from}
+	}
+	var gone []string
+	for name, r := range ep.prompts {
+		if w, ok := want[name]; !ok || w.server != r.server || w.prompt != r.prompt {
+			gone = append(gone, name)
+			delete(ep.prompts, name)
+		}
+	}
+	if len(gone) > 0 {
+		ep.srv.RemovePrompts(gone...)
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		w := want[name]
+		if r, ok := ep.prompts[name]; ok && sameJSON(r.from, w.from) {
+			continue
+		}
+		def := *w.from
+		def.Name = name
+		ep.srv.AddPrompt(&def, ep.g.promptHandler(w.server, w.prompt))
+		ep.prompts[name] = w
+	}
+}
+
+func (ep *endpoint) applyResources(v *view) {
+	want := map[string]manager.ResourceInfo{}
+	for _, r := range v.resources {
+		if ep.sel == oneServer && r.Server != ep.name {
+			continue
+		}
+		if _, dup := want[r.URI]; !dup { // the first server (by name) keeps a shared URI
+			want[r.URI] = r
+		}
+	}
+	var gone, goneTemplates []string
+	for uri, server := range ep.resources {
+		if w, ok := want[uri]; !ok || w.Server != server {
+			if ok && w.Template || !ok && isTemplate(uri) {
+				goneTemplates = append(goneTemplates, uri)
+			} else {
+				gone = append(gone, uri)
+			}
+			delete(ep.resources, uri)
+		}
+	}
+	if len(gone) > 0 {
+		ep.srv.RemoveResources(gone...)
+	}
+	if len(goneTemplates) > 0 {
+		ep.srv.RemoveResourceTemplates(goneTemplates...)
+	}
+	for _, uri := range slices.Sorted(maps.Keys(want)) {
+		w := want[uri]
+		if _, ok := ep.resources[uri]; ok {
+			continue
+		}
+		if err := ep.addResource(w); err != nil {
+			ep.g.log.Warn("resource not served", "server", w.Server, "uri", uri, "endpoint", ep.path, "error", err)
+			continue
+		}
+		ep.resources[uri] = w.Server
+	}
+}
+
+// addResource lists one resource or template; the SDK panics on a URI it
+// cannot parse, which a server may well send.
+func (ep *endpoint) addResource(r manager.ResourceInfo) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	h := ep.g.resourceHandler(r.Server)
+	if r.Template {
+		t := r.ResourceTemplate
+		if t == nil {
+			t = &mcp.ResourceTemplate{URITemplate: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType}
+		}
+		ep.srv.AddResourceTemplate(t, h)
+		return nil
+	}
+	res := r.Resource
+	if res == nil {
+		res = &mcp.Resource{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType}
+	}
+	ep.srv.AddResource(res, h)
+	return nil
+}
+
+func isTemplate(uri string) bool { return slices.Contains([]byte(uri), '{') }
+
+// toolOf is the server's tool as listed, or one made from the registry's
+// fields.
+func toolOf(t manager.ToolInfo) *mcp.Tool {
+	if t.Tool != nil {
+		return t.Tool
+	}
+	return &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema}
+}
+
+// objectSchema is s when it is a JSON object schema of type "object" (the
+// only kind a tool may have), else the empty object schema: a server that
+// sends something else still gets its tool listed and called, and the
+// manager validates the arguments against what the server sent.
+func objectSchema(s any) any {
+	var m map[string]any
+	switch v := s.(type) {
+	case map[string]any:
+		m = v
+	case json.RawMessage:
+		_ = json.Unmarshal(v, &m)
+	default:
+		b, err := json.Marshal(s)
+		if err == nil {
+			_ = json.Unmarshal(b, &m)
+		}
+	}
+	if m == nil || m["type"] != "object" {
+		return map[string]any{"type": "object"}
+	}
+	return m
+}
+
+// sameJSON reports whether two listings are the same, pointer first (the
+// usual case: nothing changed), else by their JSON (a server relisted
+// after a reconnect).
+func sameJSON(a, b any) bool {
+	if a == b {
+		return true
+	}
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}

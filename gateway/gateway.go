@@ -1,0 +1,265 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpvisor/mcpvisor/events"
+)
+
+// Options configures a Gateway.
+type Options struct {
+	// Source is what the gateway serves; required.
+	Source Source
+	// Logger receives the gateway's own warnings. If nil, slog.Default().
+	Logger *slog.Logger
+	// Version is mcpvisor's, reported to clients on /mcp.
+	Version string
+	// NameBudget is the longest exposed tool or prompt name on /mcp. If
+	// zero, DefaultNameBudget (64).
+	NameBudget int
+	// KeepAlive, if set, pings each client at this interval and closes a
+	// session that stops answering.
+	KeepAlive time.Duration
+}
+
+// Gateway serves the servers a Source keeps connected to MCP clients:
+// everything on /mcp under prefixed names, each server on its own endpoint
+// under its own names, and named toolsets. One goroutine (run) owns every
+// endpoint's lists and follows the source's events; clients are served by
+// the go-sdk on their transports' goroutines.
+type Gateway struct {
+	src     Source
+	opts    Options
+	log     *slog.Logger
+	bus     *events.Bus
+	clients clientTable
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	work   chan func() // run by the run goroutine
+	done   chan struct{}
+	// nextToolsets is what SetToolsets left for the run goroutine, which
+	// is poked to pick it up.
+	nextToolsets atomic.Pointer[map[string]Toolset]
+	poke         chan struct{}
+
+	// Owned by the run goroutine.
+	names     namers
+	endpoints map[endpointKey]*endpoint
+
+	// toolsets is written by the run goroutine only; the map is never
+	// modified once stored.
+	toolsets atomic.Pointer[map[string]Toolset]
+
+	view atomic.Pointer[view] // the latest, for request handlers
+}
+
+type endpointKey struct {
+	sel  selection
+	name string
+}
+
+// ErrClosed is returned for endpoints asked of a closed gateway.
+var ErrClosed = errors.New("gateway: closed")
+
+// New starts a gateway over opts.Source. Close it when done.
+func New(opts Options) *Gateway {
+	if opts.Source == nil {
+		panic("gateway.New: no Source")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &Gateway{src: opts.Source, opts: opts, log: opts.Logger, bus: opts.Source.Bus(),
+		ctx: ctx, cancel: cancel, work: make(chan func()), done: make(chan struct{}), poke: make(chan struct{}, 1),
+		names:     namers{tools: newNamer(opts.NameBudget), prompts: newNamer(opts.NameBudget)},
+		endpoints: map[endpointKey]*endpoint{}}
+	g.toolsets.Store(&map[string]Toolset{})
+	g.clients.init(g)
+	sub := g.bus.Subscribe(events.SubscribeOptions{})
+	g.refresh()
+	go g.run(sub)
+	return g
+}
+
+// run follows the source: after each burst of changes it builds a new
+// view and applies it to every endpoint.
+func (g *Gateway) run(sub *events.Subscription) {
+	defer close(g.done)
+	defer sub.Close()
+	for {
+		dirty := false
+		select {
+		case <-g.ctx.Done():
+			return
+		case f := <-g.work:
+			g.takeToolsets() // so that a caller sees the toolsets it set
+			f()
+			continue
+		case <-g.poke:
+			g.takeToolsets()
+			continue
+		case <-sub.Ready():
+		}
+		for {
+			e, ok, err := sub.TryRecv()
+			if err != nil {
+				return // the bus closed: the host is shutting down
+			}
+			if !ok {
+				break
+			}
+			dirty = dirty || changesLists(e.Kind)
+		}
+		if dirty {
+			g.refresh()
+		}
+	}
+}
+
+// changesLists reports whether an event can change what the endpoints list.
+func changesLists(k events.Kind) bool {
+	switch k {
+	case events.KindAdded, events.KindRemoved, events.KindConnected,
+		events.KindToolsChanged, events.KindResourcesChanged, events.KindPromptsChanged,
+		events.KindLagged:
+		return true
+	}
+	return false
+}
+
+// refresh builds a new view and applies it to every endpoint; only the
+// run goroutine (or New, before it starts) calls it.
+func (g *Gateway) refresh() {
+	v, collisions := g.names.build(g.src)
+	g.view.Store(v)
+	for _, c := range collisions {
+		g.bus.Publish(events.KindNameCollision, c.b.server, events.Fields{
+			"tool": c.b.name, "exposed": c.given, "with": c.a.server + "." + c.a.name, "wanted": c.exposed})
+	}
+	for _, ep := range g.endpoints {
+		ep.apply(v)
+	}
+}
+
+func (g *Gateway) currentView() *view { return g.view.Load() }
+
+// do runs f on the run goroutine and waits for it.
+func (g *Gateway) do(f func()) error {
+	ran := make(chan struct{})
+	select {
+	case g.work <- func() { f(); close(ran) }:
+	case <-g.ctx.Done():
+		return ErrClosed
+	}
+	<-ran
+	return nil
+}
+
+// endpoint returns the endpoint for sel and name, making it on first use.
+func (g *Gateway) endpoint(sel selection, name string) (*endpoint, error) {
+	var ep *endpoint
+	err := g.do(func() {
+		key := endpointKey{sel, name}
+		if ep = g.endpoints[key]; ep == nil {
+			ep = g.newEndpoint(sel, name)
+			ep.apply(g.currentView())
+			g.endpoints[key] = ep
+		}
+	})
+	return ep, err
+}
+
+// SetToolsets replaces the named toolsets; the endpoints of toolsets that
+// changed relist (and tell their clients), the others are untouched. It
+// does not wait for that.
+func (g *Gateway) SetToolsets(sets map[string]Toolset) {
+	g.nextToolsets.Store(&sets)
+	select {
+	case g.poke <- struct{}{}:
+	default: // already poked; it will take the latest
+	}
+}
+
+// takeToolsets applies what SetToolsets left, if anything.
+func (g *Gateway) takeToolsets() {
+	next := g.nextToolsets.Swap(nil)
+	if next == nil {
+		return
+	}
+	sets := *next
+	old := *g.toolsets.Load()
+	g.toolsets.Store(&sets)
+	v := g.currentView()
+	for key, ep := range g.endpoints {
+		if key.sel == oneToolset && !sameToolset(old[key.name], sets[key.name]) {
+			ep.apply(v)
+		}
+	}
+}
+
+// toolset returns a toolset by name, or nil.
+func (g *Gateway) toolset(name string) *Toolset {
+	ts, ok := (*g.toolsets.Load())[name]
+	if !ok {
+		return nil
+	}
+	return &ts
+}
+
+// Toolsets lists the toolsets' names, sorted, including those just set.
+func (g *Gateway) Toolsets() []string {
+	_ = g.do(func() {}) // takes what SetToolsets left
+	return slices.Sorted(maps.Keys(*g.toolsets.Load()))
+}
+
+// ServeStdio serves one client on r and w (a process's stdin and stdout)
+// until r ends or ctx is done. With server or toolset set, it serves that
+// server's endpoint or that toolset's, as over HTTP.
+func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser, server, toolset string) error {
+	sel, name := everything, ""
+	switch {
+	case server != "":
+		sel, name = oneServer, server
+	case toolset != "":
+		sel, name = oneToolset, toolset
+	}
+	ep, err := g.endpoint(sel, name)
+	if err != nil {
+		return err
+	}
+	ss, err := ep.srv.Connect(ctx, &mcp.IOTransport{Reader: r, Writer: w}, nil)
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = ss.Close() })
+	defer stop()
+	err = ss.Wait()
+	if ctx.Err() != nil || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// Close ends every client session and stops following the source. HTTP
+// listeners are closed by their owners (Serve's context).
+func (g *Gateway) Close() {
+	g.cancel()
+	<-g.done
+	for _, ep := range g.endpoints {
+		for ss := range ep.srv.Sessions() {
+			_ = ss.Close()
+		}
+	}
+	g.clients.wait()
+}

@@ -1,0 +1,29 @@
+package gateway
+
+import (
+	"context"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// Source is what the gateway serves: the servers a *manager.Manager keeps
+// connected. The gateway only reads lists and forwards requests; it never
+// declares, connects or removes a server.
+type Source interface {
+	Names() []string
+	Status(name string) (manager.Status, error)
+	Spec(name string) (manager.Spec, error)
+	Tools(server string) ([]manager.ToolInfo, error)
+	Resources(server string) ([]manager.ResourceInfo, error)
+	Prompts(server string) ([]manager.PromptInfo, error)
+	Call(ctx context.Context, name string, args any, opts manager.CallOptions) (*mcp.CallToolResult, error)
+	ReadResource(ctx context.Context, uri, server string, timeout time.Duration) (*mcp.ReadResourceResult, error)
+	GetPrompt(ctx context.Context, name string, args map[string]string, timeout time.Duration) (*mcp.GetPromptResult, error)
+	Bus() *events.Bus
+}
+
+var _ Source = (*manager.Manager)(nil)
