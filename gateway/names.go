@@ -67,10 +67,12 @@ func hashed(name string, budget int, server, orig string) string {
 // itemKey identifies a tool or prompt of a server.
 type itemKey struct{ server, name string }
 
-// naming is one item to name: its key and the exposed name's prefix.
+// naming is one item to name: its key, the exposed name's prefix and the
+// name to expose after it (its own, unless the server's spec renames it).
 type naming struct {
 	key    itemKey
 	prefix string // sanitized, without the "__" separator
+	as     string // if "", key.name
 }
 
 // collision is two items that would have had one exposed name.
@@ -106,7 +108,11 @@ func newNamer(budget int) *namer {
 // base is the name an item would get if nothing collided with it, and
 // whether sanitizing changed its own name.
 func (n *namer) base(it naming) (string, bool) {
-	name, lossy := sanitize(it.key.name)
+	as := it.as
+	if as == "" {
+		as = it.key.name
+	}
+	name, lossy := sanitize(as)
 	full := name
 	if it.prefix != "" {
 		full = it.prefix + "__" + name

@@ -46,10 +46,18 @@ type namers struct {
 func (n namers) build(src Source) (*view, []collision) {
 	v := &view{servers: src.Names(), prefix: map[string]string{}}
 	slices.Sort(v.servers)
+	expose := map[string]manager.Expose{}
 	for _, s := range v.servers {
 		v.prefix[s], _ = sanitize(s)
+		if spec, err := src.Spec(s); err == nil {
+			expose[s] = spec.Expose
+			if spec.Expose.Prefix != "" {
+				v.prefix[s] = spec.Expose.Prefix
+			}
+		}
 	}
-	v.tools, _ = src.Tools("")
+	tools, _ := src.Tools("")
+	v.tools = slices.DeleteFunc(tools, func(t manager.ToolInfo) bool { return expose[t.Server].Hidden(t.Name) })
 	v.prompts, _ = src.Prompts("")
 	v.resources, _ = src.Resources("")
 	sortBy(v.tools, func(t manager.ToolInfo) (string, string) { return t.Server, t.Name })
@@ -58,7 +66,7 @@ func (n namers) build(src Source) (*view, []collision) {
 
 	items := make([]naming, len(v.tools))
 	for i, t := range v.tools {
-		items[i] = naming{key: itemKey{t.Server, t.Name}, prefix: v.prefix[t.Server]}
+		items[i] = naming{key: itemKey{t.Server, t.Name}, prefix: v.prefix[t.Server], as: expose[t.Server].Rename[t.Name]}
 	}
 	names, collisions := n.tools.assign(items)
 	v.toolNames = copyNames(names)

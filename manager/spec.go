@@ -43,6 +43,8 @@ type Spec struct {
 	// MaxFrameBytes caps one inbound JSON-RPC message (stdio line or SSE
 	// event). If zero, 16 MiB.
 	MaxFrameBytes int
+	// Expose is how the gateway offers the server's tools to MCP clients.
+	Expose Expose
 }
 
 // Timeouts are a server's time limits. Zero fields take defaults.
@@ -180,6 +182,7 @@ func (s Spec) Problems() []string {
 	default:
 		p.add("transport", "must be stdio, http or sse, got %q", s.Transport)
 	}
+	s.Expose.problems(&p)
 	p.duration("timeouts.connect", s.Timeouts.Connect, time.Hour)
 	p.duration("timeouts.request", s.Timeouts.Request, 24*time.Hour)
 	p.duration("timeouts.health_interval", s.Timeouts.HealthInterval, 24*time.Hour)

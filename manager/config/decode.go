@@ -24,7 +24,8 @@ type DecodeOptions struct {
 // specFields are the accepted keys of a declaration, for unknown-field
 // errors and did-you-mean suggestions.
 var specFields = map[string][]string{
-	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "breaker", "max_retries", "max_frame_bytes"},
+	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "breaker", "max_retries", "max_frame_bytes", "expose"},
+	"expose":   {"prefix", "hide", "rename"},
 	"timeouts": {"connect", "request", "health_interval", "health_timeout", "keepalive", "server", "idle"},
 	"breaker":  {"failures", "window", "open_for"},
 	"backoff":  {"initial", "max", "multiplier", "jitter"},
@@ -178,6 +179,17 @@ func (d *decoder) spec(raw map[string]any) manager.Spec {
 	}
 	if v, ok := raw["max_retries"]; ok {
 		s.MaxRetries = new(d.whole("max_retries", v))
+	}
+	if e, ok := d.table("expose", raw["expose"]); ok {
+		if v, ok := e["prefix"]; ok {
+			s.Expose.Prefix = d.str("expose.prefix", v)
+		}
+		if v, ok := e["hide"]; ok {
+			s.Expose.Hide = d.strings("expose.hide", v)
+		}
+		if v, ok := e["rename"]; ok {
+			s.Expose.Rename = d.stringMap("expose.rename", v)
+		}
 	}
 	if v, ok := raw["max_frame_bytes"]; ok {
 		s.MaxFrameBytes = d.whole("max_frame_bytes", v)

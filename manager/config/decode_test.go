@@ -176,7 +176,18 @@ func TestDecodeSpecInvalid(t *testing.T) {
 		{
 			name: "unknown field, nothing close",
 			raw:  map[string]any{"command": cmd, "zzzzzz": 1},
-			want: []string{`zzzzzz: unknown field; known fields: command, url, transport, env, cwd, headers, enabled, timeouts, backoff, breaker, max_retries, max_frame_bytes`},
+			want: []string{`zzzzzz: unknown field; known fields: command, url, transport, env, cwd, headers, enabled, timeouts, backoff, breaker, max_retries, max_frame_bytes, expose`},
+		},
+		{
+			name: "expose",
+			raw: map[string]any{"command": cmd, "expose": map[string]any{
+				"prefix": "git hub", "hide": []any{"[x"}, "rename": map[string]any{"search": "find.all"}, "hidden": true}},
+			want: []string{
+				`expose.hidden: unknown field; did you mean "hide"?`,
+				`expose.prefix: must be 1 to 32 of the characters a-z A-Z 0-9 _ -, got "git hub"`,
+				`expose.hide: item 1: "[x" is not a usable pattern (use * and ?, e.g. "delete_*")`,
+				`expose.rename: "search": the new name must be 1 to 64 of the characters a-z A-Z 0-9 _ -, got "find.all"`,
+			},
 		},
 		{
 			name: "nested unknown field",

@@ -1,0 +1,185 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// fakeSource is a Source whose servers and tools a test sets by hand; each
+// change publishes the event a manager would. Calls answer
+// "server.tool" as text.
+type fakeSource struct {
+	bus *events.Bus
+
+	mu sync.Mutex
+	// mu guards specs and tools.
+	specs map[string]manager.Spec
+	tools map[string][]string // server → tool names
+}
+
+func newFakeSource(t *testing.T) *fakeSource {
+	bus := events.NewBus(events.Options{})
+	t.Cleanup(bus.Close)
+	return &fakeSource{bus: bus, specs: map[string]manager.Spec{}, tools: map[string][]string{}}
+}
+
+func (f *fakeSource) set(server string, spec manager.Spec, tools ...string) {
+	f.mu.Lock()
+	f.specs[server], f.tools[server] = spec, tools
+	f.mu.Unlock()
+	f.bus.Publish(events.KindToolsChanged, server, nil)
+}
+
+func (f *fakeSource) remove(server string) {
+	f.mu.Lock()
+	delete(f.specs, server)
+	delete(f.tools, server)
+	f.mu.Unlock()
+	f.bus.Publish(events.KindRemoved, server, nil)
+}
+
+func (f *fakeSource) Names() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for s := range f.specs {
+		out = append(out, s)
+	}
+	return out
+}
+
+func (f *fakeSource) Status(name string) (manager.Status, error) {
+	return manager.Status{Name: name, State: manager.StateConnected}, nil
+}
+
+func (f *fakeSource) Spec(name string) (manager.Spec, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.specs[name]
+	if !ok {
+		return s, fmt.Errorf("no server %q", name)
+	}
+	return s, nil
+}
+
+func (f *fakeSource) Tools(server string) ([]manager.ToolInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []manager.ToolInfo
+	for s, names := range f.tools {
+		if server != "" && s != server {
+			continue
+		}
+		for _, n := range names {
+			out = append(out, manager.ToolInfo{FullName: s + "." + n, Server: s, Name: n,
+				InputSchema: map[string]any{"type": "object"}, Available: true})
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeSource) Resources(string) ([]manager.ResourceInfo, error) { return nil, nil }
+func (f *fakeSource) Prompts(string) ([]manager.PromptInfo, error)     { return nil, nil }
+
+func (f *fakeSource) Call(_ context.Context, name string, _ any, _ manager.CallOptions) (*mcp.CallToolResult, error) {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil
+}
+
+func (f *fakeSource) ReadResource(context.Context, string, string, time.Duration) (*mcp.ReadResourceResult, error) {
+	return nil, fmt.Errorf("no resources")
+}
+
+func (f *fakeSource) GetPrompt(context.Context, string, map[string]string, time.Duration) (*mcp.GetPromptResult, error) {
+	return nil, fmt.Errorf("no prompts")
+}
+
+func (f *fakeSource) Bus() *events.Bus { return f.bus }
+
+// client connects an in-memory go-sdk client to one of g's endpoints; it
+// counts the tools/list_changed notifications it receives.
+type client struct {
+	*mcp.ClientSession
+	changed  chan struct{} // a wake-up per notification
+	announce atomic.Int64  // notifications received
+}
+
+func connect(t *testing.T, g *Gateway, sel selection, name string) *client {
+	t.Helper()
+	ep, err := g.endpoint(sel, name)
+	require.NoError(t, err)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := ep.srv.Connect(context.Background(), st, nil)
+	require.NoError(t, err)
+	c := &client{changed: make(chan struct{}, 100)}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			c.announce.Add(1)
+			select {
+			case c.changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	c.ClientSession, err = cl.Connect(context.Background(), ct, &mcp.ClientSessionOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(); _ = ss.Wait() })
+	return c
+}
+
+// names lists the client's tools, sorted.
+func (c *client) names(t *testing.T) []string {
+	t.Helper()
+	res, err := c.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	var out []string
+	for _, tl := range res.Tools {
+		out = append(out, tl.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// eventually polls the client's tool names until they are want.
+func (c *client) eventually(t *testing.T, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := c.names(t)
+		if slices.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			require.Equal(t, want, got)
+		}
+		select {
+		case <-c.changed:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// announced waits until the client has received n list_changed
+// notifications in all.
+func (c *client) announced(t *testing.T, n int64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return c.announce.Load() >= n }, 5*time.Second, 5*time.Millisecond,
+		"%d tools/list_changed notifications, want %d", c.announce.Load(), n)
+}
+
+func newGateway(t *testing.T, src Source) *Gateway {
+	g := New(Options{Source: src})
+	t.Cleanup(g.Close)
+	return g
+}
