@@ -51,6 +51,9 @@ type Gateway struct {
 	// is poked to pick it up.
 	nextToolsets atomic.Pointer[map[string]Toolset]
 	poke         chan struct{}
+	// logs carries server log messages to deliverLogs.
+	logs     chan logEntry
+	logsDone chan struct{}
 
 	// Owned by the run goroutine.
 	names     namers
@@ -82,6 +85,7 @@ func New(opts Options) *Gateway {
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{src: opts.Source, opts: opts, log: opts.Logger, bus: opts.Source.Bus(),
 		ctx: ctx, cancel: cancel, work: make(chan func()), done: make(chan struct{}), poke: make(chan struct{}, 1),
+		logs: make(chan logEntry, maxQueuedLogs), logsDone: make(chan struct{}),
 		names:     namers{tools: newNamer(opts.NameBudget), prompts: newNamer(opts.NameBudget)},
 		endpoints: map[endpointKey]*endpoint{}}
 	g.toolsets.Store(&map[string]Toolset{})
@@ -89,6 +93,7 @@ func New(opts Options) *Gateway {
 	sub := g.bus.Subscribe(events.SubscribeOptions{})
 	g.refresh()
 	go g.run(sub)
+	go g.deliverLogs()
 	return g
 }
 
@@ -120,6 +125,9 @@ func (g *Gateway) run(sub *events.Subscription) {
 				break
 			}
 			dirty = dirty || changesLists(e.Kind)
+			if e.Kind == events.KindNotification && e.Text("method") == "notifications/message" {
+				g.forwardLog(e)
+			}
 		}
 		if dirty {
 			g.refresh()
@@ -256,6 +264,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClo
 func (g *Gateway) Close() {
 	g.cancel()
 	<-g.done
+	<-g.logsDone
 	for _, ep := range g.endpoints {
 		for ss := range ep.srv.Sessions() {
 			_ = ss.Close()

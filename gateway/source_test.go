@@ -112,6 +112,7 @@ type client struct {
 	*mcp.ClientSession
 	changed  chan struct{} // a wake-up per notification
 	announce atomic.Int64  // notifications received
+	logs     chan *mcp.LoggingMessageParams
 }
 
 func connect(t *testing.T, g *Gateway, sel selection, name string) *client {
@@ -121,8 +122,9 @@ func connect(t *testing.T, g *Gateway, sel selection, name string) *client {
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := ep.srv.Connect(context.Background(), st, nil)
 	require.NoError(t, err)
-	c := &client{changed: make(chan struct{}, 100)}
+	c := &client{changed: make(chan struct{}, 100), logs: make(chan *mcp.LoggingMessageParams, 100)}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { c.logs <- r.Params },
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			c.announce.Add(1)
 			select {
