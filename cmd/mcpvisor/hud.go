@@ -257,6 +257,7 @@ func (d *hudDisplay) frame(cols, rows int) []string {
 		Width:    cols - 1,
 		MaxLines: rows/2 - 1,
 		Missed:   d.model.Missed(),
+		Clients:  d.model.Clients(),
 	})
 	return append(lines, strings.Repeat("─", cols-1))
 }

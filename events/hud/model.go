@@ -17,6 +17,7 @@ type Model struct {
 	servers map[string]*server // by name, as the events carry it
 	seq     uint64             // the last Seq applied
 	missed  uint64             // events this model's source dropped (lagged)
+	clients int                // gateway clients connected
 }
 
 // server is one server's row in the making.
@@ -69,6 +70,12 @@ func (m *Model) Apply(e events.Event) {
 		}
 		m.seq = e.Seq
 	}
+	switch e.Kind {
+	case events.KindClientConnected:
+		m.clients++
+	case events.KindClientDisconnected:
+		m.clients = max(m.clients-1, 0)
+	}
 	if e.Server == "" {
 		return
 	}
@@ -101,6 +108,10 @@ func (m *Model) ApplyAll(evs []events.Event) {
 // (the sum of lagged notices): rows may be stale until their server's
 // next event.
 func (m *Model) Missed() uint64 { return m.missed }
+
+// Clients is how many MCP clients the gateway serves (client_connected
+// events less client_disconnected ones).
+func (m *Model) Clients() int { return m.clients }
 
 // Len is the number of servers the model shows.
 func (m *Model) Len() int { return len(m.servers) }

@@ -20,6 +20,9 @@ type Layout struct {
 	MaxLines int
 	// Missed is shown in the summary when not zero ([Model.Missed]).
 	Missed uint64
+	// Clients, when not zero, is shown in the summary: the MCP clients
+	// the gateway serves ([Model.Clients]).
+	Clients int
 }
 
 // Render lays rows out in width columns: the summary line, then one line
@@ -46,9 +49,9 @@ func Lines(rows []Row, l Layout) []string {
 		}
 	}
 	out := make([]string, 0, len(shown)+2)
-	head := summary(rows, l.Missed, false)
+	head := summary(rows, l, false)
 	if Width(head) > l.Width {
-		head = summary(rows, l.Missed, true)
+		head = summary(rows, l, true)
 	}
 	out = append(out, Truncate(head, l.Width))
 	cols := measure(shown, l.Width)
@@ -63,9 +66,13 @@ func Lines(rows []Row, l Layout) []string {
 
 // summary is the first line: the server count and how many are in each
 // state that has any, in words ("2 connected") or, compact, by glyph ("2●").
-func summary(rows []Row, missed uint64, compact bool) string {
+func summary(rows []Row, l Layout, compact bool) string {
+	missed := l.Missed
 	if len(rows) == 0 {
 		s := "mcpvisor: no servers"
+		if l.Clients > 0 {
+			s += fmt.Sprintf(" · %d %s", l.Clients, plural(l.Clients, "client", "clients"))
+		}
 		if missed > 0 {
 			s += fmt.Sprintf(" · missed %d %s", missed, plural(int(missed), "event", "events"))
 		}
@@ -100,6 +107,9 @@ func summary(rows []Row, missed uint64, compact bool) string {
 	}
 	if compact {
 		parts = append(parts, strings.Join(counts, " "))
+	}
+	if l.Clients > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s", l.Clients, plural(l.Clients, "client", "clients")))
 	}
 	if missed > 0 {
 		parts = append(parts, fmt.Sprintf("missed %d %s", missed, plural(int(missed), "event", "events")))

@@ -24,6 +24,9 @@ func fleet() *hud.Model {
 	var s script
 	s.at(0, events.KindAdded, "demo", events.Fields{"transport": "stdio"})
 	s.at(0, events.KindConnected, "demo", events.Fields{"attempt": 1, "tools": 4})
+	for _, k := range []events.Kind{events.KindClientConnected, events.KindClientConnected, events.KindClientDisconnected, events.KindClientConnected} {
+		s.at(0, k, "", events.Fields{"client": "claude-ai/0.1"})
+	}
 	for _, d := range []int{2, 3, 2, 4} {
 		s.at(0, events.KindToolCall, "demo", events.Fields{"tool": "echo", "duration_ms": d})
 	}
@@ -62,6 +65,7 @@ func TestHUDRenderGolden(t *testing.T) {
 		{"fleet_24", m.View(now), hud.Layout{Width: 24}},
 		{"fleet_max5_missed", m.View(now), hud.Layout{Width: 80, MaxLines: 5, Missed: 3}},
 		{"empty", empty.View(now), hud.Layout{Width: 80}},
+		{"fleet_clients", m.View(now), hud.Layout{Width: 100, Clients: m.Clients()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
