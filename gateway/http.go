@@ -44,6 +44,19 @@ func (e *TokenError) Error() string {
 		"set MCPVISOR_TOKEN or pass --token-file FILE (clients then send \"Authorization: Bearer <token>\"), or bind 127.0.0.1", e.Addr)
 }
 
+// CheckAddr reports whether Listen would refuse addr with token: an
+// address that is not loopback needs a token (*TokenError), and addr must
+// be host:port.
+func CheckAddr(addr, token string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("--http %q: want host:port, e.g. 127.0.0.1:8931", addr)
+	}
+	if token == "" && !isLoopbackAddr(addr) {
+		return &TokenError{Addr: addr}
+	}
+	return nil
+}
+
 // HTTPServer is a running HTTP listener of the gateway.
 type HTTPServer struct {
 	ln   net.Listener
@@ -59,8 +72,8 @@ type HTTPServer struct {
 //
 // It refuses an address that is not loopback unless opts.Token is set.
 func (g *Gateway) Listen(opts HTTPOptions) (*HTTPServer, error) {
-	if opts.Token == "" && !isLoopbackAddr(opts.Addr) {
-		return nil, &TokenError{Addr: opts.Addr}
+	if err := CheckAddr(opts.Addr, opts.Token); err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {

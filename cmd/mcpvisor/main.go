@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/demo"
 )
 
@@ -23,6 +24,9 @@ Usage:
   mcpvisor [flags]          run startup.lua, then a REPL (or stdin as Lua)
   mcpvisor check [-c FILE]  evaluate and validate the config without starting
                            anything; print the servers it declares
+  mcpvisor serve [flags]    serve every server to AI clients as one MCP server:
+                           on stdin/stdout (the command a client starts), or
+                           with --http ADDR on streamable HTTP and SSE
   mcpvisor demo-server      run the built-in demo MCP server on stdin/stdout
   mcpvisor help             show this help
 
@@ -44,6 +48,14 @@ Flags:
                         latency, retry countdown and last error (the default
                         at an interactive REPL; needs stdout to be a terminal)
   --no-hud              start without it (mcp_hud(true) shows it later)
+  --http ADDR           serve the gateway on ADDR (e.g. 127.0.0.1:8931):
+                        /mcp, /servers/NAME/mcp, /toolsets/NAME/mcp, /sse;
+                        beside the REPL, or instead of stdio with serve
+  --token-file FILE     require "Authorization: Bearer <token>" on HTTP, the
+                        token read from FILE (or set MCPVISOR_TOKEN); needed
+                        to bind an address that is not loopback
+  --server NAME         (serve) serve one server under its own names
+  --toolset NAME        (serve) serve one toolset (mcp_toolset)
 
 Modes:
   With -e, CODE runs once and mcpvisor exits.
@@ -61,6 +73,8 @@ Examples:
   mcpvisor -e 'assert(mcp_wait("demo", "connected")); return mcp_call("demo.echo", {text = "hi"}).text'
   echo 'return mcp_tools()' | mcpvisor
   mcpvisor -c ~/.config/mcpvisor/startup.lua
+  mcpvisor serve -c ~/.config/mcpvisor/startup.lua      # in a client's MCP config
+  mcpvisor serve --http 127.0.0.1:8931                  # http://127.0.0.1:8931/mcp
 
 In Lua (see README.md):
   declare  mcp_add, mcp_remove, mcp_import
@@ -131,6 +145,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err == nil && (cfg.server != "" || cfg.toolset != "") {
 		err = errors.New("--server and --toolset choose what `mcpvisor serve` serves; use them with serve")
+	}
+	if err == nil && cfg.http != "" {
+		var token string
+		if token, err = serveToken(cfg.tokenFile); err == nil {
+			err = gateway.CheckAddr(cfg.http, token) // before any server starts
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpvisor: %v\nRun 'mcpvisor --help' for usage.\n", err)

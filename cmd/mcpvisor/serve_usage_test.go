@@ -1,0 +1,44 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Gateway usage errors exit 2 before any server starts, with a message
+// that says what to do.
+func TestServeBadUsage(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o600))
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"open address without a token", []string{"serve", "--http", "0.0.0.0:8931"},
+			`mcpvisor serve: refusing to serve on 0.0.0.0:8931 without a token: it is not a loopback address, so anyone who can reach it could use every server; set MCPVISOR_TOKEN or pass --token-file FILE (clients then send "Authorization: Bearer <token>"), or bind 127.0.0.1` + "\n"},
+		{"beside the REPL too", []string{"--http", "[::]:8931", "-e", "1"},
+			`mcpvisor: refusing to serve on [::]:8931 without a token: it is not a loopback address, so anyone who can reach it could use every server; set MCPVISOR_TOKEN or pass --token-file FILE (clients then send "Authorization: Bearer <token>"), or bind 127.0.0.1` + "\nRun 'mcpvisor --help' for usage.\n"},
+		{"a port alone", []string{"serve", "--http", "8931"},
+			`mcpvisor serve: --http "8931": want host:port, e.g. 127.0.0.1:8931` + "\n"},
+		{"an empty token file", []string{"serve", "--http", "127.0.0.1:0", "--token-file", empty},
+			"mcpvisor serve: --token-file " + empty + " is empty; put the token in it (for example: openssl rand -hex 32 > " + empty + ")\n"},
+		{"server and toolset", []string{"serve", "--server", "a", "--toolset", "b"},
+			"mcpvisor serve: --server and --toolset each choose what to serve; give one\nRun 'mcpvisor --help' for usage.\n"},
+		{"server without serve", []string{"--server", "demo", "-e", "1"},
+			"mcpvisor: --server and --toolset choose what `mcpvisor serve` serves; use them with serve\nRun 'mcpvisor --help' for usage.\n"},
+		{"an undeclared server", []string{"serve", "--server", "nope", "--log-level", "error"},
+			"mcpvisor serve: --server nope: no such server in startup.lua; declared: demo\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := runBinary(t, invocation{args: tt.args, env: []string{"MCPVISOR_TOKEN="}})
+			require.Equal(t, 2, o.code, "exit code; stderr: %s", o.stderr)
+			require.Empty(t, o.stdout, "stdout")
+			require.Equal(t, tt.want, o.stderr)
+		})
+	}
+}
