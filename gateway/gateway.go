@@ -250,6 +250,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClo
 	if err != nil {
 		return err
 	}
+	g.clients.stdio(ep, ss)
 	stop := context.AfterFunc(ctx, func() { _ = ss.Close() })
 	defer stop()
 	err = ss.Wait()
