@@ -32,13 +32,17 @@ type Schema struct {
 // maxSchemaDepth bounds how deep parts are resolved for per-path reports.
 const maxSchemaDepth = 32
 
-// Compile compiles a tool's inputSchema as the SDK delivered it.
+// Compile compiles a tool's inputSchema as the SDK delivered it. A schema
+// that is not Safe is refused with an *UnsafeError.
 func Compile(raw any) (*Schema, error) {
 	if raw == nil {
 		return nil, nil
 	}
 	b, err := json.Marshal(raw)
 	if err != nil {
+		return nil, err
+	}
+	if err := safeJSON(b); err != nil {
 		return nil, err
 	}
 	var s jsonschema.Schema
@@ -68,8 +72,13 @@ func (a *Schema) resolveParts(s *jsonschema.Schema, depth int) {
 		if _, seen := a.parts[ps]; seen {
 			continue
 		}
-		if r, err := ps.Resolve(nil); err == nil {
-			a.parts[ps] = r
+		// A part is resolved on its own, as the root of its own document:
+		// a "$ref": "#" in it, which meant the whole schema, would now mean
+		// the part itself, a loop; such a part is left to the root check.
+		if Safe(ps) == nil {
+			if r, err := ps.Resolve(nil); err == nil {
+				a.parts[ps] = r
+			}
 		}
 		a.resolveParts(ps, depth+1)
 	}

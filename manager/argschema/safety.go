@@ -1,0 +1,210 @@
+package argschema
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Bounds on a schema a server sends. Real tool schemas are a few KiB and a
+// handful of levels deep; these leave ample room while keeping compilation
+// and validation cheap and their recursion shallow.
+const (
+	maxSchemaBytes = 1 << 20 // its JSON
+	maxNesting     = 64      // objects and arrays inside one another
+	maxNodes       = 20000   // objects and arrays in all
+)
+
+// UnsafeError says why a schema cannot be used safely: validating against
+// it could recurse forever (a $ref loop that consumes no data) or cost more
+// than a tool schema ever should.
+type UnsafeError struct{ Reason string }
+
+func (e *UnsafeError) Error() string { return "unusable input schema: " + e.Reason }
+
+// Safe reports whether a schema as a server sent it can be compiled and
+// used: within the size, nesting and node bounds, and without a reference
+// loop that consumes no data — {"$ref": "#"} at the root, or $defs a → b →
+// a through $ref, allOf, anyOf, oneOf, not, if/then/else. The JSON Schema
+// validator follows such a loop until the Go runtime dies of a stack
+// overflow, which recover cannot catch. A property that refers back to the
+// root ({"properties": {"a": {"$ref": "#"}}}) consumes a level of the
+// data each time round and is a legitimate recursive schema.
+func Safe(raw any) error {
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return &UnsafeError{"not JSON: " + err.Error()}
+	}
+	return safeJSON(b)
+}
+
+func safeJSON(b []byte) error {
+	if len(b) > maxSchemaBytes {
+		return &UnsafeError{fmt.Sprintf("%d bytes, over the %d-byte limit", len(b), maxSchemaBytes)}
+	}
+	// Walk the schema as the validator will see it: decoded into its
+	// struct, where keys match case-insensitively and the last duplicate
+	// wins ("$Ref" is a $ref), then written back with canonical keys.
+	var typed jsonschema.Schema
+	if err := json.Unmarshal(b, &typed); err != nil {
+		return &UnsafeError{"not a JSON schema: " + err.Error()}
+	}
+	canon, err := json.Marshal(&typed)
+	if err != nil {
+		return &UnsafeError{"not a JSON schema: " + err.Error()}
+	}
+	var doc any
+	if err := json.Unmarshal(canon, &doc); err != nil {
+		return &UnsafeError{"not JSON: " + err.Error()}
+	}
+	w := walker{root: doc, nodes: map[string]any{}}
+	if err := w.index(doc, "#", 0); err != nil {
+		return err
+	}
+	state := map[string]int{}                                // 1: on the current path, 2: done
+	for _, path := range slices.Sorted(maps.Keys(w.nodes)) { // sorted: the same loop is reported each time
+		if err := w.loop(path, state, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type walker struct {
+	root  any
+	nodes map[string]any // every object in the document, by JSON pointer
+}
+
+// index records every object under v and enforces the bounds.
+func (w *walker) index(v any, path string, depth int) error {
+	if depth > maxNesting {
+		return &UnsafeError{fmt.Sprintf("nested deeper than %d levels", maxNesting)}
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		w.nodes[path] = x
+		for k, e := range x {
+			if err := w.index(e, path+"/"+escapePointer(k), depth+1); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if err := w.index(e, path+"/"+strconv.Itoa(i), depth+1); err != nil {
+				return err
+			}
+		}
+	default:
+		return nil
+	}
+	if len(w.nodes) > maxNodes {
+		return &UnsafeError{fmt.Sprintf("more than %d objects", maxNodes)}
+	}
+	return nil
+}
+
+// loop follows the edges that apply another schema to the same data from
+// path, depth first, and reports a cycle among them.
+func (w *walker) loop(path string, state map[string]int, trail []string) error {
+	switch state[path] {
+	case 1:
+		cycle := append(trail[slices.Index(trail, path):], path)
+		return &UnsafeError{"reference loop that never consumes data: " + strings.Join(cycle, " → ")}
+	case 2:
+		return nil
+	}
+	state[path] = 1
+	for _, next := range w.inPlace(path) {
+		if err := w.loop(next, state, append(trail, path)); err != nil {
+			return err
+		}
+	}
+	state[path] = 2
+	return nil
+}
+
+// inPlace lists the schemas that apply to the same data as the schema at
+// path: its local $ref target and its in-place applicators.
+func (w *walker) inPlace(path string) []string {
+	node, _ := w.nodes[path].(map[string]any)
+	var out []string
+	if ref, ok := node["$ref"].(string); ok {
+		if target, ok := w.resolve(ref); ok {
+			out = append(out, target)
+		}
+	}
+	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
+		if list, ok := node[k].([]any); ok {
+			for i := range list {
+				out = append(out, path+"/"+k+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	for _, k := range []string{"not", "if", "then", "else"} {
+		if _, ok := node[k].(map[string]any); ok {
+			out = append(out, path+"/"+k)
+		}
+	}
+	return out
+}
+
+// resolve maps a local reference ("#", "#/$defs/a") to the pointer of an
+// object in the document. Other references are the validator's business:
+// it refuses what it cannot load.
+func (w *walker) resolve(ref string) (string, bool) {
+	if !strings.HasPrefix(ref, "#") {
+		return "", false
+	}
+	frag, err := url.PathUnescape(ref[1:])
+	if err != nil {
+		return "", false
+	}
+	if frag == "" {
+		return "#", true
+	}
+	if !strings.HasPrefix(frag, "/") {
+		return w.anchor(frag)
+	}
+	var cur any = w.root
+	path := "#"
+	for _, tok := range strings.Split(frag[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := cur.(type) {
+		case map[string]any:
+			cur = x[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return "", false
+			}
+			cur = x[i]
+		default:
+			return "", false
+		}
+		path += "/" + escapePointer(tok)
+	}
+	if _, ok := cur.(map[string]any); !ok {
+		return "", false
+	}
+	return path, true
+}
+
+// anchor finds the object whose $anchor is name.
+func (w *walker) anchor(name string) (string, bool) {
+	for path, n := range w.nodes {
+		if m, ok := n.(map[string]any); ok && m["$anchor"] == name {
+			return path, true
+		}
+	}
+	return "", false
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
