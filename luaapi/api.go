@@ -41,6 +41,7 @@ func (r *Runtime) install() {
 		"hud_model": r.luaHUDModel,
 		"toolset":   r.luaToolset,
 		"clients":   r.luaClients,
+		"tool":      r.luaTool,
 	} {
 		f := L.NewFunction(fn)
 		mod.RawSetString(name, f)

@@ -22,6 +22,7 @@ type desired struct {
 	servers  map[string]declaration // by lower-cased name
 	serve    *serveDecl             // mcp_serve, if declared
 	toolsets map[string]toolsetDecl // mcp_toolset, by name
+	luaTools map[string]luaToolDecl // mcp_tool, by lower-cased server "." tool
 	// checking is set when the evaluation only checks the file: what
 	// needs the gateway may be declared without one.
 	checking bool
@@ -149,7 +150,8 @@ func (r *Runtime) evalConfig(ctx context.Context, path, src string, apply bool) 
 	ok := r.post(func() {
 		r.config.generation++
 		gen := r.config.generation
-		want := &desired{file: chunk, servers: make(map[string]declaration), toolsets: make(map[string]toolsetDecl), checking: !apply}
+		want := &desired{file: chunk, servers: make(map[string]declaration), toolsets: make(map[string]toolsetDecl),
+			luaTools: make(map[string]luaToolDecl), checking: !apply}
 		fail := func(err error) {
 			r.dropOrigins(func(o int) bool { return o == gen })
 			if apply {
@@ -251,6 +253,7 @@ func (r *Runtime) apply(want *desired) ConfigResult {
 	r.config.servers = next
 	res.serve = r.applyServe(want.serve)
 	r.applyToolsets(want)
+	r.applyLuaTools(want)
 	return res
 }
 
@@ -266,6 +269,11 @@ func (r *Runtime) declare(L *lua.LState, want *desired, name string, spec manage
 	if dbg, ok := L.GetStack(1); ok {
 		if _, err := L.GetInfo("l", dbg, lua.LNil); err == nil {
 			where = fmt.Sprintf("%s:%d", want.file, dbg.CurrentLine)
+		}
+	}
+	for _, tool := range want.luaTools {
+		if manager.NameKey(tool.server) == key {
+			L.RaiseError("INVALID_CONFIG: server %q is the server of mcp_tool %q (at %s); give one of them another name", n, tool.name, tool.where)
 		}
 	}
 	if prev, dup := want.servers[key]; dup {

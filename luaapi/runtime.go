@@ -106,6 +106,8 @@ type Runtime struct {
 	toolsetVersion uint64
 
 	listener *listener // applies mcp_serve off the loop
+	// toolServers serve the mcp_tool tools, by lower-cased server name.
+	toolServers map[string]*luaServer
 
 	work chan func() // closures to run on the loop
 
