@@ -39,6 +39,9 @@ func (r *Runtime) install() {
 		"metrics":   r.luaMetrics,
 		"hud":       r.luaHUD,
 		"hud_model": r.luaHUDModel,
+		"toolset":   r.luaToolset,
+		"clients":   r.luaClients,
+		"tool":      r.luaTool,
 	} {
 		f := L.NewFunction(fn)
 		mod.RawSetString(name, f)
@@ -60,6 +63,7 @@ func (r *Runtime) install() {
 	raw.RawSetString("prompt", L.NewFunction(r.luaPrompt))
 	raw.RawSetString("discover", L.NewFunction(r.luaDiscover))
 	raw.RawSetString("call_cb", L.NewFunction(r.luaCallCB))
+	raw.RawSetString("serve", L.NewFunction(r.luaServe))
 	shims, err := L.Load(stringReader(shimSource), shimChunk)
 	if err != nil {
 		panic(err) // shimSource is a constant
@@ -95,6 +99,9 @@ mod.call, mod.wait, mod.remove, mod.sleep = mcp_call, mcp_wait, mcp_remove, slee
 local call_cb = raw.call_cb
 function mcp_call_cb(...) local a = call_cb(...) return a end
 mod.read, mod.prompt, mod.discover, mod.call_cb = mcp_read, mcp_prompt, mcp_discover, mcp_call_cb
+local serve = raw.serve
+function mcp_serve(...) local a, b = serve(...) return ret(a, b) end
+mod.serve = mcp_serve
 `
 
 // shimChunk names the shims' chunk; tracebacks leave its frames out.

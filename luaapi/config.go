@@ -17,9 +17,15 @@ import (
 // truth for those servers: mcp_add records here instead of acting, and the
 // result is applied as a difference only if the whole file succeeds.
 type desired struct {
-	file    string
-	order   []string               // name keys in declaration order
-	servers map[string]declaration // by lower-cased name
+	file     string
+	order    []string               // name keys in declaration order
+	servers  map[string]declaration // by lower-cased name
+	serve    *serveDecl             // mcp_serve, if declared
+	toolsets map[string]toolsetDecl // mcp_toolset, by name
+	luaTools map[string]luaToolDecl // mcp_tool, by lower-cased server "." tool
+	// checking is set when the evaluation only checks the file: what
+	// needs the gateway may be declared without one.
+	checking bool
 }
 
 type declaration struct {
@@ -32,6 +38,7 @@ type declaration struct {
 type configState struct {
 	generation int                     // evaluations so far
 	servers    map[string]manager.Spec // by lower-cased name
+	serve      *serveDecl              // the listener it declared
 }
 
 // ConfigResult says what applying a config changed.
@@ -40,6 +47,13 @@ type ConfigResult struct {
 	Unchanged                int
 
 	pending []replacement // replaced servers to add once the old ones are gone
+	serve   *pendingServe // the listener to start or stop, if it changed
+}
+
+// pendingServe is a change of listener the config asked for.
+type pendingServe struct {
+	decl  serveDecl
+	reply <-chan error
 }
 
 type replacement struct {
@@ -82,11 +96,31 @@ func (r *Runtime) LoadConfig(ctx context.Context, path string) (ConfigResult, er
 }
 
 // LoadConfigSource is LoadConfig with the file's content given.
+//
+// A listener the file declares with mcp_serve is started (or moved, or
+// stopped when the file no longer declares one) once the file has been
+// applied; if that fails, the rest of the config stays applied, the error
+// is returned and published as config_error, and the next load tries
+// again.
 func (r *Runtime) LoadConfigSource(ctx context.Context, path, src string) (ConfigResult, error) {
 	res, _, err := r.evalConfig(ctx, path, src, true)
-	if err == nil {
-		r.finishReplacements(ctx, res)
+	if err != nil {
+		return res, err
 	}
+	if p := res.serve; p != nil {
+		if serr := r.listener.wait(p.reply); serr != nil {
+			err = serveError(p.decl, serr)
+			r.bus.Publish(events.KindConfigError, "", events.Fields{"file": path, "error": err.Error()})
+			// Nothing listens now: forget the declaration so that a reload
+			// declaring the same listener tries again.
+			r.post(func() {
+				if s := r.config.serve; s != nil && *s == p.decl {
+					r.config.serve = nil
+				}
+			})
+		}
+	}
+	r.finishReplacements(ctx, res)
 	return res, err
 }
 
@@ -116,7 +150,8 @@ func (r *Runtime) evalConfig(ctx context.Context, path, src string, apply bool) 
 	ok := r.post(func() {
 		r.config.generation++
 		gen := r.config.generation
-		want := &desired{file: chunk, servers: make(map[string]declaration)}
+		want := &desired{file: chunk, servers: make(map[string]declaration), toolsets: make(map[string]toolsetDecl),
+			luaTools: make(map[string]luaToolDecl), checking: !apply}
 		fail := func(err error) {
 			r.dropOrigins(func(o int) bool { return o == gen })
 			if apply {
@@ -216,6 +251,9 @@ func (r *Runtime) apply(want *desired) ConfigResult {
 	}
 	slices.Sort(res.Removed)
 	r.config.servers = next
+	res.serve = r.applyServe(want.serve)
+	r.applyToolsets(want)
+	r.applyLuaTools(want)
 	return res
 }
 
@@ -231,6 +269,11 @@ func (r *Runtime) declare(L *lua.LState, want *desired, name string, spec manage
 	if dbg, ok := L.GetStack(1); ok {
 		if _, err := L.GetInfo("l", dbg, lua.LNil); err == nil {
 			where = fmt.Sprintf("%s:%d", want.file, dbg.CurrentLine)
+		}
+	}
+	for _, tool := range want.luaTools {
+		if manager.NameKey(tool.server) == key {
+			L.RaiseError("INVALID_CONFIG: server %q is the server of mcp_tool %q (at %s); give one of them another name", n, tool.name, tool.where)
 		}
 	}
 	if prev, dup := want.servers[key]; dup {
@@ -275,4 +318,27 @@ func (r *Runtime) pendingServer(L *lua.LState, name string) (string, bool) {
 func pendingError(server, op string) error {
 	return &manager.Error{Code: manager.CodeConnectionFailed, Server: server, Op: op,
 		Err: fmt.Errorf("declared in this file, it starts once the file has run to its end; use it from a hook: mcp_on(\"connected\", function(e) ... end, {server = %q})", server)}
+}
+
+// applyServe asks for the listener the config declares when it differs
+// from the one the last config declared: the same address and token file
+// again changes nothing, none stops listening.
+func (r *Runtime) applyServe(want *serveDecl) *pendingServe {
+	prev := r.config.serve
+	r.config.serve = want
+	if r.opts.Gateway == nil || sameServe(prev, want) {
+		return nil
+	}
+	d := serveDecl{} // stop
+	if want != nil {
+		d = *want
+	}
+	return &pendingServe{decl: d, reply: r.listener.request(d)}
+}
+
+func sameServe(a, b *serveDecl) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.addr == b.addr && a.tokenFile == b.tokenFile
 }

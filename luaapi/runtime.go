@@ -64,6 +64,10 @@ type Options struct {
 	// HUD is the terminal display that mcp_hud switches. If nil, there is
 	// no terminal and mcp_hud says so.
 	HUD HUD
+	// Gateway serves the servers to MCP clients: mcp_serve, mcp_toolset
+	// and mcp_clients drive it. If nil, they raise an error saying the
+	// host has none (a config that uses them still passes CheckConfig).
+	Gateway Gateway
 }
 
 // Runtime is the Lua control plane: one goroutine (the loop) owns the Lua
@@ -96,6 +100,14 @@ type Runtime struct {
 	nextID  int               // last hook or timer id
 	config  configState       // what the config file declared
 	hud     hud.Model         // mcp_hud_model's view, fed by the loop's subscription
+	// toolsets are the gateway's toolsets in force (mcp_toolset), and
+	// toolsetVersion the last version given to one.
+	toolsets       map[string]*toolsetEntry
+	toolsetVersion uint64
+
+	listener *listener // applies mcp_serve off the loop
+	// toolServers serve the mcp_tool tools, by lower-cased server name.
+	toolServers map[string]*luaServer
 
 	work chan func() // closures to run on the loop
 
@@ -161,6 +173,7 @@ func New(opts Options) (*Runtime, error) {
 	r.install()
 	r.sub = r.bus.Subscribe(events.SubscribeOptions{QueueSize: 4096})
 	r.hud.ApplyAll(r.bus.History(0)) // servers added before us; the overlap is skipped
+	r.listener = startListener(opts.Gateway, r.stop)
 	go r.loop()
 	return r, nil
 }
@@ -224,6 +237,7 @@ func (r *Runtime) Close() {
 		r.pending.Wait()
 		close(r.stop)
 		<-r.done
+		<-r.listener.done
 		r.sub.Close()
 		r.state.Close()
 	})

@@ -127,7 +127,15 @@ func (s *supervisor) connect() (*conn, error) {
 	if s.spec.Transport == TransportStdio {
 		dialOp = "spawn"
 	}
-	t, err := s.m.dial(ctx, s.name, s.spec)
+	var t mcp.Transport
+	var err error
+	if s.spec.Transport == TransportInProcess {
+		// The server is in the host: its own Dialer reaches it, whatever
+		// Options.Dial substitutes for processes and the network.
+		t, err = s.spec.Dial.Dial(ctx)
+	} else {
+		t, err = s.m.dial(ctx, s.name, s.spec)
+	}
 	if err != nil {
 		return fail(dialOp, err)
 	}

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Transport is how the host talks to a server.
@@ -18,7 +21,17 @@ const (
 	TransportStdio Transport = "stdio" // spawn Command, newline JSON over stdin/stdout
 	TransportHTTP  Transport = "http"  // streamable HTTP at URL
 	TransportSSE   Transport = "sse"   // legacy HTTP+SSE at URL
+	// TransportInProcess is a server living in the host itself, reached
+	// through Spec.Dial (the Lua runtime serves its mcp_tool tools so).
+	TransportInProcess Transport = "inprocess"
 )
+
+// Dialer opens the transport of one connection to an in-process server.
+// ctx lives as long as the connection. Specs compare their Dialers by
+// identity: the same value means the same server.
+type Dialer interface {
+	Dial(ctx context.Context) (mcp.Transport, error)
+}
 
 // Spec is one server's declaration, decoded and validated. Build it from
 // Lua or JSON shapes with config.DecodeSpec (package manager/config); a
@@ -30,6 +43,7 @@ type Spec struct {
 	Env       map[string]string // stdio: added to the host's environment
 	Cwd       string            // stdio: working directory
 	Headers   map[string]string // http, sse: sent with every request
+	Dial      Dialer            // inprocess: connects to the server
 	// Disabled servers (enabled = false) are listed but never connected.
 	Disabled bool
 
@@ -177,12 +191,19 @@ func (s Spec) Problems() []string {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			p.add("url", "must be an http:// or https:// URL, got %q", redactURL(s.URL))
 		}
+	case TransportInProcess:
+		if s.Dial == nil {
+			p.add("dial", "an in-process server needs a Dialer")
+		}
 	case "":
 		p.add("command", "missing transport: set command = {\"prog\", \"arg\"} for a process or url = \"http://…\" for a remote server")
 	default:
 		p.add("transport", "must be stdio, http or sse, got %q", s.Transport)
 	}
 	s.Expose.problems(&p)
+	if s.Dial != nil && s.Transport != TransportInProcess {
+		p.add("dial", "only an in-process server has a Dialer, this one is %s", s.Transport)
+	}
 	p.duration("timeouts.connect", s.Timeouts.Connect, time.Hour)
 	p.duration("timeouts.request", s.Timeouts.Request, 24*time.Hour)
 	p.duration("timeouts.health_interval", s.Timeouts.HealthInterval, 24*time.Hour)
@@ -222,16 +243,24 @@ func (s Spec) Problems() []string {
 	return p
 }
 
-// Equal reports whether two specs declare the same server.
+// Equal reports whether two specs declare the same server. Dialers
+// compare by identity.
 func (s Spec) Equal(o Spec) bool {
+	if s.Dial != o.Dial {
+		return false
+	}
+	s.Dial, o.Dial = nil, nil
 	return reflect.DeepEqual(s.WithDefaults(), o.WithDefaults())
 }
 
 // Endpoint describes where the server is, for status and logs: the command
 // line for stdio, the URL without credentials or query for HTTP.
 func (s Spec) Endpoint() string {
-	if s.Transport == TransportStdio {
+	switch s.Transport {
+	case TransportStdio:
 		return strings.Join(s.Command, " ")
+	case TransportInProcess:
+		return "in-process"
 	}
 	return redactURL(s.URL)
 }

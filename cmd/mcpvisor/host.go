@@ -126,12 +126,13 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 		h.hud = startHUD(*hud)
 		hudAPI = h.hud
 	}
-	rt, err := luaapi.New(luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts"), Logger: logger, HUD: hudAPI})
+	h.gateway.h = h
+	rt, err := luaapi.New(luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts"), Logger: logger, HUD: hudAPI,
+		Gateway: gatewayAPI{&h.gateway}})
 	if err != nil {
 		panic(err) // only for a missing manager
 	}
 	h.rt = rt
-	h.gateway.h = h
 	return h
 }
 
@@ -195,8 +196,10 @@ func fileExists(path string) bool {
 }
 
 func (h *host) shutdown() error {
-	h.gateway.close()
+	// Lua first: once it is closed, nothing asks for a listener or sets
+	// toolsets, so the gateway closed next stays closed.
 	h.rt.Close()
+	h.gateway.close()
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	err := h.mgr.Close(ctx)

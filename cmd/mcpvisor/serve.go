@@ -88,17 +88,21 @@ func (h *host) serve(ctx context.Context, cfg config, token, path, src string, s
 
 // serveToken is the bearer token HTTP clients must send: the contents of
 // --token-file, else $MCPVISOR_TOKEN, else none.
-func serveToken(file string) (string, error) {
+func serveToken(file string) (string, error) { return readToken(file, "--token-file") }
+
+// readToken is the token in file, else $MCPVISOR_TOKEN, else none; what
+// names the setting file came from, for errors.
+func readToken(file, what string) (string, error) {
 	if file == "" {
 		return os.Getenv("MCPVISOR_TOKEN"), nil
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
-		return "", fmt.Errorf("--token-file %s is empty; put the token in it (for example: openssl rand -hex 32 > %s)", file, file)
+		return "", fmt.Errorf("%s %s is empty; put the token in it (for example: openssl rand -hex 32 > %s)", what, file, file)
 	}
 	return tok, nil
 }
@@ -113,10 +117,11 @@ type gatewayHost struct {
 	h *host
 
 	mu sync.Mutex
-	// mu guards gw, http and addr; nothing is called under it.
-	gw   *gateway.Gateway
-	http *gateway.HTTPServer
-	addr string
+	// mu guards gw, http, addr and token; nothing is called under it.
+	gw    *gateway.Gateway
+	http  *gateway.HTTPServer
+	addr  string
+	token string
 }
 
 func (g *gatewayHost) get() *gateway.Gateway {
@@ -128,17 +133,28 @@ func (g *gatewayHost) get() *gateway.Gateway {
 	return g.gw
 }
 
+// peek is the gateway if it was made, else nil.
+func (g *gatewayHost) peek() *gateway.Gateway {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.gw
+}
+
 // serveHTTP listens on addr ("" stops listening), replacing a listener on
-// another address.
+// another address or with another token; the same address and token again
+// change nothing.
 func (g *gatewayHost) serveHTTP(addr, token string) error {
+	if addr == "" && g.peek() == nil {
+		return nil // nothing listens, and no gateway is needed for that
+	}
 	gw := g.get()
 	g.mu.Lock()
-	if addr == g.addr {
+	if addr == g.addr && token == g.token {
 		g.mu.Unlock()
 		return nil
 	}
 	old := g.http
-	g.http, g.addr = nil, ""
+	g.http, g.addr, g.token = nil, "", ""
 	g.mu.Unlock()
 	if old != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
@@ -153,7 +169,7 @@ func (g *gatewayHost) serveHTTP(addr, token string) error {
 		return err
 	}
 	g.mu.Lock()
-	g.http, g.addr = srv, addr
+	g.http, g.addr, g.token = srv, addr, token
 	g.mu.Unlock()
 	g.h.log.Info("serving MCP over HTTP", "url", "http://"+srv.Addr()+"/mcp", "sse", "http://"+srv.Addr()+"/sse", "token", token != "")
 	return nil

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/luaapi"
+)
+
+// gatewayAPI is the host's gateway as the Lua runtime sees it (mcp_serve,
+// mcp_toolset, mcp_clients): luaapi and gateway know nothing of each
+// other, and this translates between their types.
+type gatewayAPI struct{ g *gatewayHost }
+
+var _ luaapi.Gateway = gatewayAPI{}
+
+// ServeHTTP listens on addr with the token of tokenFile (else
+// $MCPVISOR_TOKEN), or stops listening for "".
+func (a gatewayAPI) ServeHTTP(addr, tokenFile string) error {
+	if addr == "" {
+		return a.g.serveHTTP("", "")
+	}
+	token, err := readToken(tokenFile, "token_file")
+	if err != nil {
+		return err
+	}
+	return a.g.serveHTTP(addr, token)
+}
+
+// SetToolsets hands the toolsets to the gateway (made now if need be, so
+// that `serve --toolset` finds them); it does not wait.
+func (a gatewayAPI) SetToolsets(sets map[string]luaapi.Toolset) {
+	out := make(map[string]gateway.Toolset, len(sets))
+	for name, ts := range sets {
+		out[name] = gateway.Toolset{Include: ts.Include, Exclude: ts.Exclude, Filter: ts.Filter, Version: ts.Version}
+	}
+	a.g.get().SetToolsets(out)
+}
+
+// Clients lists the gateway's clients; none if it was never started.
+func (a gatewayAPI) Clients() []luaapi.Client {
+	gw := a.g.peek()
+	if gw == nil {
+		return nil
+	}
+	var out []luaapi.Client
+	for _, c := range gw.Clients() {
+		out = append(out, luaapi.Client{ID: c.ID, Name: c.Name, Version: c.Version,
+			Transport: c.Transport, Endpoint: c.Endpoint, Since: c.Since})
+	}
+	return out
+}

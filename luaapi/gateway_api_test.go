@@ -1,0 +1,307 @@
+package luaapi_test
+
+// mcp_serve, mcp_toolset and mcp_clients, over a fake gateway that records
+// what the runtime asks of it.
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/luaapi"
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// fakeGateway records listener requests and the toolsets in force.
+type fakeGateway struct {
+	serves  chan [2]string // {addr, tokenFile} per ServeHTTP
+	sets    chan map[string]luaapi.Toolset
+	clients []luaapi.Client
+
+	mu sync.Mutex
+	// mu guards failAddr and latest.
+	failAddr string
+	latest   map[string]luaapi.Toolset
+}
+
+func newFakeGateway() *fakeGateway {
+	return &fakeGateway{serves: make(chan [2]string, 64), sets: make(chan map[string]luaapi.Toolset, 64)}
+}
+
+func (g *fakeGateway) ServeHTTP(addr, tokenFile string) error {
+	g.serves <- [2]string{addr, tokenFile}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if addr != "" && addr == g.failAddr {
+		return errors.New("listen tcp " + addr + ": bind: address already in use")
+	}
+	return nil
+}
+
+func (g *fakeGateway) SetToolsets(sets map[string]luaapi.Toolset) {
+	g.mu.Lock()
+	g.latest = sets
+	g.mu.Unlock()
+	g.sets <- sets
+}
+
+func (g *fakeGateway) Clients() []luaapi.Client { return g.clients }
+
+func (g *fakeGateway) failOn(addr string) {
+	g.mu.Lock()
+	g.failAddr = addr
+	g.mu.Unlock()
+}
+
+// nextServe is the next listener request.
+func (g *fakeGateway) nextServe(t *testing.T) [2]string {
+	t.Helper()
+	select {
+	case s := <-g.serves:
+		return s
+	case <-time.After(waitDeadline):
+		t.Fatal("no listener request")
+		return [2]string{}
+	}
+}
+
+// noServe requires that no listener request is pending.
+func (g *fakeGateway) noServe(t *testing.T) {
+	t.Helper()
+	select {
+	case s := <-g.serves:
+		t.Fatalf("unexpected listener request %q", s)
+	default:
+	}
+}
+
+// nextSets is the next set of toolsets handed over.
+func (g *fakeGateway) nextSets(t *testing.T) map[string]luaapi.Toolset {
+	t.Helper()
+	select {
+	case s := <-g.sets:
+		return s
+	case <-time.After(waitDeadline):
+		t.Fatal("no toolsets handed to the gateway")
+		return nil
+	}
+}
+
+func (g *fakeGateway) noSets(t *testing.T) {
+	t.Helper()
+	select {
+	case s := <-g.sets:
+		t.Fatalf("unexpected toolsets %v", s)
+	default:
+	}
+}
+
+type gatewayRuntime struct {
+	*testRuntime
+	gw   *fakeGateway
+	path string
+}
+
+func newGatewayRuntime(t *testing.T) *gatewayRuntime {
+	gw := newFakeGateway()
+	r := newTestRuntime(t, nil, func(o *luaapi.Options) { o.Gateway = gw })
+	return &gatewayRuntime{testRuntime: r, gw: gw, path: filepath.Join(t.TempDir(), "startup.lua")}
+}
+
+func (g *gatewayRuntime) load(t *testing.T, src string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitDeadline)
+	defer cancel()
+	_, err := g.LoadConfigSource(ctx, g.path, src)
+	return err
+}
+
+func TestMcpServeFollowsTheConfig(t *testing.T) {
+	g := newGatewayRuntime(t)
+	require.NoError(t, g.load(t, `mcp_serve{http = "127.0.0.1:8931"}`))
+	require.Equal(t, [2]string{"127.0.0.1:8931", ""}, g.gw.nextServe(t), "the listener starts with the config")
+
+	require.NoError(t, g.load(t, `mcp_serve{http = "127.0.0.1:8931"}`))
+	g.gw.noServe(t) // the same address again changes nothing
+
+	require.NoError(t, g.load(t, `mcp_serve{http = "127.0.0.1:8931", token_file = "tok"}`))
+	require.Equal(t, [2]string{"127.0.0.1:8931", "tok"}, g.gw.nextServe(t), "a new token file restarts the listener")
+
+	require.NoError(t, g.load(t, `mcp_serve{http = "127.0.0.1:9000", token_file = "tok"}`))
+	require.Equal(t, [2]string{"127.0.0.1:9000", "tok"}, g.gw.nextServe(t), "a new address moves it")
+
+	require.NoError(t, g.load(t, `-- no listener any more`))
+	require.Equal(t, [2]string{"", ""}, g.gw.nextServe(t), "a config without mcp_serve stops it")
+
+	require.NoError(t, g.load(t, `-- still none`))
+	g.gw.noServe(t)
+}
+
+func TestMcpServeBrokenConfigChangesNothing(t *testing.T) {
+	g := newGatewayRuntime(t)
+	require.NoError(t, g.load(t, `mcp_serve{http = "127.0.0.1:8931"}`))
+	g.gw.nextServe(t)
+	for _, tc := range []struct{ src, want string }{
+		{"mcp_serve{http = \"127.0.0.1:9000\"}\nerror(\"later\")", "startup.lua:2: later"},
+		{`mcp_serve{http = "8931"}`, `startup.lua:1: bad argument #1 to mcp_serve (http = "8931" is not host:port`},
+		{`mcp_serve{}`, "http is required"},
+		{`mcp_serve{http = "127.0.0.1:1", tls = true}`, "unknown option tls"},
+		{"mcp_serve{http = \"127.0.0.1:1\"}\nmcp_serve{http = \"127.0.0.1:2\"}", "mcp_serve is declared twice in startup.lua (first at startup.lua:1)"},
+	} {
+		err := g.load(t, tc.src)
+		require.ErrorContains(t, err, tc.want, tc.src)
+	}
+	g.gw.noServe(t) // the listener the last good config declared stays
+}
+
+func TestMcpServeFailureIsReportedAndRetried(t *testing.T) {
+	g := newGatewayRuntime(t)
+	w := watchBus(t, g.m.Bus())
+	g.gw.failOn("127.0.0.1:8931")
+	err := g.load(t, "mcp_add(\"demo\", {command = {\"demo\"}})\nmcp_serve{http = \"127.0.0.1:8931\"}")
+	require.ErrorContains(t, err, `startup.lua:2: mcp_serve(http = "127.0.0.1:8931"): listen tcp 127.0.0.1:8931: bind: address already in use`)
+	g.gw.nextServe(t)
+	e := w.next(t, "config_error", kindIs(events.KindConfigError))
+	require.Contains(t, e.Fields["error"], "address already in use")
+	require.Equal(t, "connected", g.one(t, `assert(mcp_wait("demo", "connected")); return mcp_status("demo").state`),
+		"the rest of the config is applied")
+
+	g.gw.failOn("")
+	require.NoError(t, g.load(t, "mcp_add(\"demo\", {command = {\"demo\"}})\nmcp_serve{http = \"127.0.0.1:8931\"}"))
+	require.Equal(t, [2]string{"127.0.0.1:8931", ""}, g.gw.nextServe(t), "the same declaration is tried again")
+}
+
+func TestMcpServeAtTheREPL(t *testing.T) {
+	g := newGatewayRuntime(t)
+	require.Equal(t, "true", g.one(t, `return mcp_serve{http = "127.0.0.1:8931"}`))
+	require.Equal(t, [2]string{"127.0.0.1:8931", ""}, g.gw.nextServe(t))
+	g.gw.failOn("127.0.0.1:9")
+	require.Equal(t, []string{"nil", `test:1: mcp_serve(http = "127.0.0.1:9"): listen tcp 127.0.0.1:9: bind: address already in use`},
+		g.run(t, `local ok, err = mcp_serve{http = "127.0.0.1:9"}; return ok, err`))
+}
+
+func TestGatewayBuiltinsWithoutAGateway(t *testing.T) {
+	r := newTestRuntime(t, nil)
+	for _, src := range []string{`mcp_serve{http = "127.0.0.1:8931"}`, `mcp_toolset("git", {include = {"git.*"}})`, `return mcp_clients()`} {
+		le := r.fail(t, src)
+		require.Contains(t, le.Message, "this host serves no MCP clients", src)
+		require.Contains(t, le.Message, "luaapi.Options.Gateway is nil", src)
+	}
+	// Checking a config needs no gateway.
+	decls, err := r.CheckConfig(context.Background(), "startup.lua",
+		`mcp_serve{http = "127.0.0.1:8931"}; mcp_toolset("git", {include = {"git.*"}}); mcp_add("a", {command = {"a"}})`)
+	require.NoError(t, err)
+	require.Len(t, decls, 1)
+}
+
+func TestMcpToolsetPatternsFollowTheConfig(t *testing.T) {
+	g := newGatewayRuntime(t)
+	require.NoError(t, g.load(t, `
+		mcp_toolset("git", {include = {"git.*", "fs.read_*"}, exclude = {"git.push"}})
+		mcp_toolset("all", {})`))
+	sets := g.gw.nextSets(t)
+	require.Equal(t, []string{"git.*", "fs.read_*"}, sets["git"].Include)
+	require.Equal(t, []string{"git.push"}, sets["git"].Exclude)
+	require.Contains(t, sets, "all")
+	require.Nil(t, sets["git"].Filter)
+
+	require.NoError(t, g.load(t, `
+		mcp_toolset("git", {include = {"git.*", "fs.read_*"}, exclude = {"git.push"}})
+		mcp_toolset("all", {})`))
+	g.gw.noSets(t) // unchanged: the gateway has nothing to do
+
+	require.NoError(t, g.load(t, `mcp_toolset("git", {include = {"git.*"}})`))
+	sets = g.gw.nextSets(t)
+	require.NotContains(t, sets, "all", "a toolset the config no longer declares is removed")
+	require.Equal(t, []string{"git.*"}, sets["git"].Include)
+
+	for _, tc := range []struct{ src, want string }{
+		{`mcp_toolset("x", {include = {"git.["}})`, `toolset "x": include: bad pattern "git.["`},
+		{`mcp_toolset("a/b", {})`, "may hold only letters"},
+		{`mcp_toolset("x", {includes = {}})`, "unknown field includes"},
+		{"mcp_toolset(\"x\", {})\nmcp_toolset(\"x\", {})", `toolset "x" is declared twice in startup.lua (first at startup.lua:1)`},
+	} {
+		require.ErrorContains(t, g.load(t, tc.src), tc.want, tc.src)
+	}
+	g.gw.noSets(t)
+
+	// At the REPL it applies at once, and a reload keeps it.
+	g.run(t, `mcp_toolset("mine", {include = {"demo.*"}})`)
+	require.Contains(t, g.gw.nextSets(t), "mine")
+	require.NoError(t, g.load(t, `-- no toolsets`))
+	sets = g.gw.nextSets(t)
+	require.Contains(t, sets, "mine")
+	require.NotContains(t, sets, "git")
+}
+
+func TestMcpToolsetFunction(t *testing.T) {
+	g := newGatewayRuntime(t)
+	w := watchBus(t, g.m.Bus())
+	require.NoError(t, g.load(t, `
+		mcp_toolset("readers", function(tool)
+		  if tool.tool == "boom" then error("no such luck") end
+		  return tool.server == "fs" and tool.tool:match("^read") ~= nil
+		end)`))
+	ts := g.gw.nextSets(t)["readers"]
+	require.NotNil(t, ts.Filter)
+	v1 := ts.Version
+
+	// The gateway calls the filter from its own goroutine.
+	tool := func(server, name string) manager.ToolInfo {
+		return manager.ToolInfo{Server: server, Name: name, FullName: server + "." + name}
+	}
+	require.True(t, ts.Filter(tool("fs", "read_file")))
+	require.False(t, ts.Filter(tool("fs", "write_file")))
+	require.False(t, ts.Filter(tool("git", "read")))
+	require.False(t, ts.Filter(tool("fs", "boom")), "a failing filter leaves the tool out")
+	e := w.next(t, "hook_error", kindIs(events.KindHookError))
+	require.Equal(t, `mcp_toolset("readers")`, e.Fields["hook"])
+	require.Equal(t, "fs.boom", e.Fields["tool"])
+	require.Contains(t, e.Fields["error"], "no such luck")
+
+	// Declared anew, a function gets a new version so the gateway relists.
+	require.NoError(t, g.load(t, `mcp_toolset("readers", function(tool) return true end)`))
+	ts = g.gw.nextSets(t)["readers"]
+	require.Greater(t, ts.Version, v1)
+	require.True(t, ts.Filter(tool("git", "push")))
+}
+
+func TestMcpToolsetFilterOnABusyLoopIsBounded(t *testing.T) {
+	g := newGatewayRuntime(t)
+	w := watchBus(t, g.m.Bus())
+	g.run(t, `mcp_toolset("any", function() return true end)`)
+	ts := g.gw.nextSets(t)["any"]
+
+	// A chunk that computes for a long time holds the loop.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	busy := make(chan error, 1)
+	go func() {
+		_, err := g.Exec(ctx, `local t = os.clock() while os.clock() - t < 3 do end`, "busy")
+		busy <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	require.False(t, ts.Filter(manager.ToolInfo{Server: "fs", Name: "read", FullName: "fs.read"}), "no answer in time: left out")
+	require.Less(t, time.Since(start), luaapi.FilterTimeout+500*time.Millisecond)
+	e := w.next(t, "hook_error", kindIs(events.KindHookError))
+	require.Contains(t, e.Fields["error"], "no answer within 1s")
+	cancel()
+	<-busy
+}
+
+func TestMcpClients(t *testing.T) {
+	g := newGatewayRuntime(t)
+	require.Equal(t, "0", g.one(t, `return #mcp_clients()`))
+	since := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	g.gw.clients = []luaapi.Client{{ID: "abc123", Name: "claude-ai", Version: "0.1", Transport: "http", Endpoint: "/mcp", Since: since}}
+	require.Equal(t, `abc123 claude-ai 0.1 http /mcp 2025-03-01T12:00:00Z`, g.one(t, `
+		local c = mcp_clients()[1]
+		return table.concat({c.id, c.name, c.version, c.transport, c.endpoint, c.since}, " ")`))
+}
