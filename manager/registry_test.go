@@ -566,6 +566,9 @@ func TestPrompts(t *testing.T) {
 		m, _ := twoServers(t)
 		prompts, err := m.Prompts("")
 		require.NoError(t, err)
+		require.Len(t, prompts, 1)
+		require.Equal(t, "greet", prompts[0].Prompt.Name, "the prompt as the server listed it")
+		prompts[0].Prompt = nil
 		require.Equal(t, []manager.PromptInfo{{
 			FullName: "demo.greet", Server: "demo", Name: "greet",
 			Description: "Ask the model to greet someone.",
