@@ -57,7 +57,10 @@ func (n namers) build(src Source) (*view, []collision) {
 		}
 	}
 	tools, _ := src.Tools("")
-	v.tools = slices.DeleteFunc(tools, func(t manager.ToolInfo) bool { return expose[t.Server].Hidden(t.Name) })
+	// Hidden tools are not offered, nor are tools that cannot be called
+	// (a schema that cannot be used safely would be a hazard to clients
+	// too); mcp_tools() still lists the latter with the reason.
+	v.tools = slices.DeleteFunc(tools, func(t manager.ToolInfo) bool { return expose[t.Server].Hidden(t.Name) || t.Problem != "" })
 	v.prompts, _ = src.Prompts("")
 	v.resources, _ = src.Resources("")
 	sortBy(v.tools, func(t manager.ToolInfo) (string, string) { return t.Server, t.Name })

@@ -63,6 +63,9 @@ func toolTable(L *lua.LState, ti manager.ToolInfo) *lua.LTable {
 	setString(t, "title", ti.Title)
 	setString(t, "description", ti.Description)
 	t.RawSetString("available", lua.LBool(ti.Available))
+	if ti.Problem != "" {
+		t.RawSetString("problem", lua.LString(ti.Problem))
+	}
 	if ti.InputSchema != nil {
 		t.RawSetString("input_schema", ToLua(L, ti.InputSchema))
 	}

@@ -72,6 +72,9 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		if t == nil {
 			return false, toolNotFound(s.name, tool, snap.cat.toolNames())
 		}
+		if reason := snap.cat.problem(tool); reason != "" {
+			return false, errorf(CodeInvalidArguments, s.name, op, "%s; the call was not sent (the server must fix the tool's schema)", reason)
+		}
 		args, err := snap.cat.schema(t).Check(args)
 		if err != nil {
 			return false, newError(CodeInvalidArguments, s.name, op, err)

@@ -31,6 +31,9 @@ type catalog struct {
 	tools     []*mcp.Tool     // sorted by name
 	callOps   []string        // callOp of each tool, made once
 	schemas   *schemaCache    // of tools; compiled on first use
+	// unsafe holds the tools whose input schema cannot be used safely
+	// (argschema.Safe), with the reason: listed, never called.
+	unsafe map[string]string
 	resources []*mcp.Resource // sorted by URI
 	templates []*mcp.ResourceTemplate
 	prompts   []*mcp.Prompt // sorted by name
@@ -60,7 +63,7 @@ func discover(ctx context.Context, sess *mcp.ClientSession, prev *catalog, kinds
 		caps = &mcp.ServerCapabilities{}
 	}
 	if kinds&listTools != 0 {
-		next.tools, next.callOps, next.schemas = nil, nil, nil
+		next.tools, next.callOps, next.schemas, next.unsafe = nil, nil, nil, nil
 		if caps.Tools != nil {
 			tools, err := collect(sess.Tools(ctx, nil))
 			if err != nil {
@@ -73,6 +76,7 @@ func discover(ctx context.Context, sess *mcp.ClientSession, prev *catalog, kinds
 				next.callOps[i] = callOp(t.Name)
 			}
 			next.schemas = &schemaCache{}
+			next.unsafe = unsafeSchemas(tools)
 		}
 	}
 	if kinds&listResources != 0 {
@@ -105,6 +109,23 @@ func discover(ctx context.Context, sess *mcp.ClientSession, prev *catalog, kinds
 	return next, nil
 }
 
+// unsafeSchemas finds the tools whose input schema cannot be used safely.
+func unsafeSchemas(tools []*mcp.Tool) map[string]string {
+	var out map[string]string
+	for _, t := range tools {
+		if t.InputSchema == nil {
+			continue
+		}
+		if err := argschema.Safe(t.InputSchema); err != nil {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[t.Name] = err.Error()
+		}
+	}
+	return out
+}
+
 func collect[T any](seq func(func(T, error) bool)) ([]T, error) {
 	var out []T
 	for item, err := range seq {
@@ -121,6 +142,14 @@ func collect[T any](seq func(func(T, error) bool)) ([]T, error) {
 func isMethodNotFound(err error) bool {
 	var werr *jsonrpc.Error
 	return errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound
+}
+
+// problem says why a tool cannot be called safely; "" if it can. Nil-safe.
+func (c *catalog) problem(tool string) string {
+	if c == nil {
+		return ""
+	}
+	return c.unsafe[tool]
 }
 
 // toolList is nil-safe: a server not yet discovered has no tools.

@@ -209,7 +209,8 @@ func (m *Manager) Tools(server string) ([]ToolInfo, error) {
 				Title:       t.Title,
 				Description: t.Description,
 				InputSchema: t.InputSchema,
-				Available:   avail,
+				Available:   avail && snap.cat.problem(t.Name) == "",
+				Problem:     snap.cat.problem(t.Name),
 				Tool:        t,
 			})
 		}
@@ -309,6 +310,9 @@ type ToolInfo struct {
 	// circuit open, failed, disabled); the tool stays listed with its last
 	// known shape. An idle server's tools are available: a call reconnects it.
 	Available bool
+	// Problem says why the tool cannot be called even while its server is
+	// connected (its input schema cannot be used safely); "" if none.
+	Problem string
 	// Tool is the tool exactly as the server listed it (annotations,
 	// output schema, _meta and all), for those who relay it. Shared: do
 	// not modify it.
