@@ -28,12 +28,12 @@ const (
 // resource templates and prompts (all pages), as its capabilities
 // advertise. It is immutable once built; a refresh builds a new one.
 type catalog struct {
-	tools     []*mcp.Tool     // sorted by name
-	callOps   []string        // callOp of each tool, made once
-	schemas   *schemaCache    // of tools; compiled on first use
+	tools   []*mcp.Tool  // sorted by name
+	callOps []string     // callOp of each tool, made once
+	schemas *schemaCache // of tools; compiled on first use
 	// unsafe holds the tools whose input schema cannot be used safely
 	// (argschema.Safe), with the reason: listed, never called.
-	unsafe map[string]string
+	unsafe    map[string]string
 	resources []*mcp.Resource // sorted by URI
 	templates []*mcp.ResourceTemplate
 	prompts   []*mcp.Prompt // sorted by name
