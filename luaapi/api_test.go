@@ -759,7 +759,9 @@ func TestStdioServerStatus(t *testing.T) {
 	pid, err := strconv.Atoi(vals[1])
 	require.NoError(t, err, "pid %q", vals[1])
 	require.Positive(t, pid)
-	require.Equal(t, []string{"mcpvisor-demo", exe, "from a process"}, vals[2:])
+	// The endpoint shows the command as written: a value taken from the
+	// environment (it could be a token) is never displayed.
+	require.Equal(t, []string{"mcpvisor-demo", "${EXE}", "from a process"}, vals[2:])
 	require.NoError(t, syscall.Kill(pid, 0), "the server process runs")
 
 	require.Equal(t, "true", r.one(t, `return mcp_remove("proc", {wait = true})`))

@@ -59,6 +59,10 @@ type Spec struct {
 	MaxFrameBytes int
 	// Expose is how the gateway offers the server's tools to MCP clients.
 	Expose Expose
+	// Written is the command line or URL as declared, with its ${VAR}
+	// references unexpanded, when it had any: what Endpoint shows, so
+	// that a value from the environment (a token) is never displayed.
+	Written string
 }
 
 // Timeouts are a server's time limits. Zero fields take defaults.
@@ -254,13 +258,20 @@ func (s Spec) Equal(o Spec) bool {
 }
 
 // Endpoint describes where the server is, for status and logs: the command
-// line for stdio, the URL without credentials or query for HTTP.
+// line for stdio, the URL without credentials or query for HTTP, each as
+// written when it referred to the environment (${TOKEN}, never its value).
 func (s Spec) Endpoint() string {
 	switch s.Transport {
 	case TransportStdio:
+		if s.Written != "" {
+			return s.Written
+		}
 		return strings.Join(s.Command, " ")
 	case TransportInProcess:
 		return "in-process"
+	}
+	if s.Written != "" {
+		return redactURL(s.Written)
 	}
 	return redactURL(s.URL)
 }

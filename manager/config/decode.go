@@ -87,9 +87,15 @@ func (d *decoder) spec(raw map[string]any) manager.Spec {
 	d.unknown("", raw)
 	if v, ok := raw["command"]; ok {
 		s.Command = d.strings("command", v)
+		if list, ok := v.([]any); ok {
+			s.Written = asWritten(list)
+		}
 	}
 	if v, ok := raw["url"]; ok {
 		s.URL = d.str("url", v)
+		if u, ok := v.(string); ok && envRef.MatchString(u) {
+			s.Written = u
+		}
 	}
 	transport := ""
 	if v, ok := raw["transport"]; ok {
@@ -372,6 +378,21 @@ func (d *decoder) expand(field, s string) string {
 		}
 		return v
 	})
+}
+
+// asWritten is a command line with its ${VAR} references unexpanded,
+// for display; "" when it has none (the command shows as it is).
+func asWritten(list []any) string {
+	parts := make([]string, len(list))
+	refs := false
+	for i, e := range list {
+		parts[i], _ = e.(string)
+		refs = refs || envRef.MatchString(parts[i])
+	}
+	if !refs {
+		return ""
+	}
+	return strings.Join(parts, " ")
 }
 
 func describe(v any) string {

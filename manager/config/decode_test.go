@@ -67,6 +67,7 @@ func TestDecodeSpecValid(t *testing.T) {
 				Command:   []string{"server", "--token=s3cret"},
 				Env:       map[string]string{"API_TOKEN": "s3cret", "PORT": "9000", "DEBUG": "true"},
 				Cwd:       "/home/me/src",
+				Written:   "server --token=${TOKEN}", // what is shown: never the token
 			}),
 		},
 		{
@@ -76,6 +77,7 @@ func TestDecodeSpecValid(t *testing.T) {
 				Transport: manager.TransportHTTP,
 				URL:       "http://localhost:8080/mcp",
 				Headers:   map[string]string{"Authorization": "Bearer s3cret"},
+				Written:   "http://localhost:${PORT}/mcp",
 			}),
 		},
 		{
