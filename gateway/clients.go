@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -84,6 +85,30 @@ func (t *clientTable) connected(ep *endpoint, ss *mcp.ServerSession) {
 		t.g.bus.Publish(events.KindClientDisconnected, "", events.Fields{"client": c.Label(), "client_name": c.Name,
 			"transport": c.Transport, "endpoint": c.Endpoint})
 	}()
+}
+
+// announce lists a client that never sends initialize: one of the newer
+// protocol says who it is on its requests (server/discover first), and the
+// SDK keeps that as the session's initialize parameters. The
+// InitializedHandler lists the others, once they have sent initialized.
+func (ep *endpoint) announce(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method == "initialize" {
+			return res, err
+		}
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && err == nil && ss.InitializeParams() != nil && !ep.g.clients.known(ss) {
+			ep.g.clients.connected(ep, ss)
+		}
+		return res, err
+	}
+}
+
+func (t *clientTable) known(ss *mcp.ServerSession) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.bySession[ss]
+	return ok
 }
 
 // label names the client of a session for events, or "" if unknown.

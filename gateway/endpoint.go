@@ -97,7 +97,7 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 		},
 		KeepAlive: g.opts.KeepAlive,
 	})
-	ep.srv.AddReceivingMiddleware(ep.unknownTools)
+	ep.srv.AddReceivingMiddleware(ep.unknownTools, ep.announce)
 	return ep
 }
 
