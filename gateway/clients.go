@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"slices"
 	"sync"
@@ -14,11 +15,12 @@ import (
 
 // Client is one MCP client session of the gateway.
 type Client struct {
-	// ID is the client's MCP session id ("stdio" for the stdio client).
+	// ID is the client's MCP session id ("stdio" for the stdio client;
+	// one made up here for an SSE client, whose transport has none).
 	ID        string
 	Name      string // from initialize's clientInfo
 	Version   string
-	Transport string // "stdio" or "http"
+	Transport string // "stdio", "http" or "sse"
 	Endpoint  string // e.g. "/mcp", "/servers/git/mcp"
 	Since     time.Time
 }
@@ -49,19 +51,40 @@ type clientTable struct {
 	wg sync.WaitGroup // the watchers of sessions
 
 	mu sync.Mutex
-	// mu guards bySession.
+	// mu guards bySession and stdio.
 	bySession map[*mcp.ServerSession]Client
+	stdio     map[*mcp.ServerSession]bool // sessions ServeStdio serves
 }
 
 func (t *clientTable) init(g *Gateway) {
 	t.g = g
 	t.bySession = map[*mcp.ServerSession]Client{}
+	t.stdio = map[*mcp.ServerSession]bool{}
+}
+
+// serveStdio marks ss as the stdio session, until done is called.
+func (t *clientTable) serveStdio(ss *mcp.ServerSession) (done func()) {
+	t.mu.Lock()
+	t.stdio[ss] = true
+	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		delete(t.stdio, ss)
+		t.mu.Unlock()
+	}
 }
 
 func (t *clientTable) connected(ep *endpoint, ss *mcp.ServerSession) {
 	c := Client{ID: ss.ID(), Transport: "http", Endpoint: ep.path, Since: time.Now()}
-	if c.ID == "" { // only a stdio session has none
-		c.ID, c.Transport = "stdio", "stdio"
+	if c.ID == "" { // stdio and SSE sessions have none
+		t.mu.Lock()
+		stdio := t.stdio[ss]
+		t.mu.Unlock()
+		if stdio {
+			c.ID, c.Transport = "stdio", "stdio"
+		} else {
+			c.ID, c.Transport = rand.Text()[:16], "sse"
+		}
 	}
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
 		c.Name, c.Version = p.ClientInfo.Name, p.ClientInfo.Version

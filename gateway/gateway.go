@@ -238,10 +238,16 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClo
 	if err != nil {
 		return err
 	}
-	ss, err := ep.srv.Connect(ctx, &mcp.IOTransport{Reader: r, Writer: w}, nil)
+	// Nothing is read until the session is marked as the stdio one, so
+	// that it is listed as such however fast the client initializes.
+	gate := &gatedReader{r: r, open: make(chan struct{})}
+	ss, err := ep.srv.Connect(ctx, &mcp.IOTransport{Reader: gate, Writer: w}, nil)
 	if err != nil {
+		close(gate.open)
 		return err
 	}
+	defer g.clients.serveStdio(ss)()
+	close(gate.open)
 	stop := context.AfterFunc(ctx, func() { _ = ss.Close() })
 	defer stop()
 	err = ss.Wait()
@@ -250,6 +256,19 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClo
 	}
 	return err
 }
+
+// gatedReader reads from r once open is closed.
+type gatedReader struct {
+	r    io.ReadCloser
+	open chan struct{}
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	<-g.open
+	return g.r.Read(p)
+}
+
+func (g *gatedReader) Close() error { return g.r.Close() }
 
 // Close ends every client session and stops following the source. HTTP
 // listeners are closed by their owners (Serve's context).
