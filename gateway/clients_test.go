@@ -24,6 +24,7 @@ import (
 // sees an empty list, then a tools/list_changed, then the server's tools,
 // which it can call.
 func TestInitializeWhileServersConnect(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"stdio", "streamable HTTP"} {
 		t.Run(transport, func(t *testing.T) {
 			release := filepath.Join(t.TempDir(), "release")
@@ -67,6 +68,7 @@ var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // calls the tool it stands for. A server's own endpoint lists them as the
 // server named them, and calls them by those names.
 func TestBadToolNames(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, map[string]manager.Spec{"odd": selfServer(t, "badnames", nil)}, gateway.HTTPOptions{})
 	r.wait("odd")
 	cs := connect(t, r.streamable("/mcp"), nil)
@@ -101,6 +103,7 @@ func TestBadToolNames(t *testing.T) {
 // A server's own endpoint shows its tools under its own names, and its
 // server info; /mcp shows them prefixed.
 func TestServerEndpointOwnNames(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, map[string]manager.Spec{
 		"one": selfServer(t, "demo", nil),
 		"two": selfServer(t, "demo", nil),
@@ -123,6 +126,7 @@ func TestServerEndpointOwnNames(t *testing.T) {
 // result naming the server, promptly; the manager reconnects and the next
 // call works.
 func TestServerKilledDuringCall(t *testing.T) {
+	t.Parallel()
 	mark := filepath.Join(t.TempDir(), "block")
 	r := newRig(t, map[string]manager.Spec{"victim": selfServer(t, "demo", map[string]string{markEnv: mark})}, gateway.HTTPOptions{})
 	st := r.wait("victim")
@@ -163,6 +167,7 @@ func TestServerKilledDuringCall(t *testing.T) {
 // A call to a server that cannot start answers at once with an error
 // naming the server, on /mcp and on its own endpoint.
 func TestCallToDownServer(t *testing.T) {
+	t.Parallel()
 	down := manager.Spec{Transport: manager.TransportStdio, Command: []string{"/nonexistent/mcpvisor-gateway-test/no-server"}}
 	r := newRig(t, map[string]manager.Spec{"down": down, "up": selfServer(t, "demo", nil)}, gateway.HTTPOptions{})
 	r.wait("up")

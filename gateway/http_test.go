@@ -58,6 +58,7 @@ func stillServes(t testing.TB, r *rig) {
 // With a token set, a request without it or with another one is refused
 // with 401 and a client that sends it is served.
 func TestBearerToken(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, map[string]manager.Spec{"demo": selfServer(t, "demo", nil)}, gateway.HTTPOptions{Token: "s3cret"})
 	r.wait("demo")
 	for _, path := range []string{"/mcp", "/servers/demo/mcp", "/sse"} {
@@ -84,6 +85,7 @@ func TestBearerToken(t *testing.T) {
 // A page of a foreign site cannot use the gateway through a visitor's
 // browser: its Origin is refused with 403. Local pages are served.
 func TestForeignOriginRefused(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil, gateway.HTTPOptions{})
 	for _, origin := range []string{"https://evil.example", "http://attacker.test:8080", "null"} {
 		for _, path := range []string{"/mcp", "/sse"} {
@@ -101,6 +103,7 @@ func TestForeignOriginRefused(t *testing.T) {
 // or a JSON-RPC error, never a hang or a crash, and the gateway goes on
 // serving.
 func TestBadRequestsKeepServing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, map[string]manager.Spec{"demo": selfServer(t, "demo", nil)}, gateway.HTTPOptions{})
 	r.wait("demo")
 
@@ -143,7 +146,9 @@ func TestBadRequestsKeepServing(t *testing.T) {
 }
 
 // A thousand clients that connect and go away at once leave the gateway
-// serving, every session ended and no goroutine behind.
+// serving, every session ended and no goroutine behind. (Not parallel: it
+// counts the process's goroutines, and parallel tests start only after
+// it.)
 func TestManySessions(t *testing.T) {
 	const sessions, workers = 1000, 32
 	r := newRig(t, map[string]manager.Spec{"demo": selfServer(t, "demo", nil)}, gateway.HTTPOptions{})
@@ -212,6 +217,7 @@ func TestManySessions(t *testing.T) {
 // Client sessions are announced with client_connected and
 // client_disconnected, and their calls' tool_call events name them.
 func TestClientEvents(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, map[string]manager.Spec{"demo": selfServer(t, "demo", nil)}, gateway.HTTPOptions{})
 	r.wait("demo")
 	for _, transport := range []string{"stdio", "http", "sse"} {
@@ -254,6 +260,7 @@ func TestClientEvents(t *testing.T) {
 // A client that cancels its call gets control back at once, and the
 // server's request is cancelled too.
 func TestCancelReachesServer(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"stdio", "streamable HTTP", "SSE"} {
 		t.Run(transport, func(t *testing.T) {
 			mark := t.TempDir() + "/block"
@@ -294,6 +301,7 @@ func TestCancelReachesServer(t *testing.T) {
 // Removing a server while a client is connected tells the client with
 // tools/list_changed; its tools leave the list and calling one fails.
 func TestRemovedServerLeavesList(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, map[string]manager.Spec{"stay": selfServer(t, "demo", nil), "gone": selfServer(t, "demo", nil)}, gateway.HTTPOptions{})
 	r.wait("stay")
 	r.wait("gone")
