@@ -34,7 +34,7 @@ func (g *Gateway) forward(ctx context.Context, req *mcp.CallToolRequest, server,
 		}
 	}
 	ctx = traceContext(ctx, req.Params.Meta)
-	opts := manager.CallOptions{FailFast: true, Client: g.clients.label(req)}
+	opts := manager.CallOptions{FailFast: true, Client: g.clients.label(req.Session)}
 	var fw *progressForwarder
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		fw = newProgressForwarder(ctx, req.Session, token)
@@ -103,15 +103,6 @@ func rpcError(err error) error {
 		return &jsonrpc.Error{Code: je.Code, Message: err.Error(), Data: je.Data}
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-}
-
-// track announces the stdio client at its first request when it never
-// initialized.
-func (ep *endpoint) track(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		ep.g.clients.request(ep, req)
-		return next(ctx, method, req)
-	}
 }
 
 // unknownTools answers a call of a tool the endpoint does not list (yet):

@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"context"
+	"crypto/rand"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -12,11 +15,12 @@ import (
 
 // Client is one MCP client session of the gateway.
 type Client struct {
-	// ID is the client's MCP session id ("stdio" for the stdio client).
+	// ID is the client's MCP session id ("stdio" for the stdio client;
+	// one made up here for an SSE client, whose transport has none).
 	ID        string
 	Name      string // from initialize's clientInfo
 	Version   string
-	Transport string // "stdio" or "http"
+	Transport string // "stdio", "http" or "sse"
 	Endpoint  string // e.g. "/mcp", "/servers/git/mcp"
 	Since     time.Time
 }
@@ -41,95 +45,59 @@ func (c Client) Label() string {
 }
 
 // clientTable tracks the connected clients: a session joins when it has
-// initialized (or, on the stdio transport under a protocol without
-// initialize, with its first request) and leaves when it ends, each with
-// an event.
+// initialized and leaves when it ends, each with an event.
 type clientTable struct {
 	g  *Gateway
 	wg sync.WaitGroup // the watchers of sessions
 
 	mu sync.Mutex
-	// mu guards bySession.
-	bySession map[*mcp.ServerSession]*tracked
-}
-
-type tracked struct {
-	Client
-	announced bool
+	// mu guards bySession and stdio.
+	bySession map[*mcp.ServerSession]Client
+	stdio     map[*mcp.ServerSession]bool // sessions ServeStdio serves
 }
 
 func (t *clientTable) init(g *Gateway) {
 	t.g = g
-	t.bySession = map[*mcp.ServerSession]*tracked{}
+	t.bySession = map[*mcp.ServerSession]Client{}
+	t.stdio = map[*mcp.ServerSession]bool{}
 }
 
-// stdio records the stdio client's session before it says who it is.
-func (t *clientTable) stdio(ep *endpoint, ss *mcp.ServerSession) {
+// serveStdio marks ss as the stdio session, until done is called.
+func (t *clientTable) serveStdio(ss *mcp.ServerSession) (done func()) {
 	t.mu.Lock()
-	if _, known := t.bySession[ss]; !known { // it may have initialized already
-		t.bySession[ss] = &tracked{Client: Client{ID: "stdio", Transport: "stdio", Endpoint: ep.path, Since: time.Now()}}
-	}
+	t.stdio[ss] = true
 	t.mu.Unlock()
-}
-
-// initialized announces a session that completed the initialize handshake.
-func (t *clientTable) initialized(ep *endpoint, ss *mcp.ServerSession) {
-	var info *mcp.Implementation
-	if p := ss.InitializeParams(); p != nil {
-		info = p.ClientInfo
-	}
-	t.announce(ep, ss, info, true)
-}
-
-// request announces a stdio session at its first request, for clients
-// that never initialize; clientInfo then comes with each request.
-func (t *clientTable) request(ep *endpoint, req mcp.Request) {
-	ss, ok := req.GetSession().(*mcp.ServerSession)
-	if !ok {
-		return
-	}
-	t.mu.Lock()
-	c, known := t.bySession[ss]
-	pending := known && !c.announced
-	t.mu.Unlock()
-	if !pending {
-		return
-	}
-	var info *mcp.Implementation
-	if r, ok := req.(interface{ ClientInfo() *mcp.Implementation }); ok {
-		info = r.ClientInfo()
-	}
-	t.announce(ep, ss, info, false)
-}
-
-// announce publishes client_connected once per session (any is true for
-// HTTP sessions, which are only tracked from initialize on) and watches
-// for the session's end.
-func (t *clientTable) announce(ep *endpoint, ss *mcp.ServerSession, info *mcp.Implementation, any bool) {
-	t.mu.Lock()
-	c, known := t.bySession[ss]
-	switch {
-	case known && c.announced:
+	return func() {
+		t.mu.Lock()
+		delete(t.stdio, ss)
 		t.mu.Unlock()
-		return
-	case !known && !any:
+	}
+}
+
+func (t *clientTable) connected(ep *endpoint, ss *mcp.ServerSession) {
+	c := Client{ID: ss.ID(), Transport: "http", Endpoint: ep.path, Since: time.Now()}
+	if c.ID == "" { // stdio and SSE sessions have none
+		t.mu.Lock()
+		stdio := t.stdio[ss]
 		t.mu.Unlock()
-		return
-	case !known:
-		c = &tracked{Client: Client{ID: ss.ID(), Transport: "http", Endpoint: ep.path, Since: time.Now()}}
-		if c.ID == "" { // only a stdio session has none
+		if stdio {
 			c.ID, c.Transport = "stdio", "stdio"
+		} else {
+			c.ID, c.Transport = rand.Text()[:16], "sse"
 		}
-		t.bySession[ss] = c
 	}
-	if info != nil {
-		c.Name, c.Version = info.Name, info.Version
+	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+		c.Name, c.Version = p.ClientInfo.Name, p.ClientInfo.Version
 	}
-	c.announced = true
-	cl := c.Client
+	t.mu.Lock()
+	_, known := t.bySession[ss]
+	t.bySession[ss] = c
 	t.mu.Unlock()
-	t.g.bus.Publish(events.KindClientConnected, "", events.Fields{"client": cl.Label(), "client_name": cl.Name,
-		"client_version": cl.Version, "transport": cl.Transport, "endpoint": cl.Endpoint})
+	if known {
+		return // initialized twice: once is enough
+	}
+	t.g.bus.Publish(events.KindClientConnected, "", events.Fields{"client": c.Label(), "client_name": c.Name,
+		"client_version": c.Version, "transport": c.Transport, "endpoint": c.Endpoint})
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
@@ -137,41 +105,54 @@ func (t *clientTable) announce(ep *endpoint, ss *mcp.ServerSession, info *mcp.Im
 		t.mu.Lock()
 		delete(t.bySession, ss)
 		t.mu.Unlock()
-		t.g.bus.Publish(events.KindClientDisconnected, "", events.Fields{"client": cl.Label(), "client_name": cl.Name,
-			"transport": cl.Transport, "endpoint": cl.Endpoint})
+		t.g.bus.Publish(events.KindClientDisconnected, "", events.Fields{"client": c.Label(), "client_name": c.Name,
+			"transport": c.Transport, "endpoint": c.Endpoint})
 	}()
 }
 
-// label names the client of a request for events and spans: the tracked
-// session's client, else the clientInfo the request carries, else "".
-func (t *clientTable) label(req mcp.Request) string {
-	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
-		t.mu.Lock()
-		c, known := t.bySession[ss]
-		var cl Client
-		if known {
-			cl = c.Client
+// announce lists a client that never sends initialize: one of the newer
+// protocol says who it is on its requests (server/discover first), and the
+// SDK keeps that as the session's initialize parameters. The
+// InitializedHandler lists the others, once they have sent initialized.
+func (ep *endpoint) announce(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method == "initialize" {
+			return res, err
 		}
-		t.mu.Unlock()
-		if known && cl.Name != "" {
-			return cl.Label()
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && err == nil && ss.InitializeParams() != nil && !ep.g.clients.known(ss) {
+			ep.g.clients.connected(ep, ss)
 		}
+		return res, err
 	}
-	if r, ok := req.(interface{ ClientInfo() *mcp.Implementation }); ok {
-		if info := r.ClientInfo(); info != nil {
-			return Client{Name: info.Name, Version: info.Version}.Label()
-		}
+}
+
+func (t *clientTable) known(ss *mcp.ServerSession) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.bySession[ss]
+	return ok
+}
+
+// label names the client of a session for events, or "" if unknown.
+func (t *clientTable) label(ss *mcp.ServerSession) string {
+	if ss == nil {
+		return ""
 	}
-	return ""
+	t.mu.Lock()
+	c, ok := t.bySession[ss]
+	t.mu.Unlock()
+	if !ok {
+		return fmt.Sprintf("client (%s)", ss.ID())
+	}
+	return c.Label()
 }
 
 func (t *clientTable) list() []Client {
 	t.mu.Lock()
 	out := make([]Client, 0, len(t.bySession))
 	for _, c := range t.bySession {
-		if c.announced {
-			out = append(out, c.Client)
-		}
+		out = append(out, c)
 	}
 	t.mu.Unlock()
 	slices.SortFunc(out, func(a, b Client) int { return a.Since.Compare(b.Since) })

@@ -93,11 +93,11 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 			Logging:   &mcp.LoggingCapabilities{},
 		},
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
-			g.clients.initialized(ep, req.Session)
+			g.clients.connected(ep, req.Session)
 		},
 		KeepAlive: g.opts.KeepAlive,
 	})
-	ep.srv.AddReceivingMiddleware(ep.track, ep.unknownTools)
+	ep.srv.AddReceivingMiddleware(ep.unknownTools, ep.announce)
 	return ep
 }
 

@@ -246,11 +246,16 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClo
 	if err != nil {
 		return err
 	}
-	ss, err := ep.srv.Connect(ctx, &mcp.IOTransport{Reader: r, Writer: w}, nil)
+	// Nothing is read until the session is marked as the stdio one, so
+	// that it is listed as such however fast the client initializes.
+	gate := &gatedReader{r: r, open: make(chan struct{})}
+	ss, err := ep.srv.Connect(ctx, &mcp.IOTransport{Reader: gate, Writer: w}, nil)
 	if err != nil {
+		close(gate.open)
 		return err
 	}
-	g.clients.stdio(ep, ss)
+	defer g.clients.serveStdio(ss)()
+	close(gate.open)
 	stop := context.AfterFunc(ctx, func() { _ = ss.Close() })
 	defer stop()
 	err = ss.Wait()
@@ -273,3 +278,16 @@ func (g *Gateway) Close() {
 	}
 	g.clients.wait()
 }
+
+// gatedReader reads from r once open is closed.
+type gatedReader struct {
+	r    io.ReadCloser
+	open chan struct{}
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	<-g.open
+	return g.r.Read(p)
+}
+
+func (g *gatedReader) Close() error { return g.r.Close() }

@@ -89,6 +89,23 @@ func StdioCommand(tb testing.TB) []string {
 	return []string{node, entry, string(modeStdio)}
 }
 
+// TSClient is the argv that runs tsclient.mjs, an MCP client written with
+// the TypeScript SDK (pinned beside server-everything), with node: append
+// its arguments (see the script). It skips tb (or fails it when
+// MCPVISOR_INTEROP=1) when node or the SDK is missing.
+func TSClient(tb testing.TB) []string {
+	tb.Helper()
+	node, _ := requireInstalled(tb)
+	fixture, err := fixtureDir()
+	if err != nil {
+		missing(tb, err)
+	}
+	if _, err := os.Stat(filepath.Join(fixture, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		missing(tb, err)
+	}
+	return []string{node, filepath.Join(fixture, "tsclient.mjs")}
+}
+
 // StartHTTP starts server-everything in streamable HTTP mode on a free port,
 // waits until it accepts connections on 127.0.0.1, and returns its endpoint
 // URL, "http://127.0.0.1:PORT/mcp". The server runs in its own process group;

@@ -1,0 +1,149 @@
+package main
+
+// End-to-end tests of `mcpvisor serve`: go-sdk clients use the built
+// binary the way an editor does, over its stdin/stdout and over HTTP.
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+)
+
+// serveClient connects a go-sdk client to transport; changed gets a value
+// at every tools/list_changed.
+func serveClient(t *testing.T, ctx context.Context, transport mcp.Transport, changed chan struct{}) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cs, err := c.Connect(ctx, transport, nil)
+	require.NoError(t, err, "connect")
+	return cs
+}
+
+// listedTools polls until the session's tools satisfy ok, failing after
+// wait, and returns them.
+func listedTools(t *testing.T, ctx context.Context, cs *mcp.ClientSession, wait time.Duration, what string, ok func([]string) bool) []string {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		var names []string
+		for tool, err := range cs.Tools(ctx, nil) {
+			require.NoError(t, err, "tools/list")
+			names = append(names, tool.Name)
+		}
+		if ok(names) {
+			return names
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; tools: %v", what, wait, names)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func echoText(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool, text string) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": text}})
+	require.NoError(t, err, "tools/call %s", tool)
+	require.False(t, res.IsError, "%s: %v", tool, res.Content)
+	return res.Content[0].(*mcp.TextContent).Text
+}
+
+// `mcpvisor serve` as an editor's MCP server command: the client is
+// answered, lists and calls the servers of startup.lua, and when a server
+// is removed from the file while it is connected, it is told with
+// tools/list_changed and the server's tools go. Closing stdin ends
+// mcpvisor with exit 0.
+func TestServeStdio(t *testing.T) {
+	noLeftovers(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "startup.lua")
+	writeConfig(t, path, demoDecl("demo")+demoDecl("other"))
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := command(ctx, t, invocation{dir: dir, args: []string{"serve", "-c", path, "--log-level", "info"}})
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	defer func() {
+		t.Logf("mcpvisor serve stderr:\n%s", stderr.String())
+		checkNoRace(t, stderr.String())
+	}()
+	changed := make(chan struct{}, 100)
+	cs := serveClient(t, ctx, &mcp.CommandTransport{Command: cmd}, changed)
+	ownPIDs.Store(cmd.Process.Pid, struct{}{})
+
+	listedTools(t, ctx, cs, 20*time.Second, "both servers' tools", func(n []string) bool {
+		return slices.Contains(n, "demo__echo") && slices.Contains(n, "other__echo")
+	})
+	require.Equal(t, "over stdio", echoText(t, ctx, cs, "demo__echo", "over stdio"))
+
+	for len(changed) > 0 {
+		<-changed
+	}
+	writeConfig(t, path, demoDecl("demo"))
+	select {
+	case <-changed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no tools/list_changed after a server left startup.lua")
+	}
+	listedTools(t, ctx, cs, 10*time.Second, "other's tools gone", func(n []string) bool {
+		return slices.Contains(n, "demo__echo") && !slices.Contains(n, "other__echo")
+	})
+	require.Equal(t, "still", echoText(t, ctx, cs, "demo__echo", "still"))
+
+	require.NoError(t, cs.Close(), "mcpvisor serve exits cleanly when its client goes")
+	require.Equal(t, 0, cmd.ProcessState.ExitCode())
+}
+
+// servingURL matches the log line that says where the gateway listens.
+var servingURL = regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)/mcp`)
+
+// `mcpvisor serve --http` serves streamable HTTP clients on /mcp and
+// /servers/NAME/mcp and SSE clients on /sse, each its own session, and
+// stops on SIGTERM.
+func TestServeHTTP(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "startup.lua")
+	writeConfig(t, path, demoDecl("demo"))
+	p := start(t, invocation{dir: dir, args: []string{"serve", "--http", "127.0.0.1:0", "-c", path, "--log-level", "info"}})
+	log := p.stderr.waitFor(t, "the serving log line", 20*time.Second, servingURL.MatchString)
+	base := servingURL.FindStringSubmatch(log)[1]
+
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	for _, tt := range []struct {
+		name      string
+		transport mcp.Transport
+		tool      string
+	}{
+		{"streamable", &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1}, "demo__echo"},
+		{"server endpoint", &mcp.StreamableClientTransport{Endpoint: base + "/servers/demo/mcp", MaxRetries: -1}, "echo"},
+		{"sse", &mcp.SSEClientTransport{Endpoint: base + "/sse"}, "demo__echo"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := serveClient(t, ctx, tt.transport, make(chan struct{}, 1))
+			defer cs.Close()
+			listedTools(t, ctx, cs, 20*time.Second, tt.tool+" listed", func(n []string) bool { return slices.Contains(n, tt.tool) })
+			require.Equal(t, tt.name, echoText(t, ctx, cs, tt.tool, tt.name))
+		})
+	}
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.True(t, p.wait(shutdownGrace+2*time.Second), "mcpvisor serve --http still runs after SIGTERM")
+	require.Equal(t, 0, p.cmd.ProcessState.ExitCode(), "exit code")
+	require.True(t, strings.Contains(p.stderr.String(), `msg="serving MCP over HTTP"`))
+}
