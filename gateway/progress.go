@@ -3,10 +3,23 @@ package gateway
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// progressSettle is how long finish waits for progress that is still on
+// its way when the call returns: the SDK hands a response to its caller at
+// once but the notifications that came just before it to another
+// goroutine, so the last progress often arrives just after. finish waits
+// until no progress has come for one settle period, at most
+// maxSettleRounds of them, so a call with a progress token may end up to
+// 50 ms later and keeps its last notification.
+const (
+	progressSettle  = 10 * time.Millisecond
+	maxSettleRounds = 5
 )
 
 // maxQueuedProgress bounds the progress notifications waiting for a slow
@@ -28,9 +41,10 @@ type progressForwarder struct {
 	done  chan struct{}
 
 	mu sync.Mutex
-	// mu guards queue and closed.
-	queue  []manager.Progress
-	closed bool
+	// mu guards queue, received and closed.
+	queue    []manager.Progress
+	received int
+	closed   bool
 }
 
 func newProgressForwarder(ctx context.Context, ss *mcp.ServerSession, token any) *progressForwarder {
@@ -42,6 +56,7 @@ func newProgressForwarder(ctx context.Context, ss *mcp.ServerSession, token any)
 // send queues p; it never blocks.
 func (f *progressForwarder) send(p manager.Progress) {
 	f.mu.Lock()
+	f.received++
 	if !f.closed && len(f.queue) < maxQueuedProgress {
 		f.queue = append(f.queue, p)
 	}
@@ -56,8 +71,26 @@ func (f *progressForwarder) poke() {
 	}
 }
 
-// finish sends what is queued and stops the forwarder.
+// finish lets late progress settle, sends what is queued and stops the
+// forwarder.
 func (f *progressForwarder) finish() {
+	for range maxSettleRounds {
+		f.mu.Lock()
+		before := f.received
+		f.mu.Unlock()
+		t := time.NewTimer(progressSettle)
+		select {
+		case <-t.C:
+		case <-f.ctx.Done():
+			t.Stop()
+		}
+		f.mu.Lock()
+		quiet := f.received == before
+		f.mu.Unlock()
+		if quiet || f.ctx.Err() != nil {
+			break
+		}
+	}
 	f.mu.Lock()
 	f.closed = true
 	f.mu.Unlock()

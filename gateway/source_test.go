@@ -20,7 +20,8 @@ import (
 // change publishes the event a manager would. Calls answer
 // "server.tool" as text.
 type fakeSource struct {
-	bus *events.Bus
+	bus  *events.Bus
+	late sync.WaitGroup // progress delivered after a call returned
 
 	mu sync.Mutex
 	// mu guards specs and tools.
@@ -30,8 +31,9 @@ type fakeSource struct {
 
 func newFakeSource(t *testing.T) *fakeSource {
 	bus := events.NewBus(events.Options{})
-	t.Cleanup(bus.Close)
-	return &fakeSource{bus: bus, specs: map[string]manager.Spec{}, tools: map[string][]string{}}
+	f := &fakeSource{bus: bus, specs: map[string]manager.Spec{}, tools: map[string][]string{}}
+	t.Cleanup(func() { f.late.Wait(); bus.Close() })
+	return f
 }
 
 func (f *fakeSource) set(server string, spec manager.Spec, tools ...string) {
@@ -92,7 +94,20 @@ func (f *fakeSource) Tools(server string) ([]manager.ToolInfo, error) {
 func (f *fakeSource) Resources(string) ([]manager.ResourceInfo, error) { return nil, nil }
 func (f *fakeSource) Prompts(string) ([]manager.PromptInfo, error)     { return nil, nil }
 
-func (f *fakeSource) Call(_ context.Context, name string, _ any, _ manager.CallOptions) (*mcp.CallToolResult, error) {
+// Call answers "server.tool". With a progress callback it reports one
+// progress before answering and one a few milliseconds after, as the
+// go-sdk client does with a notification the server sent just before its
+// answer.
+func (f *fakeSource) Call(_ context.Context, name string, _ any, opts manager.CallOptions) (*mcp.CallToolResult, error) {
+	if opts.Progress != nil {
+		opts.Progress(manager.Progress{Progress: 1, Total: 2})
+		f.late.Add(1)
+		go func() {
+			defer f.late.Done()
+			time.Sleep(3 * time.Millisecond)
+			opts.Progress(manager.Progress{Progress: 2, Total: 2})
+		}()
+	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil
 }
 
@@ -112,6 +127,7 @@ type client struct {
 	*mcp.ClientSession
 	changed  chan struct{} // a wake-up per notification
 	announce atomic.Int64  // notifications received
+	progress chan *mcp.ProgressNotificationParams
 	logs     chan *mcp.LoggingMessageParams
 }
 
@@ -122,9 +138,13 @@ func connect(t *testing.T, g *Gateway, sel selection, name string) *client {
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := ep.srv.Connect(context.Background(), st, nil)
 	require.NoError(t, err)
-	c := &client{changed: make(chan struct{}, 100), logs: make(chan *mcp.LoggingMessageParams, 100)}
+	c := &client{changed: make(chan struct{}, 100), logs: make(chan *mcp.LoggingMessageParams, 100),
+		progress: make(chan *mcp.ProgressNotificationParams, 100)}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { c.logs <- r.Params },
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			c.progress <- r.Params
+		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			c.announce.Add(1)
 			select {
