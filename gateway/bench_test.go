@@ -1,14 +1,17 @@
 package gateway_test
 
 // Benchmarks of the gateway, each reporting a ratio against a baseline
-// measured in the same run (the two paths interleaved, so both see the
-// same GC and the same neighbours on the machine). Run them with
+// measured in the same run (the paths interleaved, so all see the same GC
+// and the same neighbours on the machine). b.N is the calls (or lists, or
+// starts) per path, so give each its own -benchtime:
 //
-//	go test -run '^$' -bench . -benchtime 2000x ./gateway/
+//	go test -run '^$' -bench 'HTTPCall|ServeStdioCall' -benchtime 2000x -count 3 ./gateway/
+//	go test -run '^$' -bench 'ListTools1000' -benchtime 100x -count 3 ./gateway/
+//	go test -run '^$' -bench 'IdleSessions' -benchtime 1x -count 3 ./gateway/
+//	go test -run '^$' -bench 'ServeInitialize' -benchtime 20x -count 3 ./gateway/
 //
-// (-benchtime Nx sets the calls per path; the session and startup
-// benchmarks do their fixed work whatever N is). BENCHMARKS.md §8 gives
-// the figures and the targets. The servers' GOGC is pinned
+// (a start of serve takes ~2 s to wind down). BENCHMARKS.md §8 gives the
+// figures and the targets. The servers' GOGC is pinned
 // (MCPVISOR_BENCH_CHILD_GOGC, default 100) so that the host's GOGC alone
 // varies with the environment.
 
@@ -30,6 +33,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -216,27 +220,31 @@ func mustCall(b *testing.B, f func() error) {
 // alternating which goes first, after warmup calls of each, and returns
 // each path's latencies.
 func serial(b *testing.B, a, base func() error, n, warmup int) (aTimes, baseTimes []time.Duration) {
+	t := serialN(b, []func() error{a, base}, n, warmup)
+	return t[0], t[1]
+}
+
+// serialN is serial for any number of paths: each round calls every path
+// once, starting with the next path each round.
+func serialN(b *testing.B, paths []func() error, n, warmup int) [][]time.Duration {
 	for range warmup {
-		mustCall(b, a)
-		mustCall(b, base)
-	}
-	timed := func(f func() error) time.Duration {
-		start := time.Now()
-		mustCall(b, f)
-		return time.Since(start)
-	}
-	aTimes = make([]time.Duration, 0, n)
-	baseTimes = make([]time.Duration, 0, n)
-	for i := range n {
-		if i%2 == 0 {
-			aTimes = append(aTimes, timed(a))
-			baseTimes = append(baseTimes, timed(base))
-		} else {
-			baseTimes = append(baseTimes, timed(base))
-			aTimes = append(aTimes, timed(a))
+		for _, f := range paths {
+			mustCall(b, f)
 		}
 	}
-	return aTimes, baseTimes
+	times := make([][]time.Duration, len(paths))
+	for i := range times {
+		times[i] = make([]time.Duration, 0, n)
+	}
+	for i := range n {
+		for j := range paths {
+			k := (i + j) % len(paths)
+			start := time.Now()
+			mustCall(b, paths[k])
+			times[k] = append(times[k], time.Since(start))
+		}
+	}
+	return times
 }
 
 // reportLatency reports the percentiles of both paths and their p50 ratio;
@@ -256,16 +264,17 @@ func reportLatency(b *testing.B, name, baseName string, a, base []time.Duration)
 }
 
 // reportAllocs counts heap allocations and bytes per call of each path
-// (this process: both clients, the gateway, the manager and the relay),
-// in alternating batches of 50 calls, about n calls of each (at least
-// 100, at most 2000).
-func reportAllocs(b *testing.B, name, baseName string, a, base func() error, n int) {
+// (this process: the clients, the gateway, the manager, the relay), in
+// alternating batches of 50 calls, about n calls of each (at least 100,
+// at most 2000).
+func reportAllocs(b *testing.B, n int, names []string, paths ...func() error) {
 	const batch = 50
 	rounds := min(max(n, 100), 2000) / batch
-	var mallocs, bytes [2]uint64
+	mallocs := make([]uint64, len(paths))
+	bytes := make([]uint64, len(paths))
 	var before, after runtime.MemStats
 	for range rounds {
-		for i, f := range []func() error{a, base} {
+		for i, f := range paths {
 			runtime.ReadMemStats(&before)
 			for range batch {
 				mustCall(b, f)
@@ -276,10 +285,10 @@ func reportAllocs(b *testing.B, name, baseName string, a, base func() error, n i
 		}
 	}
 	calls := float64(rounds * batch)
-	b.ReportMetric(float64(mallocs[0])/calls, name+"-allocs/call")
-	b.ReportMetric(float64(mallocs[1])/calls, baseName+"-allocs/call")
-	b.ReportMetric(float64(bytes[0])/calls, name+"-B/call")
-	b.ReportMetric(float64(bytes[1])/calls, baseName+"-B/call")
+	for i, name := range names {
+		b.ReportMetric(float64(mallocs[i])/calls, name+"-allocs/call")
+		b.ReportMetric(float64(bytes[i])/calls, name+"-B/call")
+	}
 }
 
 func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
@@ -312,6 +321,15 @@ func hammer(b *testing.B, f func() error, n, callers int) time.Duration {
 	}
 	wg.Wait()
 	return time.Since(start)
+}
+
+// selfCPU is the CPU time (user + system) this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // ---- 1. a tool call through /mcp vs a minimal relay ----
@@ -435,10 +453,32 @@ func (r *relay) read(stdout io.Reader) {
 	}
 }
 
+// startSDKProxy serves, with the go-sdk alone, what the gateway does for
+// one tool: an mcp.Server behind the SDK's streamable handler whose echo
+// forwards the call over a plain go-sdk stdio session to a demo server.
+// It is not a floor but a reference: the gateway without mcpvisor's code
+// (manager, routing, naming), to tell the SDK's share of the gap from
+// mcpvisor's.
+func startSDKProxy(b *testing.B, bin string) string {
+	b.Helper()
+	cmd := exec.Command(bin, "demo-server")
+	cmd.Env = append(os.Environ(), "GOGC="+childGOGC())
+	up := connectStdio(b, cmd)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sdkproxy", Version: "v0"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return up.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: req.Params.Arguments})
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	b.Cleanup(hs.Close)
+	return hs.URL + "/mcp"
+}
+
 // httpCallPaths is demo's echo called by a go-sdk streamable HTTP client
 // through the gateway's /mcp (→ manager → a stdio demo server) and
-// through the relay (→ a stdio demo server of the same binary).
-func httpCallPaths(b *testing.B, version string) (gw, rl func() error) {
+// through the relay (→ a stdio demo server of the same binary), and
+// through the go-sdk proxy of startSDKProxy.
+func httpCallPaths(b *testing.B, version string) (gw, rl, px func() error) {
 	b.Helper()
 	bin := benchBinary(b)
 	m := newManager(b, nil)
@@ -450,7 +490,8 @@ func httpCallPaths(b *testing.B, version string) (gw, rl func() error) {
 	if _, err := rcs.ListTools(context.Background(), nil); err != nil {
 		b.Fatalf("relay: tools/list: %v", err)
 	}
-	return echo(gcs, "demo__echo", "gateway"), echo(rcs, "echo", "relay")
+	pcs := connectHTTP(b, startSDKProxy(b, bin), version)
+	return echo(gcs, "demo__echo", "gateway"), echo(rcs, "echo", "relay"), echo(pcs, "echo", "sdkproxy")
 }
 
 // protocols are the protocol versions the HTTP benchmarks run under: the
@@ -463,62 +504,73 @@ var protocols = []struct{ name, version string }{
 
 // BenchmarkHTTPCall compares a tool call through the gateway's /mcp with
 // the same call through a minimal relay (the floor: the HTTP hop and a
-// stdio process, nothing else), one call of each per iteration. Reported:
-// gateway-p50-µs, relay-p50-µs, p50-ratio (target ≤ 1.15) and the p99s;
-// ns/op is the gateway path's mean.
+// stdio process, nothing else) and through the go-sdk proxy, one call of
+// each per iteration. Reported: gateway-p50-µs, relay-p50-µs, p50-ratio
+// (gateway/relay, target ≤ 1.15) and the p99s; sdkproxy-p50-µs and
+// sdkproxy-p50-ratio (sdkproxy/relay); allocations and bytes per call of
+// each path. ns/op is the gateway path's mean.
 func BenchmarkHTTPCall(b *testing.B) {
 	for _, p := range protocols {
 		b.Run(p.name, func(b *testing.B) {
-			gw, rl := httpCallPaths(b, p.version)
+			gw, rl, px := httpCallPaths(b, p.version)
 			b.ResetTimer()
-			gwTimes, rlTimes := serial(b, gw, rl, b.N, 100)
+			t := serialN(b, []func() error{gw, rl, px}, b.N, 100)
 			b.StopTimer()
-			reportLatency(b, "gateway", "relay", gwTimes, rlTimes)
-			reportAllocs(b, "gateway", "relay", gw, rl, b.N)
+			reportLatency(b, "gateway", "relay", t[0], t[1])
+			b.ReportMetric(micros(percentile(t[2], 50)), "sdkproxy-p50-µs")
+			b.ReportMetric(float64(percentile(t[2], 50))/float64(percentile(t[1], 50)), "sdkproxy-p50-ratio")
+			reportAllocs(b, b.N, []string{"gateway", "relay", "sdkproxy"}, gw, rl, px)
 		})
 	}
 }
 
 // BenchmarkHTTPCallParallel compares throughput with 16 calls in flight on
-// one client session, through the gateway and through the relay, the two
-// alternating in rounds. Reported: gateway-calls/s, relay-calls/s and
-// throughput-ratio (target ≥ 0.85); ns/op is the gateway's wall time per
-// call.
+// one client session, through the gateway, the relay and the go-sdk
+// proxy, taking turns in rounds. Reported: gateway-calls/s, relay-calls/s
+// and throughput-ratio (gateway/relay, target ≥ 0.85); sdkproxy-calls/s
+// and sdkproxy-throughput-ratio (sdkproxy/relay); the CPU time of this
+// process per call of each path (host-cpu-µs/call: client, gateway and
+// manager, or client and relay, or client and proxy). ns/op is the
+// gateway's wall time per call.
 func BenchmarkHTTPCallParallel(b *testing.B) {
 	for _, p := range protocols {
 		b.Run(p.name, func(b *testing.B) {
 			const callers = 16
-			gw, rl := httpCallPaths(b, p.version)
+			gw, rl, px := httpCallPaths(b, p.version)
+			paths := []func() error{gw, rl, px}
 			for range 100 {
-				mustCall(b, gw)
-				mustCall(b, rl)
+				for _, f := range paths {
+					mustCall(b, f)
+				}
 			}
 			rounds := min(max(b.N/500, 1), 10)
-			var elapsed [2]time.Duration
-			var calls [2]int
+			var elapsed, cpu [3]time.Duration
+			var calls [3]int
 			b.ResetTimer()
 			for r := range rounds {
 				n := max(b.N/rounds, callers)
-				order := []int{0, 1}
-				if r%2 == 1 {
-					order = []int{1, 0}
-				}
-				for _, i := range order {
-					f := gw
-					if i == 1 {
-						f = rl
-					}
-					elapsed[i] += hammer(b, f, n, callers)
+				for j := range paths {
+					i := (r + j) % len(paths)
+					cpu0 := selfCPU()
+					elapsed[i] += hammer(b, paths[i], n, callers)
+					cpu[i] += selfCPU() - cpu0
 					calls[i] += n
 				}
 			}
 			b.StopTimer()
-			gwRate := float64(calls[0]) / elapsed[0].Seconds()
-			rlRate := float64(calls[1]) / elapsed[1].Seconds()
+			var rate [3]float64
+			for i := range rate {
+				rate[i] = float64(calls[i]) / elapsed[i].Seconds()
+			}
 			b.ReportMetric(float64(elapsed[0].Nanoseconds())/float64(calls[0]), "ns/op")
-			b.ReportMetric(gwRate, "gateway-calls/s")
-			b.ReportMetric(rlRate, "relay-calls/s")
-			b.ReportMetric(gwRate/rlRate, "throughput-ratio")
+			b.ReportMetric(rate[0], "gateway-calls/s")
+			b.ReportMetric(rate[1], "relay-calls/s")
+			b.ReportMetric(rate[0]/rate[1], "throughput-ratio")
+			b.ReportMetric(rate[2], "sdkproxy-calls/s")
+			b.ReportMetric(rate[2]/rate[1], "sdkproxy-throughput-ratio")
+			for i, name := range []string{"gateway", "relay", "sdkproxy"} {
+				b.ReportMetric(micros(cpu[i])/float64(calls[i]), name+"-host-cpu-µs/call")
+			}
 		})
 	}
 }
@@ -601,9 +653,9 @@ const (
 // in a helper process (this test binary re-run as
 // TestIdleSessionsHelper), so only the serving side is counted. The same
 // is measured for the demo server behind the go-sdk's own streamable
-// handler, the floor any go-sdk server pays per session. Sessions are
-// 2025-11-25 ones (initialize, a session id, the standalone SSE GET held
-// open): under 2026-07-28 a go-sdk client keeps nothing on the server.
+// handler, the floor any go-sdk server pays per session. Both protocols:
+// a 2025-11-25 session also holds the standalone SSE GET open; a
+// 2026-07-28 one (server/discover) is a server session without it.
 // Reported: gateway-B/session (target ≤ 64 KiB), sdk-B/session, the
 // ratio, and goroutines per session of each.
 func BenchmarkIdleSessions(b *testing.B) {
@@ -614,28 +666,32 @@ func BenchmarkIdleSessions(b *testing.B) {
 	sdk := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdkServer }, nil))
 	b.Cleanup(sdk.Close)
 
-	var gwHeap, gwGoroutines, sdkHeap, sdkGoroutines float64
-	for range b.N {
-		h, g := idleCost(b, gwURL)
-		gwHeap, gwGoroutines = gwHeap+h, gwGoroutines+g
-		h, g = idleCost(b, sdk.URL)
-		sdkHeap, sdkGoroutines = sdkHeap+h, sdkGoroutines+g
+	for _, p := range protocols {
+		b.Run(p.name, func(b *testing.B) {
+			var gwHeap, gwGoroutines, sdkHeap, sdkGoroutines float64
+			for range b.N {
+				h, g := idleCost(b, gwURL, p.version)
+				gwHeap, gwGoroutines = gwHeap+h, gwGoroutines+g
+				h, g = idleCost(b, sdk.URL, p.version)
+				sdkHeap, sdkGoroutines = sdkHeap+h, sdkGoroutines+g
+			}
+			n := float64(b.N)
+			b.ReportMetric(gwHeap/n, "gateway-B/session")
+			b.ReportMetric(sdkHeap/n, "sdk-B/session")
+			b.ReportMetric(gwHeap/sdkHeap, "heap-ratio")
+			b.ReportMetric(gwGoroutines/n, "gateway-goroutines/session")
+			b.ReportMetric(sdkGoroutines/n, "sdk-goroutines/session")
+		})
 	}
-	n := float64(b.N)
-	b.ReportMetric(gwHeap/n, "gateway-B/session")
-	b.ReportMetric(sdkHeap/n, "sdk-B/session")
-	b.ReportMetric(gwHeap/sdkHeap, "heap-ratio")
-	b.ReportMetric(gwGoroutines/n, "gateway-goroutines/session")
-	b.ReportMetric(sdkGoroutines/n, "sdk-goroutines/session")
 }
 
 // idleCost runs the helper against url with idleSessionsN sessions and
 // returns this process's growth per session while it holds them.
-func idleCost(b *testing.B, url string) (heapPerSession, goroutinesPerSession float64) {
+func idleCost(b *testing.B, url, version string) (heapPerSession, goroutinesPerSession float64) {
 	b.Helper()
 	heap0, g0 := settledHeap(), settledGoroutines()
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestIdleSessionsHelper$", "-test.v")
-	cmd.Env = append(os.Environ(), idleHelperEnv+"="+url, idleVersionEnv+"=2025-11-25")
+	cmd.Env = append(os.Environ(), idleHelperEnv+"="+url, idleVersionEnv+"="+version)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -773,7 +829,10 @@ func manyTools(n int) func() *mcp.Server {
 // server of 1000 tools connected to the manager in memory) and directly
 // from the same server behind the go-sdk's streamable handler, both by a
 // go-sdk client over loopback HTTP, one list of each per iteration.
-// Reported: gateway-p50-µs (target ≤ 10 ms), direct-p50-µs and p50-ratio.
+// Reported: gateway-p50-µs (target ≤ 10 ms), direct-p50-µs and p50-ratio;
+// on a session (2025-11-25), also the same lists as plain HTTP requests
+// whose answer is read but not decoded (gateway-raw-p50-µs,
+// direct-raw-p50-µs, raw-p50-ratio): the servers' share.
 func BenchmarkListTools1000(b *testing.B) {
 	const n = 1000
 	newServer := manyTools(n)
@@ -784,7 +843,8 @@ func BenchmarkListTools1000(b *testing.B) {
 	b.Cleanup(direct.Close)
 	for _, p := range protocols {
 		b.Run(p.name, func(b *testing.B) {
-			gcs := connectHTTP(b, listen(b, m), p.version)
+			gwURL := listen(b, m)
+			gcs := connectHTTP(b, gwURL, p.version)
 			dcs := connectHTTP(b, direct.URL, p.version)
 			list := func(cs *mcp.ClientSession, path string) func() error {
 				return func() error {
@@ -799,11 +859,52 @@ func BenchmarkListTools1000(b *testing.B) {
 				}
 			}
 			waitForTool(b, gcs, "many__tool_999")
+			paths := []func() error{list(gcs, "gateway"), list(dcs, "direct")}
+			if gcs.ID() != "" { // a session: list with plain HTTP requests too
+				hc := httpClient(b)
+				paths = append(paths, rawList(hc, gwURL, gcs, "many__tool_999"), rawList(hc, direct.URL, dcs, "tool_999"))
+			}
 			b.ResetTimer()
-			gTimes, dTimes := serial(b, list(gcs, "gateway"), list(dcs, "direct"), b.N, 5)
+			t := serialN(b, paths, b.N, 5)
 			b.StopTimer()
-			reportLatency(b, "gateway", "direct", gTimes, dTimes)
+			reportLatency(b, "gateway", "direct", t[0], t[1])
+			if len(t) == 4 {
+				b.ReportMetric(micros(percentile(t[2], 50)), "gateway-raw-p50-µs")
+				b.ReportMetric(micros(percentile(t[3], 50)), "direct-raw-p50-µs")
+				b.ReportMetric(float64(percentile(t[2], 50))/float64(percentile(t[3], 50)), "raw-p50-ratio")
+			}
 		})
+	}
+}
+
+// rawList lists tools on cs's session with a plain HTTP request and reads
+// the whole answer without decoding it: the server's share of a list (and
+// the HTTP hop), without the go-sdk client's decoding and checking of 1000
+// tools.
+func rawList(hc *http.Client, url string, cs *mcp.ClientSession, last string) func() error {
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`)
+	return func() error {
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(got, []byte(`"`+last+`"`)) {
+			return fmt.Errorf("raw tools/list on %s: %s: %.200s", url, resp.Status, got)
+		}
+		return nil
 	}
 }
 
