@@ -1,0 +1,989 @@
+package gateway_test
+
+// Benchmarks of the gateway, each reporting a ratio against a baseline
+// measured in the same run (the paths interleaved, so all see the same GC
+// and the same neighbours on the machine). b.N is the calls (or lists, or
+// starts) per path, so give each its own -benchtime:
+//
+//	go test -run '^$' -bench 'HTTPCall|ServeStdioCall' -benchtime 2000x -count 3 ./gateway/
+//	go test -run '^$' -bench 'ListTools1000' -benchtime 100x -count 3 ./gateway/
+//	go test -run '^$' -bench 'IdleSessions' -benchtime 1x -count 3 ./gateway/
+//	go test -run '^$' -bench 'ServeInitialize' -benchtime 20x -count 3 ./gateway/
+//
+// (a start of serve takes ~2 s to wind down). BENCHMARKS.md §8 gives the
+// figures and the targets. The servers' GOGC is pinned
+// (MCPVISOR_BENCH_CHILD_GOGC, default 100) so that the host's GOGC alone
+// varies with the environment.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/internal/demo"
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// ---- shared helpers ----
+
+// childGOGC is the GOGC of every server process the benchmarks start.
+func childGOGC() string {
+	if g := os.Getenv("MCPVISOR_BENCH_CHILD_GOGC"); g != "" {
+		return g
+	}
+	return "100"
+}
+
+// benchBinary builds ./cmd/mcpvisor into a temporary directory.
+func benchBinary(b *testing.B) string {
+	b.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		b.Fatal(err)
+	}
+	root := wd
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			b.Fatalf("no go.mod above %s", wd)
+		}
+		root = parent
+	}
+	bin := filepath.Join(b.TempDir(), "mcpvisor")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/mcpvisor")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build ./cmd/mcpvisor: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// newManager is a manager with the no-op telemetry providers the host
+// passes when no exporter is set, closed when b ends.
+func newManager(b *testing.B, dial manager.DialFunc) *manager.Manager {
+	b.Helper()
+	m := manager.New(manager.Options{TracerProvider: tracenoop.NewTracerProvider(),
+		MeterProvider: metricnoop.NewMeterProvider(), Dial: dial})
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			b.Errorf("manager.Close: %v", err)
+		}
+	})
+	return m
+}
+
+// addAndWait declares a server and waits until it is connected.
+func addAndWait(b *testing.B, m *manager.Manager, name string, spec manager.Spec) {
+	b.Helper()
+	if err := m.Add(name, spec); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if st, err := m.Wait(ctx, name, manager.StateConnected); err != nil {
+		b.Fatalf("%s: %v (%+v)", name, err, st)
+	}
+}
+
+// listen serves a gateway over m on 127.0.0.1:0 and returns its /mcp URL;
+// both are closed when b ends.
+func listen(b *testing.B, m *manager.Manager) string {
+	b.Helper()
+	gw := gateway.New(gateway.Options{Source: m, Version: "bench"})
+	srv, err := gw.Listen(gateway.HTTPOptions{Addr: "127.0.0.1:0"})
+	if err != nil {
+		gw.Close()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Close(ctx)
+		gw.Close()
+	})
+	return "http://" + srv.Addr() + "/mcp"
+}
+
+// httpClient is an HTTP client that keeps enough idle connections for 16
+// requests in flight (http.DefaultTransport keeps 2 per host, which would
+// open and close connections all the time under load, on both paths).
+func httpClient(b *testing.B) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	b.Cleanup(t.CloseIdleConnections)
+	return &http.Client{Transport: t}
+}
+
+// connectHTTP connects a go-sdk client to a streamable HTTP endpoint; it
+// is closed when b ends. version "" is the SDK's default (2026-07-28,
+// negotiated with server/discover, no session); "2025-11-25" is the
+// initialize handshake with a session, as most deployed clients use.
+func connectHTTP(b *testing.B, url, version string) *mcp.ClientSession {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: httpClient(b)},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		b.Fatalf("connect %s: %v", url, err)
+	}
+	b.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// connectStdio starts cmd and connects a go-sdk client to it; it is closed
+// when b ends.
+func connectStdio(b *testing.B, cmd *exec.Cmd) *mcp.ClientSession {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatalf("%s: %v", cmd, err)
+	}
+	b.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// waitForTool lists cs's tools until name is among them.
+func waitForTool(b *testing.B, cs *mcp.ClientSession, name string) {
+	b.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			b.Fatalf("tools/list: %v", err)
+		}
+		if slices.ContainsFunc(res.Tools, func(t *mcp.Tool) bool { return t.Name == name }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("tool %q not listed within 30s", name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// echo returns a function calling tool (demo's echo under some name) on cs.
+func echo(cs *mcp.ClientSession, tool, path string) func() error {
+	return func() error {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "x"}})
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if res.IsError || len(res.Content) != 1 {
+			return fmt.Errorf("%s: unexpected result %+v", path, res)
+		}
+		if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "x" {
+			return fmt.Errorf("%s: unexpected content %+v", path, res.Content[0])
+		}
+		return nil
+	}
+}
+
+func mustCall(b *testing.B, f func() error) {
+	if err := f(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// serial times n calls of each of two paths, one of each per round,
+// alternating which goes first, after warmup calls of each, and returns
+// each path's latencies.
+func serial(b *testing.B, a, base func() error, n, warmup int) (aTimes, baseTimes []time.Duration) {
+	t := serialN(b, []func() error{a, base}, n, warmup)
+	return t[0], t[1]
+}
+
+// serialN is serial for any number of paths: each round calls every path
+// once, starting with the next path each round.
+func serialN(b *testing.B, paths []func() error, n, warmup int) [][]time.Duration {
+	for range warmup {
+		for _, f := range paths {
+			mustCall(b, f)
+		}
+	}
+	times := make([][]time.Duration, len(paths))
+	for i := range times {
+		times[i] = make([]time.Duration, 0, n)
+	}
+	for i := range n {
+		for j := range paths {
+			k := (i + j) % len(paths)
+			start := time.Now()
+			mustCall(b, paths[k])
+			times[k] = append(times[k], time.Since(start))
+		}
+	}
+	return times
+}
+
+// reportLatency reports the percentiles of both paths and their p50 ratio;
+// ns/op is the first path's mean.
+func reportLatency(b *testing.B, name, baseName string, a, base []time.Duration) {
+	var total time.Duration
+	for _, d := range a {
+		total += d
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/float64(len(a)), "ns/op")
+	p50, baseP50 := percentile(a, 50), percentile(base, 50)
+	b.ReportMetric(micros(p50), name+"-p50-µs")
+	b.ReportMetric(micros(baseP50), baseName+"-p50-µs")
+	b.ReportMetric(float64(p50)/float64(baseP50), "p50-ratio")
+	b.ReportMetric(micros(percentile(a, 99)), name+"-p99-µs")
+	b.ReportMetric(micros(percentile(base, 99)), baseName+"-p99-µs")
+}
+
+// reportAllocs counts heap allocations and bytes per call of each path
+// (this process: the clients, the gateway, the manager, the relay), in
+// alternating batches of 50 calls, about n calls of each (at least 100,
+// at most 2000).
+func reportAllocs(b *testing.B, n int, names []string, paths ...func() error) {
+	const batch = 50
+	rounds := min(max(n, 100), 2000) / batch
+	mallocs := make([]uint64, len(paths))
+	bytes := make([]uint64, len(paths))
+	var before, after runtime.MemStats
+	for range rounds {
+		for i, f := range paths {
+			runtime.ReadMemStats(&before)
+			for range batch {
+				mustCall(b, f)
+			}
+			runtime.ReadMemStats(&after)
+			mallocs[i] += after.Mallocs - before.Mallocs
+			bytes[i] += after.TotalAlloc - before.TotalAlloc
+		}
+	}
+	calls := float64(rounds * batch)
+	for i, name := range names {
+		b.ReportMetric(float64(mallocs[i])/calls, name+"-allocs/call")
+		b.ReportMetric(float64(bytes[i])/calls, name+"-B/call")
+	}
+}
+
+func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// percentile returns the p-th percentile (nearest rank) of ds.
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	return s[max(i-1, 0)]
+}
+
+// hammer makes n calls of f from callers goroutines at once and returns
+// the wall time they took.
+func hammer(b *testing.B, f func() error, n, callers int) time.Duration {
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	start := time.Now()
+	for range callers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if err := f(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// selfCPU is the CPU time (user + system) this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ---- 1. a tool call through /mcp vs a minimal relay ----
+
+// relay is the floor for the gateway's HTTP path: an HTTP handler that
+// writes each JSON-RPC body as one line to a stdio server process and
+// answers with the line that carries the same id. Nothing else: no
+// sessions, no parsing beyond the id, one process shared by every request
+// (matched by id, so requests in flight overlap as on the gateway).
+type relay struct {
+	stdin io.WriteCloser
+	wmu   sync.Mutex // serializes writes to stdin
+
+	mu      sync.Mutex
+	pending map[string]chan []byte // by the request's raw JSON id
+}
+
+// startRelay runs a demo server under a relay served on 127.0.0.1:0 and
+// returns the relay's URL.
+func startRelay(b *testing.B, bin string) string {
+	b.Helper()
+	cmd := exec.Command(bin, "demo-server")
+	cmd.Env = append(os.Environ(), "GOGC="+childGOGC())
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	r := &relay{stdin: stdin, pending: map[string]chan []byte{}}
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		r.read(stdout)
+	}()
+	srv := httptest.NewServer(r)
+	b.Cleanup(func() {
+		srv.Close()
+		_ = stdin.Close() // the demo server exits at EOF
+		<-readDone
+		_ = cmd.Wait()
+	})
+	return srv.URL + "/mcp"
+}
+
+func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var head struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := json.Unmarshal(body, &head); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	line := append(bytes.TrimSpace(body), '\n')
+	if head.ID == nil { // a notification
+		r.write(line)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	ch := make(chan []byte, 1)
+	id := string(head.ID)
+	r.mu.Lock()
+	r.pending[id] = ch
+	r.mu.Unlock()
+	r.write(line)
+	select {
+	case reply := <-ch:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(reply)
+	case <-req.Context().Done():
+		r.mu.Lock()
+		delete(r.pending, id)
+		r.mu.Unlock()
+	}
+}
+
+func (r *relay) write(line []byte) {
+	r.wmu.Lock()
+	_, _ = r.stdin.Write(line)
+	r.wmu.Unlock()
+}
+
+// read hands each reply from the server to the request waiting for its id;
+// the server's own requests and notifications are dropped.
+func (r *relay) read(stdout io.Reader) {
+	br := bufio.NewReaderSize(stdout, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		var head struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(line, &head) != nil || head.ID == nil || head.Method != "" {
+			continue
+		}
+		r.mu.Lock()
+		ch := r.pending[string(head.ID)]
+		delete(r.pending, string(head.ID))
+		r.mu.Unlock()
+		if ch != nil {
+			ch <- line
+		}
+	}
+}
+
+// startSDKProxy serves, with the go-sdk alone, what the gateway does for
+// one tool: an mcp.Server behind the SDK's streamable handler whose echo
+// forwards the call over a plain go-sdk stdio session to a demo server.
+// It is not a floor but a reference: the gateway without mcpvisor's code
+// (manager, routing, naming), to tell the SDK's share of the gap from
+// mcpvisor's.
+func startSDKProxy(b *testing.B, bin string) string {
+	b.Helper()
+	cmd := exec.Command(bin, "demo-server")
+	cmd.Env = append(os.Environ(), "GOGC="+childGOGC())
+	up := connectStdio(b, cmd)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sdkproxy", Version: "v0"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return up.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: req.Params.Arguments})
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	b.Cleanup(hs.Close)
+	return hs.URL + "/mcp"
+}
+
+// httpCallPaths is demo's echo called by a go-sdk streamable HTTP client
+// through the gateway's /mcp (→ manager → a stdio demo server) and
+// through the relay (→ a stdio demo server of the same binary), and
+// through the go-sdk proxy of startSDKProxy.
+func httpCallPaths(b *testing.B, version string) (gw, rl, px func() error) {
+	b.Helper()
+	bin := benchBinary(b)
+	m := newManager(b, nil)
+	addAndWait(b, m, "demo", manager.Spec{Transport: manager.TransportStdio,
+		Command: []string{bin, "demo-server"}, Env: map[string]string{"GOGC": childGOGC()}})
+	gcs := connectHTTP(b, listen(b, m), version)
+	waitForTool(b, gcs, "demo__echo")
+	rcs := connectHTTP(b, startRelay(b, bin), version)
+	if _, err := rcs.ListTools(context.Background(), nil); err != nil {
+		b.Fatalf("relay: tools/list: %v", err)
+	}
+	pcs := connectHTTP(b, startSDKProxy(b, bin), version)
+	return echo(gcs, "demo__echo", "gateway"), echo(rcs, "echo", "relay"), echo(pcs, "echo", "sdkproxy")
+}
+
+// protocols are the protocol versions the HTTP benchmarks run under: the
+// go-sdk client's default, and the last one with sessions and the
+// initialize handshake.
+var protocols = []struct{ name, version string }{
+	{"proto=2026-07-28", ""},
+	{"proto=2025-11-25", "2025-11-25"},
+}
+
+// BenchmarkHTTPCall compares a tool call through the gateway's /mcp with
+// the same call through a minimal relay (the floor: the HTTP hop and a
+// stdio process, nothing else) and through the go-sdk proxy, one call of
+// each per iteration. Reported: gateway-p50-µs, relay-p50-µs, p50-ratio
+// (gateway/relay, target ≤ 1.15) and the p99s; sdkproxy-p50-µs and
+// sdkproxy-p50-ratio (sdkproxy/relay); allocations and bytes per call of
+// each path. ns/op is the gateway path's mean.
+func BenchmarkHTTPCall(b *testing.B) {
+	for _, p := range protocols {
+		b.Run(p.name, func(b *testing.B) {
+			gw, rl, px := httpCallPaths(b, p.version)
+			b.ResetTimer()
+			t := serialN(b, []func() error{gw, rl, px}, b.N, 100)
+			b.StopTimer()
+			reportLatency(b, "gateway", "relay", t[0], t[1])
+			b.ReportMetric(micros(percentile(t[2], 50)), "sdkproxy-p50-µs")
+			b.ReportMetric(float64(percentile(t[2], 50))/float64(percentile(t[1], 50)), "sdkproxy-p50-ratio")
+			reportAllocs(b, b.N, []string{"gateway", "relay", "sdkproxy"}, gw, rl, px)
+		})
+	}
+}
+
+// BenchmarkHTTPCallParallel compares throughput with 16 calls in flight on
+// one client session, through the gateway, the relay and the go-sdk
+// proxy, taking turns in rounds. Reported: gateway-calls/s, relay-calls/s
+// and throughput-ratio (gateway/relay, target ≥ 0.85); sdkproxy-calls/s
+// and sdkproxy-throughput-ratio (sdkproxy/relay); the CPU time of this
+// process per call of each path (host-cpu-µs/call: client, gateway and
+// manager, or client and relay, or client and proxy). ns/op is the
+// gateway's wall time per call.
+func BenchmarkHTTPCallParallel(b *testing.B) {
+	for _, p := range protocols {
+		b.Run(p.name, func(b *testing.B) {
+			const callers = 16
+			gw, rl, px := httpCallPaths(b, p.version)
+			paths := []func() error{gw, rl, px}
+			for range 100 {
+				for _, f := range paths {
+					mustCall(b, f)
+				}
+			}
+			rounds := min(max(b.N/500, 1), 10)
+			var elapsed, cpu [3]time.Duration
+			var calls [3]int
+			b.ResetTimer()
+			for r := range rounds {
+				n := max(b.N/rounds, callers)
+				for j := range paths {
+					i := (r + j) % len(paths)
+					cpu0 := selfCPU()
+					elapsed[i] += hammer(b, paths[i], n, callers)
+					cpu[i] += selfCPU() - cpu0
+					calls[i] += n
+				}
+			}
+			b.StopTimer()
+			var rate [3]float64
+			for i := range rate {
+				rate[i] = float64(calls[i]) / elapsed[i].Seconds()
+			}
+			b.ReportMetric(float64(elapsed[0].Nanoseconds())/float64(calls[0]), "ns/op")
+			b.ReportMetric(rate[0], "gateway-calls/s")
+			b.ReportMetric(rate[1], "relay-calls/s")
+			b.ReportMetric(rate[0]/rate[1], "throughput-ratio")
+			b.ReportMetric(rate[2], "sdkproxy-calls/s")
+			b.ReportMetric(rate[2]/rate[1], "sdkproxy-throughput-ratio")
+			for i, name := range []string{"gateway", "relay", "sdkproxy"} {
+				b.ReportMetric(micros(cpu[i])/float64(calls[i]), name+"-host-cpu-µs/call")
+			}
+		})
+	}
+}
+
+// ---- 2. a tool call through `mcpvisor serve` (stdio) vs direct ----
+
+// writeStartup writes a startup.lua into a temporary directory.
+func writeStartup(b *testing.B, src string) string {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "startup.lua")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// serveCmd is `mcpvisor serve` of a startup file, its log on stderr kept
+// in buf (warnings only).
+func serveCmd(bin, startup string, stderr io.Writer) *exec.Cmd {
+	cmd := exec.Command(bin, "serve", "-c", startup, "--no-watch", "--log-level", "warn")
+	cmd.Stderr = stderr
+	return cmd
+}
+
+// BenchmarkServeStdioCall compares a tool call through `mcpvisor serve`
+// over stdio (a go-sdk client on mcp.CommandTransport → the gateway →
+// the manager → a stdio demo server) with a direct stdio session to the
+// same server binary. Reported: serve-p50-µs, direct-p50-µs, p50-ratio
+// (target ≤ 2.0) and the p99s; ns/op is the serve path's mean.
+func BenchmarkServeStdioCall(b *testing.B) {
+	bin := benchBinary(b)
+	startup := writeStartup(b, fmt.Sprintf("mcp_add(\"demo\", {command = {MCPVISOR, \"demo-server\"}, env = {GOGC = %q}})\n", childGOGC()))
+	var stderr bytes.Buffer
+	b.Cleanup(func() {
+		if b.Failed() {
+			b.Logf("mcpvisor serve stderr:\n%s", stderr.String())
+		}
+	})
+	serve := connectStdio(b, serveCmd(bin, startup, &stderr))
+	waitForTool(b, serve, "demo__echo")
+	direct := exec.Command(bin, "demo-server")
+	direct.Env = append(os.Environ(), "GOGC="+childGOGC())
+	dcs := connectStdio(b, direct)
+	if _, err := dcs.ListTools(context.Background(), nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	sTimes, dTimes := serial(b, echo(serve, "demo__echo", "serve"), echo(dcs, "echo", "direct"), b.N, 100)
+	b.StopTimer()
+	reportLatency(b, "serve", "direct", sTimes, dTimes)
+}
+
+// ---- 3. idle sessions and a list of 1000 tools ----
+
+// inMemoryDial connects every attempt to a fresh session of newServer()
+// over in-memory transports.
+func inMemoryDial(newServer func() *mcp.Server) manager.DialFunc {
+	return func(ctx context.Context, _ string, _ manager.Spec) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := newServer().Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+}
+
+// fakeSpec is a stdio declaration whose command an Options.Dial ignores.
+var fakeSpec = manager.Spec{Transport: manager.TransportStdio, Command: []string{"in-memory"}}
+
+const (
+	idleHelperEnv  = "MCPVISOR_BENCH_IDLE_URL"
+	idleSessionsN  = 1000
+	idleReadyMark  = "idle-sessions-ready"
+	idleVersionEnv = "MCPVISOR_BENCH_IDLE_PROTOCOL"
+)
+
+// BenchmarkIdleSessions measures what 1000 idle client sessions on /mcp
+// cost the gateway's process: HeapInuse (after two collections) and
+// goroutines, each minus a baseline taken just before. The clients live
+// in a helper process (this test binary re-run as
+// TestIdleSessionsHelper), so only the serving side is counted. The same
+// is measured for the demo server behind the go-sdk's own streamable
+// handler, the floor any go-sdk server pays per session. Both protocols:
+// a 2025-11-25 session also holds the standalone SSE GET open; a
+// 2026-07-28 one (server/discover) is a server session without it.
+// Reported: gateway-B/session (target ≤ 64 KiB), sdk-B/session, the
+// ratio, and goroutines per session of each.
+func BenchmarkIdleSessions(b *testing.B) {
+	m := newManager(b, inMemoryDial(demo.NewServer))
+	addAndWait(b, m, "demo", fakeSpec)
+	gwURL := listen(b, m)
+	sdkServer := demo.NewServer() // one server, a session per client, as the gateway's endpoint
+	sdk := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdkServer }, nil))
+	b.Cleanup(sdk.Close)
+
+	for _, p := range protocols {
+		b.Run(p.name, func(b *testing.B) {
+			var gwHeap, gwGoroutines, sdkHeap, sdkGoroutines float64
+			for range b.N {
+				h, g := idleCost(b, gwURL, p.version)
+				gwHeap, gwGoroutines = gwHeap+h, gwGoroutines+g
+				h, g = idleCost(b, sdk.URL, p.version)
+				sdkHeap, sdkGoroutines = sdkHeap+h, sdkGoroutines+g
+			}
+			n := float64(b.N)
+			b.ReportMetric(gwHeap/n, "gateway-B/session")
+			b.ReportMetric(sdkHeap/n, "sdk-B/session")
+			b.ReportMetric(gwHeap/sdkHeap, "heap-ratio")
+			b.ReportMetric(gwGoroutines/n, "gateway-goroutines/session")
+			b.ReportMetric(sdkGoroutines/n, "sdk-goroutines/session")
+		})
+	}
+}
+
+// idleCost runs the helper against url with idleSessionsN sessions and
+// returns this process's growth per session while it holds them.
+func idleCost(b *testing.B, url, version string) (heapPerSession, goroutinesPerSession float64) {
+	b.Helper()
+	heap0, g0 := settledHeap(), settledGoroutines()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestIdleSessionsHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), idleHelperEnv+"="+url, idleVersionEnv+"="+version)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		_ = stdin.Close() // the helper closes its sessions and exits
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("helper: %v\n%s", err, stderr.String())
+		}
+	}()
+	var out strings.Builder
+	sc := bufio.NewScanner(stdout)
+	ready := false
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if sc.Text() == idleReadyMark {
+			ready = true
+			break
+		}
+	}
+	if !ready {
+		b.Fatalf("helper did not get ready:\n%s%s", out.String(), stderr.String())
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	heap1, g1 := settledHeap(), settledGoroutines()
+	return float64(int64(heap1)-int64(heap0)) / idleSessionsN, float64(g1-g0) / idleSessionsN
+}
+
+// settledHeap is HeapInuse after two collections.
+func settledHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+// settledGoroutines is the goroutine count once it has held still for
+// 100 ms (at most 5 s).
+func settledGoroutines() int {
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		m := runtime.NumGoroutine()
+		if m == n {
+			return n
+		}
+		n = m
+	}
+	return n
+}
+
+// TestIdleSessionsHelper is BenchmarkIdleSessions's client side, run in a
+// process of its own; it skips unless the benchmark starts it. It connects
+// idleSessionsN sessions, says so on stdout, and holds them until stdin
+// ends.
+func TestIdleSessionsHelper(t *testing.T) {
+	url := os.Getenv(idleHelperEnv)
+	if url == "" {
+		t.Skip("run by BenchmarkIdleSessions")
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	client := mcp.NewClient(&mcp.Implementation{Name: "idle", Version: "v0"}, nil)
+	sessions := make([]*mcp.ClientSession, idleSessionsN)
+	var wg sync.WaitGroup
+	errs := make(chan error, idleSessionsN)
+	sem := make(chan struct{}, 32)
+	for i := range sessions {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc},
+				&mcp.ClientSessionOptions{ProtocolVersion: os.Getenv(idleVersionEnv)})
+			if err != nil {
+				errs <- err
+				return
+			}
+			sessions[i] = cs
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the standalone SSE GETs are opened after initialize
+	fmt.Println(idleReadyMark)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	for _, cs := range sessions {
+		_ = cs.Close()
+	}
+}
+
+// manyTools is a server of n tools, each with a small object schema of
+// two described properties, as a typical tool has.
+func manyTools(n int) func() *mcp.Server {
+	return func() *mcp.Server {
+		s := mcp.NewServer(&mcp.Implementation{Name: "many", Version: "v0"}, nil)
+		h := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		}
+		for i := range n {
+			s.AddTool(&mcp.Tool{
+				Name:        "tool_" + strconv.Itoa(i),
+				Description: "Tool number " + strconv.Itoa(i) + " of the benchmark: reads the file at path and returns at most limit lines of it.",
+				InputSchema: map[string]any{
+					"type": "object",
+					"properties": map[string]any{
+						"path":  map[string]any{"type": "string", "description": "the file to read"},
+						"limit": map[string]any{"type": "integer", "description": "the most lines to return"},
+					},
+					"required": []any{"path"},
+				},
+			}, h)
+		}
+		return s
+	}
+}
+
+// BenchmarkListTools1000 lists 1000 tools through the gateway's /mcp (a
+// server of 1000 tools connected to the manager in memory) and directly
+// from the same server behind the go-sdk's streamable handler, both by a
+// go-sdk client over loopback HTTP, one list of each per iteration.
+// Reported: gateway-p50-µs (target ≤ 10 ms), direct-p50-µs and p50-ratio;
+// on a session (2025-11-25), also the same lists as plain HTTP requests
+// whose answer is read but not decoded (gateway-raw-p50-µs,
+// direct-raw-p50-µs, raw-p50-ratio): the servers' share.
+func BenchmarkListTools1000(b *testing.B) {
+	const n = 1000
+	newServer := manyTools(n)
+	m := newManager(b, inMemoryDial(newServer))
+	addAndWait(b, m, "many", fakeSpec)
+	directServer := newServer()
+	direct := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return directServer }, nil))
+	b.Cleanup(direct.Close)
+	for _, p := range protocols {
+		b.Run(p.name, func(b *testing.B) {
+			gwURL := listen(b, m)
+			gcs := connectHTTP(b, gwURL, p.version)
+			dcs := connectHTTP(b, direct.URL, p.version)
+			list := func(cs *mcp.ClientSession, path string) func() error {
+				return func() error {
+					res, err := cs.ListTools(context.Background(), nil)
+					if err != nil {
+						return fmt.Errorf("%s: %w", path, err)
+					}
+					if len(res.Tools) != n || res.NextCursor != "" {
+						return fmt.Errorf("%s: %d tools listed, next cursor %q", path, len(res.Tools), res.NextCursor)
+					}
+					return nil
+				}
+			}
+			waitForTool(b, gcs, "many__tool_999")
+			paths := []func() error{list(gcs, "gateway"), list(dcs, "direct")}
+			if gcs.ID() != "" { // a session: list with plain HTTP requests too
+				hc := httpClient(b)
+				paths = append(paths, rawList(hc, gwURL, gcs, "many__tool_999"), rawList(hc, direct.URL, dcs, "tool_999"))
+			}
+			b.ResetTimer()
+			t := serialN(b, paths, b.N, 5)
+			b.StopTimer()
+			reportLatency(b, "gateway", "direct", t[0], t[1])
+			if len(t) == 4 {
+				b.ReportMetric(micros(percentile(t[2], 50)), "gateway-raw-p50-µs")
+				b.ReportMetric(micros(percentile(t[3], 50)), "direct-raw-p50-µs")
+				b.ReportMetric(float64(percentile(t[2], 50))/float64(percentile(t[3], 50)), "raw-p50-ratio")
+			}
+		})
+	}
+}
+
+// rawList lists tools on cs's session with a plain HTTP request and reads
+// the whole answer without decoding it: the server's share of a list (and
+// the HTTP hop), without the go-sdk client's decoding and checking of 1000
+// tools.
+func rawList(hc *http.Client, url string, cs *mcp.ClientSession, last string) func() error {
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`)
+	return func() error {
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(got, []byte(`"`+last+`"`)) {
+			return fmt.Errorf("raw tools/list on %s: %s: %.200s", url, resp.Status, got)
+		}
+		return nil
+	}
+}
+
+// ---- 4. initialize while 20 servers are still connecting ----
+
+// BenchmarkServeInitialize starts `mcpvisor serve` with the demo server
+// and 20 servers that sleep 60 s before speaking, and times from starting
+// the process to the answer to initialize (the go-sdk client's Connect),
+// against the same for `mcpvisor demo-server` started directly; one of
+// each per iteration. Reported: serve-p50-ms (target ≤ 100 ms),
+// direct-p50-ms and p50-ratio.
+func BenchmarkServeInitialize(b *testing.B) {
+	bin := benchBinary(b)
+	var src strings.Builder
+	fmt.Fprintf(&src, "mcp_add(\"demo\", {command = {MCPVISOR, \"demo-server\"}, env = {GOGC = %q}})\n", childGOGC())
+	for i := range 20 {
+		fmt.Fprintf(&src, "mcp_add(\"slow%d\", {command = {\"sh\", \"-c\", \"sleep 60; exec \\\"$0\\\" demo-server\", MCPVISOR}})\n", i)
+	}
+	startup := writeStartup(b, src.String())
+	connect := func(cmd *exec.Cmd) (time.Duration, *mcp.ClientSession) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"}, nil)
+		start := time.Now()
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		d := time.Since(start)
+		if err != nil {
+			b.Fatalf("%s: %v", cmd, err)
+		}
+		return d, cs
+	}
+	var serveTimes, directTimes []time.Duration
+	var stderr bytes.Buffer
+	once := func(serveFirst bool) {
+		var sd, dd time.Duration
+		var scs, dcs *mcp.ClientSession
+		runServe := func() { sd, scs = connect(serveCmd(bin, startup, &stderr)) }
+		runDirect := func() {
+			cmd := exec.Command(bin, "demo-server")
+			cmd.Env = append(os.Environ(), "GOGC="+childGOGC())
+			dd, dcs = connect(cmd)
+		}
+		if serveFirst {
+			runServe()
+			runDirect()
+		} else {
+			runDirect()
+			runServe()
+		}
+		// The 20 slow servers must still be connecting: only demo's
+		// tools may be listed, and they may not be yet.
+		res, err := scs.ListTools(context.Background(), nil)
+		if err != nil {
+			b.Fatalf("serve: tools/list: %v", err)
+		}
+		for _, t := range res.Tools {
+			if !strings.HasPrefix(t.Name, "demo__") {
+				b.Fatalf("serve lists %s: a slow server has connected", t.Name)
+			}
+		}
+		_ = dcs.Close()
+		_ = scs.Close() // serve exits when stdin ends, stopping the 21 servers
+		serveTimes = append(serveTimes, sd)
+		directTimes = append(directTimes, dd)
+	}
+	once(false) // warm the page cache for the binary
+	serveTimes, directTimes = nil, nil
+	b.ResetTimer()
+	for i := range b.N {
+		once(i%2 == 0)
+	}
+	b.StopTimer()
+	if b.Failed() {
+		b.Logf("mcpvisor serve stderr:\n%s", stderr.String())
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+	p50, dp50 := percentile(serveTimes, 50), percentile(directTimes, 50)
+	b.ReportMetric(ms(p50), "serve-p50-ms")
+	b.ReportMetric(ms(percentile(serveTimes, 100)), "serve-max-ms")
+	b.ReportMetric(ms(dp50), "direct-p50-ms")
+	b.ReportMetric(float64(p50)/float64(dp50), "p50-ratio")
+}
