@@ -37,7 +37,8 @@ type declaration struct {
 // configState is what the last applied config declared; owned by the loop.
 type configState struct {
 	generation int                     // evaluations so far
-	servers    map[string]manager.Spec // by lower-cased name
+	servers    map[string]manager.Spec // by manager.NameKey
+	names      map[string]string       // the declared name of each key
 	serve      *serveDecl              // the listener it declared
 }
 
@@ -213,11 +214,13 @@ func (d *desired) list() []Declared {
 // runs on the loop; manager calls return at once.
 func (r *Runtime) apply(want *desired) ConfigResult {
 	var res ConfigResult
-	prev := r.config.servers
+	prev, prevNames := r.config.servers, r.config.names
 	next := make(map[string]manager.Spec, len(want.servers))
+	names := make(map[string]string, len(want.servers))
 	for _, key := range want.order {
 		d := want.servers[key]
 		next[key] = d.spec
+		names[key] = d.name
 		cur, err := r.servers.Spec(d.name)
 		switch {
 		case err != nil: // not running: new
@@ -243,14 +246,14 @@ func (r *Runtime) apply(want *desired) ConfigResult {
 		if _, ok := next[key]; ok {
 			continue
 		}
-		if st, err := r.observer.Status(key); err == nil {
-			if _, err := r.servers.Remove(key); err == nil {
+		if st, err := r.observer.Status(prevNames[key]); err == nil {
+			if _, err := r.servers.Remove(prevNames[key]); err == nil {
 				res.Removed = append(res.Removed, st.Name)
 			}
 		}
 	}
 	slices.Sort(res.Removed)
-	r.config.servers = next
+	r.config.servers, r.config.names = next, names
 	res.serve = r.applyServe(want.serve)
 	r.applyToolsets(want)
 	r.applyLuaTools(want)
@@ -264,7 +267,7 @@ func (r *Runtime) declare(L *lua.LState, want *desired, name string, spec manage
 	if err != nil {
 		raiseCoded(L, &manager.Error{Code: manager.CodeInvalidConfig, Server: name, Op: "add", Err: err})
 	}
-	key := strings.ToLower(n)
+	key := manager.NameKey(n)
 	where := want.file
 	if dbg, ok := L.GetStack(1); ok {
 		if _, err := L.GetInfo("l", dbg, lua.LNil); err == nil {
@@ -303,7 +306,7 @@ func (r *Runtime) pendingServer(L *lua.LState, name string) (string, bool) {
 		return "", false
 	}
 	server, _, _ := strings.Cut(strings.TrimSpace(name), ".")
-	d, declared := t.config.servers[strings.ToLower(server)]
+	d, declared := t.config.servers[manager.NameKey(server)]
 	if !declared {
 		return "", false
 	}

@@ -79,6 +79,9 @@ type Manager struct {
 	mu sync.Mutex
 	// mu guards the following.
 	servers map[string]*supervisor // by NameKey
+	// exact holds the same servers by their names as declared: most
+	// lookups use that spelling and need no NameKey.
+	exact map[string]*supervisor
 	// leaving holds removed servers until their disposal is done, so that
 	// a request for one is refused with CLOSED, not "no such server".
 	leaving map[string]*supervisor // by NameKey
@@ -88,7 +91,7 @@ type Manager struct {
 // New returns a manager with no servers.
 func New(opts Options) *Manager {
 	m := &Manager{opts: opts, bus: opts.Bus, log: opts.Logger, dial: opts.Dial, rand: opts.Rand,
-		servers: make(map[string]*supervisor), leaving: make(map[string]*supervisor)}
+		servers: make(map[string]*supervisor), exact: make(map[string]*supervisor), leaving: make(map[string]*supervisor)}
 	if m.bus == nil {
 		m.bus, m.ownsBus = events.NewBus(events.Options{}), true
 	}
@@ -139,9 +142,10 @@ func (m *Manager) Add(name string, spec Spec) (err error) {
 		m.mu.Unlock()
 		return newError(CodeClosed, n, "add", errShutdown)
 	}
-	if old, ok := m.servers[NameKey(n)]; ok {
+	key := NameKey(n)
+	if old, ok := m.servers[key]; ok {
 		m.mu.Unlock()
-		if old.spec.Equal(spec) {
+		if old.spec.Equal(spec) && strings.EqualFold(old.name, n) {
 			return nil
 		}
 		return m.conflict(n, old.name)
@@ -150,7 +154,8 @@ func (m *Manager) Add(name string, spec Spec) (err error) {
 	if !spec.Disabled {
 		s.slot = m.slots.take() // in line in the order of declaration
 	}
-	m.servers[NameKey(n)] = s
+	m.servers[key] = s
+	m.exact[n] = s
 	m.mu.Unlock()
 
 	added := events.Fields{"transport": string(spec.Transport), "endpoint": spec.Endpoint()}
@@ -164,9 +169,12 @@ func (m *Manager) Add(name string, spec Spec) (err error) {
 
 func (m *Manager) conflict(name, existing string) error {
 	how := ""
-	if name != existing {
+	switch {
+	case LookAlike(name, existing):
+		how = fmt.Sprintf(" looks like existing %q (names are compared as people read them: width, case, accents and look-alike letters)", existing)
+	case name != existing:
 		how = fmt.Sprintf(" matches existing %q (names are case-insensitive)", existing)
-	} else {
+	default:
 		how = " is already declared with a different spec"
 	}
 	return errorf(CodeNameConflict, name, "add", "server name conflict: %q%s; existing servers: %s; use another name or mcp_remove(%q) first",
@@ -182,13 +190,14 @@ func (m *Manager) Remove(name string) (done <-chan struct{}, err error) {
 	endSpan := m.tel.remove(strings.TrimSpace(name))
 	defer func() { endSpan(done, err) }()
 	m.mu.Lock()
-	s, ok := m.servers[NameKey(strings.TrimSpace(name))]
-	if ok {
-		delete(m.servers, NameKey(s.name))
-		m.leaving[NameKey(s.name)] = s
+	s := m.byName(name)
+	if s != nil {
+		delete(m.servers, s.key)
+		delete(m.exact, s.name)
+		m.leaving[s.key] = s
 	}
 	m.mu.Unlock()
-	if !ok {
+	if s == nil {
 		return nil, m.notFound(name, "remove")
 	}
 	s.stop("removed")
@@ -210,12 +219,22 @@ func (m *Manager) notFound(name, op string) error {
 // lookup finds a server by name, case-insensitively.
 func (m *Manager) lookup(name, op string) (*supervisor, error) {
 	m.mu.Lock()
-	s, ok := m.servers[NameKey(strings.TrimSpace(name))]
+	s := m.byName(name)
 	m.mu.Unlock()
-	if !ok {
+	if s == nil {
 		return nil, m.notFound(name, op)
 	}
 	return s, nil
+}
+
+// byName finds a declared server by its name as declared, or else by
+// NameKey; m.mu must be held.
+func (m *Manager) byName(name string) *supervisor {
+	name = strings.TrimSpace(name)
+	if s := m.exact[name]; s != nil {
+		return s
+	}
+	return m.servers[NameKey(name)]
 }
 
 // target finds the server a request is for. A server that is being
@@ -236,18 +255,20 @@ func (m *Manager) target(name, op string) (*supervisor, error) {
 // find returns the server declared as name, or else the one of that name
 // being removed, and whether the manager is closing.
 func (m *Manager) find(name string) (s, gone *supervisor, closed bool) {
-	key := NameKey(strings.TrimSpace(name))
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.servers[key], m.leaving[key], m.closed
+	if s := m.byName(name); s != nil {
+		return s, nil, m.closed
+	}
+	return nil, m.leaving[NameKey(strings.TrimSpace(name))], m.closed
 }
 
 // forget drops a disposed server from leaving (unless the name was
 // removed again since, by a server added after it).
 func (m *Manager) forget(s *supervisor) {
 	m.mu.Lock()
-	if m.leaving[NameKey(s.name)] == s {
-		delete(m.leaving, NameKey(s.name))
+	if m.leaving[s.key] == s {
+		delete(m.leaving, s.key)
 	}
 	m.mu.Unlock()
 }
@@ -260,7 +281,7 @@ func (m *Manager) supervisors() []*supervisor {
 		list = append(list, s)
 	}
 	m.mu.Unlock()
-	slices.SortFunc(list, func(a, b *supervisor) int { return strings.Compare(NameKey(a.name), NameKey(b.name)) })
+	slices.SortFunc(list, func(a, b *supervisor) int { return strings.Compare(a.order, b.order) })
 	return list
 }
 
@@ -351,6 +372,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		m.leaving[k] = s
 	}
 	clear(m.servers)
+	clear(m.exact)
 	m.mu.Unlock()
 	for _, s := range list {
 		s.stop("shutdown")

@@ -170,3 +170,21 @@ func TestWaitReportsWhy(t *testing.T) {
 		require.Equal(t, manager.StateBackoff, st.State)
 	})
 }
+
+// A look-alike of a declared name (fullwidth, dotless i, Cyrillic letters,
+// another composition of an accent) is a NAME_CONFLICT that names both,
+// even with the same spec; a name that differs only in case is the same
+// server.
+func TestLookAlikeNamesConflict(t *testing.T) {
+	m := newManager(t, manager.Options{Dial: failingDial(errors.New("unreachable"))})
+	spec := fakeSpec(t, nil)
+	require.NoError(t, m.Add("github", spec))
+	require.NoError(t, m.Add("GitHub", spec), "case alone: the same server")
+	require.NoError(t, m.Add("gith\u00fcb", spec))
+	for _, alike := range []string{"ＧｉｔＨｕｂ", "gıthub", "gіthub", "githu\u0308b"} {
+		err := m.Add(alike, spec)
+		requireCode(t, err, manager.ErrNameConflict, alike, "add")
+		require.Contains(t, err.Error(), "looks like existing", "%+q", alike)
+	}
+	require.ElementsMatch(t, []string{"github", "gith\u00fcb"}, m.Names())
+}

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -285,28 +284,6 @@ func redactURL(raw string) string {
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	return u.String()
 }
-
-// NormalizeName trims a server name and checks it: non-empty, at most 64
-// characters, no dot (the namespace separator) and no whitespace. The result
-// keeps its case for display; names compare case-insensitively.
-func NormalizeName(name string) (string, error) {
-	n := strings.TrimSpace(name)
-	switch {
-	case n == "":
-		return "", errors.New("server name is empty")
-	case len(n) > 64:
-		return "", fmt.Errorf("server name %q is longer than 64 characters", n)
-	case strings.Contains(n, "."):
-		return "", fmt.Errorf("server name %q contains '.', which separates server and tool names (e.g. %q)", n, strings.ReplaceAll(n, ".", "_"))
-	case strings.IndexFunc(n, unicode.IsSpace) >= 0:
-		return "", fmt.Errorf("server name %q contains whitespace", n)
-	}
-	return n, nil
-}
-
-// NameKey is the form in which server names are compared: two names with
-// the same key name the same server.
-func NameKey(name string) string { return strings.ToLower(name) }
 
 // problems collects validation failures as "field: message".
 type problems []string

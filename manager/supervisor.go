@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,9 +21,11 @@ import (
 // setting a flag and kicking the goroutine (level-based: repeated requests
 // coalesce).
 type supervisor struct {
-	name string // as declared
-	spec Spec   // defaults applied
-	m    *Manager
+	name  string // as declared
+	key   string // NameKey(name): how it is compared with other names
+	order string // lower-cased name: how it is sorted for display
+	spec  Spec   // defaults applied
+	m     *Manager
 
 	ctx    context.Context // cancelled when removal is requested
 	cancel context.CancelFunc
@@ -76,6 +79,8 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &supervisor{
 		name:           name,
+		key:            NameKey(name),
+		order:          strings.ToLower(name),
 		spec:           spec,
 		m:              m,
 		ctx:            ctx,

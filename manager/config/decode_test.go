@@ -345,7 +345,8 @@ func TestDecodeSpecInvalid(t *testing.T) {
 	}
 }
 
-// Server names: trimmed, case-insensitive, no dots or whitespace.
+// Server names: trimmed, no dots, whitespace, control or invisible
+// characters, symbols or emoji.
 func TestNormalizeName(t *testing.T) {
 	tests := []struct {
 		in, want, wantErr string
@@ -360,7 +361,14 @@ func TestNormalizeName(t *testing.T) {
 		{in: strings.Repeat("a", 65), wantErr: `server name "` + strings.Repeat("a", 65) + `" is longer than 64 characters`},
 		{in: "git.hub", wantErr: `server name "git.hub" contains '.', which separates server and tool names (e.g. "git_hub")`},
 		{in: "my server", wantErr: `server name "my server" contains whitespace`},
-		{in: "my\u00a0server", wantErr: `server name "my\u00a0server" contains whitespace`}, // %q escapes it
+		{in: "my\u00a0server", wantErr: `server name "my\u00a0server" contains whitespace`}, // %+q escapes it
+		{in: "a\x1b[2Jb", wantErr: `server name "a\x1b[2Jb" contains the control or invisible character U+001B; a name must be plain visible text`},
+		{in: "git\u200bhub", wantErr: `server name "git\u200bhub" contains the control or invisible character U+200B; a name must be plain visible text`},
+		{in: "evil\u202egnp", wantErr: `server name "evil\u202egnp" contains the control or invisible character U+202E; a name must be plain visible text`},
+		{in: "nul\x00", wantErr: `server name "nul\x00" contains the control or invisible character U+0000; a name must be plain visible text`},
+		{in: "bad\xffutf8", wantErr: `server name "bad\xffutf8" is not valid UTF-8`},
+		{in: "rocket🚀", wantErr: `server name "rocket\U0001f680" is not an identifier: use letters, digits, - and _ (symbols, emoji and mixed-direction text are not allowed)`},
+		{in: "ＧｉｔＨｕｂ", want: "ＧｉｔＨｕｂ"}, // valid on its own; a look-alike of another name is a conflict
 	}
 	for _, tt := range tests {
 		got, err := manager.NormalizeName(tt.in)
@@ -371,4 +379,16 @@ func TestNormalizeName(t *testing.T) {
 		require.NoError(t, err, "NormalizeName(%q)", tt.in)
 		require.Equal(t, tt.want, got, "NormalizeName(%q)", tt.in)
 	}
+}
+
+// Names that read the same are the same key: case, width, composition and
+// look-alike letters from other scripts.
+func TestNameKeyLookAlikes(t *testing.T) {
+	for _, alike := range []string{"GitHub", "GITHUB", "ＧｉｔＨｕｂ", "gıthub", "gіthub" /* Cyrillic і */} {
+		require.Equal(t, manager.NameKey("github"), manager.NameKey(alike), "%+q", alike)
+	}
+	require.Equal(t, manager.NameKey("githu\u0308b"), manager.NameKey("gith\u00fcb"), "NFD and NFC")
+	require.NotEqual(t, manager.NameKey("github"), manager.NameKey("gitlab"))
+	require.True(t, manager.LookAlike("ＧｉｔＨｕｂ", "github"))
+	require.False(t, manager.LookAlike("GitHub", "github"), "case alone is not a look-alike")
 }

@@ -163,7 +163,7 @@ func (p *importer) entry(section, name string, v any) (Declaration, bool) {
 	if err != nil {
 		p.add(where, "%v", err)
 	} else if prev, dup := p.seen[manager.NameKey(n)]; dup {
-		p.add(where, "same name as %s (server names are case-insensitive)", prev)
+		p.add(where, "same name as %s (server names are compared ignoring case, width and look-alike letters)", prev)
 	} else {
 		p.seen[manager.NameKey(n)] = where
 	}

@@ -297,7 +297,7 @@ func TestParseImportListsEveryProblem(t *testing.T) {
 	require.Nil(t, got)
 	want := []string{
 		`broken.json: mcpServers["Git"]: must be an object like {"command": "npx", "args": ["-y", "pkg"]} or {"url": "https://…"}, got an array`,
-		`broken.json: mcpServers["git"]: same name as mcpServers["Git"] (server names are case-insensitive)`,
+		`broken.json: mcpServers["git"]: same name as mcpServers["Git"] (server names are compared ignoring case, width and look-alike letters)`,
 		`broken.json: mcpServers["git"]: unknown key "comand"; did you mean "command"?`,
 		`broken.json: mcpServers["git"]: args: given without "command"`,
 		`broken.json: mcpServers["git"]: env["GIT_DIR"]: must be a string, got null`,
