@@ -43,6 +43,9 @@ const (
 	KindClientConnected    Kind = "client_connected"    // client, client_name, client_version, transport, endpoint
 	KindClientDisconnected Kind = "client_disconnected" // client, client_name, transport, endpoint
 	KindNameCollision      Kind = "name_collision"      // tool or prompt, exposed, with: two names that would have been one
+	// Published by the manager when a server lists an item whose name it
+	// refuses (empty, control characters, a look-alike of another).
+	KindRefused Kind = "refused" // item (tool, prompt), name (quoted), reason
 )
 
 // Kinds lists every event kind: added … lagged first, then the four added
@@ -55,7 +58,7 @@ var Kinds = []Kind{
 	KindPromptsChanged, KindNotification, KindConfigApplied, KindConfigError,
 	KindHookError, KindLagged,
 	KindHealthUnsupported, KindClosing, KindDisabled, KindToolCall,
-	KindClientConnected, KindClientDisconnected, KindNameCollision,
+	KindClientConnected, KindClientDisconnected, KindNameCollision, KindRefused,
 }
 
 // Fields holds the kind-specific details of an event. Values are plain,

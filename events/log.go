@@ -18,7 +18,7 @@ func LevelOf(k Kind) slog.Level {
 		KindClientConnected, KindClientDisconnected:
 		return slog.LevelInfo
 	case KindBackoff, KindDisconnected, KindHealthFailed, KindHookError, KindLagged,
-		KindNameCollision:
+		KindNameCollision, KindRefused:
 		return slog.LevelWarn
 	case KindFailed, KindConfigError:
 		return slog.LevelError
@@ -51,6 +51,7 @@ var logMessages = map[Kind]string{
 	KindClientConnected:    "client connected",
 	KindClientDisconnected: "client disconnected",
 	KindNameCollision:      "names collide after sanitizing; both kept under distinct names",
+	KindRefused:            "server listed an item with an unusable name; it is left out",
 }
 
 // levelOfEvent refines LevelOf with the event's fields: a failed tool call

@@ -38,6 +38,8 @@ type catalog struct {
 	templates []*mcp.ResourceTemplate
 	prompts   []*mcp.Prompt // sorted by name
 	at        time.Time
+	// refused is what the last discovery refused (screenNames).
+	refused []refusal
 }
 
 // discoverError names the list operation that failed.
@@ -58,6 +60,7 @@ func discover(ctx context.Context, sess *mcp.ClientSession, prev *catalog, kinds
 		*next = *prev
 		next.at = time.Now()
 	}
+	next.refused = nil
 	caps := sess.InitializeResult().Capabilities
 	if caps == nil {
 		caps = &mcp.ServerCapabilities{}
@@ -70,6 +73,8 @@ func discover(ctx context.Context, sess *mcp.ClientSession, prev *catalog, kinds
 				return nil, &discoverError{"tools/list", err}
 			}
 			slices.SortFunc(tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
+			tools, refused := screenNames("tool", tools, func(t *mcp.Tool) string { return t.Name })
+			next.refused = append(next.refused, refused...)
 			next.tools = tools
 			next.callOps = make([]string, len(tools))
 			for i, t := range tools {
@@ -103,6 +108,8 @@ func discover(ctx context.Context, sess *mcp.ClientSession, prev *catalog, kinds
 				return nil, &discoverError{"prompts/list", err}
 			}
 			slices.SortFunc(prompts, func(a, b *mcp.Prompt) int { return strings.Compare(a.Name, b.Name) })
+			prompts, refused := screenNames("prompt", prompts, func(p *mcp.Prompt) string { return p.Name })
+			next.refused = append(next.refused, refused...)
 			next.prompts = prompts
 		}
 	}

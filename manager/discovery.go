@@ -62,6 +62,7 @@ func (s *supervisor) rediscover(c *conn, kinds listKind) error {
 		n.status.setCatalog(next)
 	}, "", nil)
 	s.publishChanges(prev, next, kinds)
+	s.publishRefused(next)
 	return nil
 }
 

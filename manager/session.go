@@ -244,6 +244,7 @@ func (s *supervisor) connected(c *conn) {
 	if prev != nil { // a reconnect: the server may have new tools, say what changed
 		s.publishChanges(prev, c.cat, listAll)
 	}
+	s.publishRefused(c.cat)
 }
 
 // checkIdle closes the gate and reports true when the idle timeout has
