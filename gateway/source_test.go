@@ -29,7 +29,7 @@ type fakeSource struct {
 	tools map[string][]string // server → tool names
 }
 
-func newFakeSource(t *testing.T) *fakeSource {
+func newFakeSource(t testing.TB) *fakeSource {
 	bus := events.NewBus(events.Options{})
 	f := &fakeSource{bus: bus, specs: map[string]manager.Spec{}, tools: map[string][]string{}}
 	t.Cleanup(func() { f.late.Wait(); bus.Close() })

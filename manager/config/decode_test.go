@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -391,4 +392,31 @@ func TestNameKeyLookAlikes(t *testing.T) {
 	require.NotEqual(t, manager.NameKey("github"), manager.NameKey("gitlab"))
 	require.True(t, manager.LookAlike("ＧｉｔＨｕｂ", "github"))
 	require.False(t, manager.LookAlike("GitHub", "github"), "case alone is not a look-alike")
+}
+
+// FuzzDecodeSpec: whatever shape a declaration has (JSON as Lua tables
+// and mcpServers files give it), decoding returns a spec or an
+// INVALID_CONFIG error; it never panics, and a decoded spec validates.
+func FuzzDecodeSpec(f *testing.F) {
+	for _, s := range []string{
+		`{"command": ["npx", "-y", "pkg"], "env": {"A": "${HOME}"}}`,
+		`{"url": "http://127.0.0.1:9/mcp", "transport": "sse", "headers": {"X": 1}}`,
+		`{"command": ["x"], "timeouts": {"connect": "1s", "idle": 0}, "backoff": {"jitter": 0}, "breaker": false}`,
+		`{"command": ["x"], "expose": {"prefix": "gh", "hide": ["delete_*"], "rename": {"a": "b"}}, "max_retries": 3}`,
+		`{"command": [], "url": 5, "timeouts": "soon"}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		var m map[string]any
+		if json.Unmarshal([]byte(raw), &m) != nil {
+			return
+		}
+		s, err := config.DecodeSpec("fuzz", m, config.DecodeOptions{LookupEnv: func(string) (string, bool) { return "v", true }})
+		if err != nil {
+			require.ErrorIs(t, err, manager.ErrInvalidConfig)
+			return
+		}
+		require.Empty(t, s.Problems())
+	})
 }
