@@ -2,7 +2,6 @@ package luaapi_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -184,17 +183,7 @@ func TestCompleteEscapesServerNames(t *testing.T) {
 // namedToolsDial connects every server to an in-memory one that offers a
 // tool and a prompt under each of names.
 func namedToolsDial(t testing.TB, names ...string) manager.DialFunc {
-	var mu sync.Mutex
-	var sessions []*mcp.ServerSession
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, ss := range sessions {
-			_ = ss.Close()
-			_ = ss.Wait()
-		}
-	})
-	return func(ctx context.Context, server string, spec manager.Spec) (mcp.Transport, error) {
+	return inMemoryDial(t, func() *mcp.Server {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "named", Version: "v0"}, nil)
 		for _, n := range names {
 			srv.AddTool(&mcp.Tool{Name: n, InputSchema: map[string]any{"type": "object"}},
@@ -206,14 +195,6 @@ func namedToolsDial(t testing.TB, names ...string) manager.DialFunc {
 					return &mcp.GetPromptResult{}, nil
 				})
 		}
-		clientT, serverT := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(context.Background(), serverT, nil)
-		if err != nil {
-			return nil, err
-		}
-		mu.Lock()
-		sessions = append(sessions, ss)
-		mu.Unlock()
-		return clientT, nil
-	}
+		return srv
+	})
 }

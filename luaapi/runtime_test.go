@@ -48,6 +48,12 @@ const testBinary = "/bin/mcpvisor-test"
 // sessions are closed when the test ends (after the manager, whose cleanup
 // is registered later and so runs first).
 func inMemoryDemoDial(t testing.TB) manager.DialFunc {
+	return inMemoryDial(t, demo.NewServer)
+}
+
+// inMemoryDial connects every server to a fresh in-memory server from
+// newServer, closed when the test ends.
+func inMemoryDial(t testing.TB, newServer func() *mcp.Server) manager.DialFunc {
 	var mu sync.Mutex
 	var sessions []*mcp.ServerSession
 	t.Cleanup(func() {
@@ -60,7 +66,7 @@ func inMemoryDemoDial(t testing.TB) manager.DialFunc {
 	})
 	return func(ctx context.Context, server string, spec manager.Spec) (mcp.Transport, error) {
 		clientT, serverT := mcp.NewInMemoryTransports()
-		ss, err := demo.NewServer().Connect(context.Background(), serverT, nil)
+		ss, err := newServer().Connect(context.Background(), serverT, nil)
 		if err != nil {
 			return nil, err
 		}
