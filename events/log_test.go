@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/require"
 
@@ -167,4 +169,25 @@ func TestLogAfterSubscriptionClose(t *testing.T) {
 	sub := bus.Subscribe(events.SubscribeOptions{})
 	sub.Close()
 	require.NoError(t, events.Log(context.Background(), sub, slog.New(slog.DiscardHandler)))
+}
+
+// The text log shows what a server put in an event (its error, its stderr,
+// a tool's name) quoted, with escape sequences, C1 controls, bidi overrides
+// and zero-width characters written out: slog's text handler quotes any
+// value that holds a character that is not printable. The JSON log is
+// escaped by JSON itself.
+func TestTextLogEscapesServerText(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, nil))
+	evil := "A\x1b]0;PWNED\x07\x1b[2JB\u009b\u202e\u200b\ufeff"
+	events.LogEvent(context.Background(), logger, events.Event{Seq: 1, Kind: events.KindDisconnected, Server: "evil",
+		Fields: events.Fields{"error": evil, "stderr": []string{evil}, "cause": errors.New(evil)}})
+	line := buf.String()
+	require.Equal(t, 1, strings.Count(line, "\n"), "one line: %q", line)
+	require.False(t, strings.ContainsFunc(strings.TrimSuffix(line, "\n"), func(r rune) bool {
+		return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+	}), "%q", line)
+	require.Contains(t, line, `error="A\x1b]0;PWNED\a\x1b[2JB\u009b\u202e\u200b\ufeff"`)
+	require.Contains(t, line, `cause="A\x1b]0;PWNED`)
+	require.Contains(t, line, `stderr="[A\x1b]0;PWNED`)
 }

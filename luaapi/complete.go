@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/mcpvisor/mcpvisor/internal/textsafe"
 )
 
 // maxCandidates caps what [Runtime.Complete] returns.
@@ -83,11 +85,14 @@ func (r *Runtime) onLoop(ctx context.Context, f func() []string) []string {
 }
 
 // suffixesFor returns, for the names that extend word, what to append:
-// sorted by name, without duplicates, at most maxCandidates.
+// sorted by name, without duplicates, at most maxCandidates. Servers name
+// their tools and prompts as they like, so names are matched and offered
+// as textsafe.Line shows them: the line editor's list never carries what a
+// terminal would act on or hide.
 func suffixesFor(names []string, word string) []string {
 	var matches []string
 	for _, n := range names {
-		if strings.HasPrefix(n, word) {
+		if n = textsafe.Line(n); strings.HasPrefix(n, word) {
 			matches = append(matches, n)
 		}
 	}

@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/manager"
 )
 
 // completeRuntime is a runtime with two demo servers, "demo" and "dev",
@@ -162,4 +165,36 @@ func TestCompleteAfterClose(t *testing.T) {
 	got, length := r.Complete(t.Context(), "mcp_st", 6)
 	require.Nil(t, got)
 	require.Equal(t, 6, length)
+}
+
+// A server names its tools and prompts as it likes; the completion list
+// the line editor shows writes out what a terminal would act on or hide,
+// never the raw characters.
+func TestCompleteEscapesServerNames(t *testing.T) {
+	r := newTestRuntime(t, namedToolsDial(t, "ok", "set\x1b]0;PWNED\x07title", "admin\u202egnp", "git\u200bhub"))
+	r.run(t, `mcp_add("evil", {command = {"evil"}}) assert(mcp_wait("evil", "connected"))`)
+	got, length := r.Complete(t.Context(), `mcp_call("evil.`, len(`mcp_call("evil.`))
+	require.Equal(t, []string{`admin\u202egnp`, `git\u200bhub`, "ok", `set\x1b]0;PWNED\x07title`}, got)
+	require.Equal(t, 5, length)
+	got, _ = r.Complete(t.Context(), `mcp_prompt("evil.`, len(`mcp_prompt("evil.`))
+	require.Equal(t, []string{`admin\u202egnp`, `git\u200bhub`, "ok", `set\x1b]0;PWNED\x07title`}, got)
+}
+
+// namedToolsDial connects every server to an in-memory one that offers a
+// tool and a prompt under each of names.
+func namedToolsDial(t testing.TB, names ...string) manager.DialFunc {
+	return inMemoryDial(t, func() *mcp.Server {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "named", Version: "v0"}, nil)
+		for _, n := range names {
+			srv.AddTool(&mcp.Tool{Name: n, InputSchema: map[string]any{"type": "object"}},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{}, nil
+				})
+			srv.AddPrompt(&mcp.Prompt{Name: n},
+				func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+					return &mcp.GetPromptResult{}, nil
+				})
+		}
+		return srv
+	})
 }

@@ -20,6 +20,9 @@ func TestPretty(t *testing.T) {
 		{"escapes", `"a\"b\\c\n\t\0d\27e\127"`, `"a\"b\\c\n\t\000d\027e\127"`},
 		{"utf8 kept, invalid escaped", `"é\255"`, `"é\255"`},
 		{"non-printable rune escaped", `"\226\128\139"`, `"\226\128\139"`}, // U+200B
+		{"OSC title and CSI in a value", `{text = "A\27]0;PWNED\7\27[2JB"}`, "{\n  text = \"A\\027]0;PWNED\\a\\027[2JB\",\n}"},
+		{"C1 control and bidi override", `{"\194\155", "\226\128\174"}`, `{ "\194\155", "\226\128\174" }`}, // U+009B, U+202E
+		{"server-chosen key", `{["\27]0;t\7"] = 1}`, "{\n  [\"\\027]0;t\\a\"] = 1,\n}"},
 		{"numbers", `{0.1, -0, 1e300, 2^53, 0/0, 1/0, -1/0, 1e-7, 123456.75}`,
 			`{ 0.1, 0, 1e+300, 9007199254740992, nan, inf, -inf, 1e-07, 123456.75 }`},
 		{"empty", `{}`, `{}`},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/events/hud"
+	"github.com/mcpvisor/mcpvisor/internal/textsafe"
 	"github.com/mcpvisor/mcpvisor/manager"
 	lua "github.com/yuin/gopher-lua"
 )
@@ -245,8 +246,10 @@ func (r *Runtime) Close() {
 
 // Result is what a chunk returned, rendered for display.
 type Result struct {
-	// Values holds each returned value as text: strings as they are,
-	// everything else pretty-printed.
+	// Values holds each returned value as text: strings as they are but for
+	// the characters a terminal would act on or hide (escape sequences,
+	// bidi overrides, zero-width characters), which are written out as
+	// escapes; newlines and tabs stay. Everything else is pretty-printed.
 	Values []string
 }
 
@@ -308,7 +311,7 @@ func render(vals []lua.LValue) Result {
 	var res Result
 	for _, v := range vals {
 		if s, ok := v.(lua.LString); ok {
-			res.Values = append(res.Values, string(s))
+			res.Values = append(res.Values, textsafe.Block(string(s)))
 		} else {
 			res.Values = append(res.Values, Pretty(v))
 		}

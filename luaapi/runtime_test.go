@@ -48,6 +48,12 @@ const testBinary = "/bin/mcpvisor-test"
 // sessions are closed when the test ends (after the manager, whose cleanup
 // is registered later and so runs first).
 func inMemoryDemoDial(t testing.TB) manager.DialFunc {
+	return inMemoryDial(t, demo.NewServer)
+}
+
+// inMemoryDial connects every server to a fresh in-memory server from
+// newServer, closed when the test ends.
+func inMemoryDial(t testing.TB, newServer func() *mcp.Server) manager.DialFunc {
 	var mu sync.Mutex
 	var sessions []*mcp.ServerSession
 	t.Cleanup(func() {
@@ -60,7 +66,7 @@ func inMemoryDemoDial(t testing.TB) manager.DialFunc {
 	})
 	return func(ctx context.Context, server string, spec manager.Spec) (mcp.Transport, error) {
 		clientT, serverT := mcp.NewInMemoryTransports()
-		ss, err := demo.NewServer().Connect(context.Background(), serverT, nil)
+		ss, err := newServer().Connect(context.Background(), serverT, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -224,10 +230,21 @@ func TestExecReturnsRenderedValues(t *testing.T) {
 	require.Equal(t, "/bin/mcpvisor-test", r.one(t, `return MCPVISOR`))
 }
 
+// A string result is shown as it is, lines and tabs included, except for
+// what a terminal would act on or hide: a server's reply to a tool call,
+// typed at the REPL, cannot retitle the window or clear the screen.
+func TestExecEscapesTerminalControlInStrings(t *testing.T) {
+	r := newTestRuntime(t, nil)
+	require.Equal(t, []string{`A\x1b]0;PWNED\x07\x1b[2JB`, `admin\u202egnp.exe`, "two\nlines\tand 🔥"},
+		r.run(t, `return "A\27]0;PWNED\7\27[2JB", "admin\226\128\174gnp.exe", "two\nlines\tand 🔥"`))
+}
+
+// print writes what the user chose to print as it is: escape sequences
+// there are the user's own.
 func TestPrintGoesToStdout(t *testing.T) {
 	r := newTestRuntime(t, nil)
-	require.Empty(t, r.run(t, `print("a", 1, nil, true) print(setmetatable({}, {__tostring = function() return "T" end}))`))
-	require.Equal(t, "a\t1\tnil\ttrue\nT\n", r.out.String())
+	require.Empty(t, r.run(t, `print("a", 1, nil, true) print(setmetatable({}, {__tostring = function() return "T" end})) print("\27[1mbold")`))
+	require.Equal(t, "a\t1\tnil\ttrue\nT\n\x1b[1mbold\n", r.out.String())
 }
 
 func TestExecAfterCloseFails(t *testing.T) {

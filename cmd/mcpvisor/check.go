@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/textsafe"
 	"github.com/mcpvisor/mcpvisor/luaapi"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
@@ -56,13 +57,16 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		if d.Spec.Disabled {
 			endpoint += " (disabled)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, d.Spec.Transport, endpoint, d.Where)
+		// A config may be shared or imported: its text is shown, never
+		// acted on, and a tab in it cannot shift the columns.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", textsafe.Line(d.Name), textsafe.Line(string(d.Spec.Transport)),
+			textsafe.Line(endpoint), textsafe.Line(d.Where))
 	}
 	tw.Flush()
 	note := ""
 	if *file == "" && !fileExists(path) {
 		note = " (no ./startup.lua: this is the built-in default)"
 	}
-	fmt.Fprintf(stdout, "%s: OK, %d server(s)%s\n", path, len(decls), note)
+	fmt.Fprintf(stdout, "%s: OK, %d server(s)%s\n", textsafe.Line(path), len(decls), note)
 	return 0
 }

@@ -532,20 +532,8 @@ func TestDefaultStartupIsRepositoryStartup(t *testing.T) {
 // dependency, so util-linux script(1) provides the pseudo-terminal; the
 // test is skipped where it is missing.
 func TestREPL(t *testing.T) {
-	scriptBin, err := exec.LookPath("script")
-	if err != nil {
-		t.Skip("script(1) is not installed; it provides the REPL's terminal (creack/pty is not a dependency)")
-	}
-	if out, err := exec.Command(scriptBin, "--version").CombinedOutput(); err != nil || !bytes.Contains(out, []byte("util-linux")) {
-		t.Skipf("script(1) is not util-linux's (%s %v); the test needs its -q -e -c", bytes.TrimSpace(out), err)
-	}
-	// script -q: no banner; -e: exit with the child's status; -c: run the
-	// command; /dev/null: no typescript file.
-	p := start(t, invocation{
-		argv: []string{scriptBin, "-qec", "exec '" + mcpvisorBin + "'", "/dev/null"},
-		env:  []string{"SHELL=/bin/sh", "TERM=xterm"},
-	})
-	term := &terminal{t: t, p: p}
+	term := startREPL(t)
+	p := term.p
 
 	term.waitLine("first prompt", func(l string) bool { return l == "mcp>" })
 	term.typeLine("return 1+1")
@@ -581,6 +569,31 @@ func TestREPL(t *testing.T) {
 	}
 	require.Equal(t, 0, p.cmd.ProcessState.ExitCode(), "exit code")
 	requireGone(t, pid, "demo server")
+}
+
+// startREPL runs the binary with args in the pty of script(1), so that it
+// starts its interactive REPL. It skips the test without util-linux's
+// script(1).
+func startREPL(t *testing.T, args ...string) *terminal {
+	t.Helper()
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) is not installed; it provides the REPL's terminal (creack/pty is not a dependency)")
+	}
+	if out, err := exec.Command(scriptBin, "--version").CombinedOutput(); err != nil || !bytes.Contains(out, []byte("util-linux")) {
+		t.Skipf("script(1) is not util-linux's (%s %v); the test needs its -q -e -c", bytes.TrimSpace(out), err)
+	}
+	command := "exec"
+	for _, a := range append([]string{mcpvisorBin}, args...) {
+		command += " '" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	// script -q: no banner; -e: exit with the child's status; -c: run the
+	// command; /dev/null: no typescript file.
+	p := start(t, invocation{
+		argv: []string{scriptBin, "-qec", command, "/dev/null"},
+		env:  []string{"SHELL=/bin/sh", "TERM=xterm"},
+	})
+	return &terminal{t: t, p: p}
 }
 
 // terminal drives a program through the pty of script(1): it types input

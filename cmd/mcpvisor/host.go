@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/textsafe"
 	"github.com/mcpvisor/mcpvisor/luaapi"
 	"github.com/mcpvisor/mcpvisor/manager"
 	"golang.org/x/term"
@@ -232,19 +233,24 @@ func startupSource(file string) (path, src string, err error) {
 	return file, string(b), nil
 }
 
+// printResult prints a chunk's values, tab-separated on one line. Strings
+// among them are already made safe for the terminal (luaapi.Result).
 func printResult(w io.Writer, res luaapi.Result) {
 	if len(res.Values) > 0 {
 		fmt.Fprintln(w, strings.Join(res.Values, "\t"))
 	}
 }
 
+// printError prints a failed chunk's error, with its Lua traceback when
+// there is one. Error text often quotes a server (its message, its stderr),
+// so what a terminal would act on or hide is shown escaped.
 func printError(w io.Writer, err error) {
 	var le *luaapi.Error
 	if errors.As(err, &le) && le.Traceback != "" && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(w, "error: %s\n%s\n", le.Message, le.Traceback)
+		fmt.Fprintf(w, "error: %s\n%s\n", textsafe.Block(le.Message), textsafe.Block(le.Traceback))
 		return
 	}
-	fmt.Fprintf(w, "error: %v\n", err)
+	fmt.Fprintf(w, "error: %s\n", textsafe.Block(err.Error()))
 }
 
 func newLogger(cfg config, w io.Writer) *slog.Logger {

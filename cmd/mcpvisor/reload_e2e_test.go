@@ -90,6 +90,22 @@ mcp_on("connected", function(e) print("hook must not run") end)
 	}
 }
 
+// check shows what a config holds without letting it act on the terminal:
+// escape sequences, tabs and bidi overrides in a server's command are
+// written out, and the columns stay aligned.
+func TestCheckEscapesConfigText(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "startup.lua")
+	require.NoError(t, os.WriteFile(path, []byte(`mcp_add("evil", {command = {"prog\27]0;PWNED\7", "a\tb", "\226\128\174exe"}})`+"\n"), 0o644))
+	o := runBinary(t, invocation{dir: dir, args: []string{"check", "-c", path}})
+	require.Equal(t, 0, o.code, "stderr: %s", o.stderr)
+	lines := strings.Split(strings.TrimRight(o.stdout, "\n"), "\n")
+	require.Len(t, lines, 3, "stdout:\n%s", o.stdout)
+	require.Regexp(t, `^evil\s+stdio\s+prog\\x1b\]0;PWNED\\x07 a\\tb \\u202eexe\s+startup\.lua:1$`, lines[1])
+	require.NotContains(t, o.stdout, "\x1b")
+	require.NotContains(t, o.stdout, "\u202e")
+}
+
 // host is a running mcpvisor whose stdin stays open: Lua sent to it runs
 // chunk by chunk, each printing one line.
 type runningHost struct {

@@ -57,9 +57,11 @@
 //
 // Text is measured in terminal columns: East Asian wide and fullwidth runes
 // count two (golang.org/x/text/width), combining marks and format characters
-// none. Control characters in names and errors (a server's error text can
-// hold anything, escape sequences included) are replaced by spaces, so
-// nothing this package renders can move a terminal's cursor.
+// none. Control characters and invisible format characters in names and
+// errors (a server's error text can hold anything: escape sequences, bidi
+// overrides, zero-width spaces) are written out as escapes such as `\x1b`
+// or `\u202e`, so nothing this package renders can move a terminal's
+// cursor or disguise one name as another.
 //
 // # Concurrency
 //

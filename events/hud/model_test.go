@@ -364,14 +364,15 @@ func TestHUDModelLagged(t *testing.T) {
 	assert.Equal(t, 7, row(t, &m, t0, "a").Calls)
 }
 
-// Error text is shown on one line with no control characters, whatever the
-// server put in it.
+// Error text is shown on one line, whatever the server put in it: line
+// breaks and tabs fold to spaces, and escape sequences, bidi overrides and
+// zero-width characters are written out rather than left for a terminal.
 func TestHUDModelErrorIsOneCleanLine(t *testing.T) {
 	var s script
 	s.at(0, events.KindAdded, "evil", events.Fields{"transport": "stdio"})
-	s.at(0, events.KindDisconnected, "evil", events.Fields{"error": "exit 1:\n\tstderr: \x1b[2J\x1b[31mred\x1b[0m\r\n"})
+	s.at(0, events.KindDisconnected, "evil", events.Fields{"error": "exit 1:\n\tstderr: \x1b[2J\x1b[31mred\x1b[0m \u202egnp\u200b\r\n"})
 	r := row(t, s.model(), t0, "evil")
-	assert.Equal(t, "exit 1: stderr: [2J [31mred [0m", r.Error)
+	assert.Equal(t, `exit 1: stderr: \x1b[2J\x1b[31mred\x1b[0m \u202egnp\u200b`, r.Error)
 }
 
 // A server declared with enabled = false publishes only added.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mcpvisor/mcpvisor/internal/textsafe"
 )
 
 // maxNameWidth caps the name column; longer names are cut with "…".
@@ -35,7 +37,7 @@ func Render(rows []Row, width int) string {
 // (`mcpvisor: 3 servers · 2 connected · 1 retrying`), then one line per
 // server with aligned columns (glyph, name, transport, tools, latency)
 // followed by its status and last error, cut with "…" where the width ends.
-// Lines never hold control characters.
+// Lines never hold control or invisible format characters.
 func Lines(rows []Row, l Layout) []string {
 	if l.Width <= 0 {
 		return nil
@@ -132,8 +134,8 @@ const minStatus = 28
 func measure(rows []Row, width int) columns {
 	var c columns
 	for _, r := range rows {
-		c.name = max(c.name, min(Width(sanitize(r.Name)), maxNameWidth))
-		c.transport = max(c.transport, Width(sanitize(r.Transport)))
+		c.name = max(c.name, min(Width(textsafe.Line(r.Name)), maxNameWidth))
+		c.transport = max(c.transport, Width(textsafe.Line(r.Transport)))
 		c.tools = max(c.tools, len(fmt.Sprint(r.Tools)))
 		c.latency = max(c.latency, len(latency(r)))
 	}
@@ -177,10 +179,10 @@ func (c columns) line(r Row) string {
 	var b strings.Builder
 	b.WriteString(r.Glyph)
 	b.WriteString(" ")
-	b.WriteString(padRight(sanitize(r.Name), c.name))
+	b.WriteString(padRight(textsafe.Line(r.Name), c.name))
 	if c.transport > 0 {
 		b.WriteString("  ")
-		b.WriteString(padRight(sanitize(r.Transport), c.transport))
+		b.WriteString(padRight(textsafe.Line(r.Transport), c.transport))
 	}
 	if c.tools > 0 {
 		b.WriteString("  ")
@@ -206,7 +208,7 @@ func status(r Row) string {
 	case StateConnecting:
 		switch {
 		case r.Waiting != "":
-			parts = append(parts, "waiting: "+r.Waiting)
+			parts = append(parts, "waiting: "+textsafe.Line(r.Waiting))
 		case r.Probe:
 			parts = append(parts, fmt.Sprintf("probing (attempt %d)", r.Attempt))
 		case r.Attempt > 1:
@@ -240,7 +242,7 @@ func status(r Row) string {
 		parts = append(parts, fmt.Sprintf("%d failed %s", r.FailedCalls, plural(r.FailedCalls, "call", "calls")))
 	}
 	if r.Error != "" {
-		parts = append(parts, sanitize(r.Error))
+		parts = append(parts, textsafe.Line(r.Error))
 	}
 	return strings.Join(parts, " · ")
 }

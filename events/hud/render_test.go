@@ -106,6 +106,25 @@ func TestHUDRenderFitsEveryWidth(t *testing.T) {
 	assert.Nil(t, hud.Lines(rows, hud.Layout{Width: 0}))
 }
 
+// A name, transport or error a row carries as it is (rows need not come
+// from the model) is drawn with its bidi overrides, isolates, zero-width
+// characters and escape sequences written out: it can neither reorder the
+// line nor hide characters nor act on the terminal.
+func TestHUDRenderEscapesInvisibleCharacters(t *testing.T) {
+	rows := []hud.Row{{
+		Name: "admin\u202egnp", State: hud.StateFailed, Glyph: hud.StateFailed.Glyph(), Transport: "std\u200bio",
+		Error: "denied by \u2066evil\u2069\ufeff \x1b]0;PWNED\x07\u0085",
+	}}
+	lines := hud.Lines(rows, hud.Layout{Width: 160})
+	require.Len(t, lines, 2)
+	assert.Contains(t, lines[1], `admin\u202egnp`)
+	assert.Contains(t, lines[1], `std\u200bio`)
+	assert.Contains(t, lines[1], `denied by \u2066evil\u2069\ufeff \x1b]0;PWNED\x07\u0085`)
+	for _, l := range lines {
+		assert.False(t, strings.ContainsFunc(l, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }), "%q", l)
+	}
+}
+
 func TestHUDTruncateAndWidth(t *testing.T) {
 	tests := []struct {
 		s     string

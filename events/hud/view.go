@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpvisor/mcpvisor/internal/textsafe"
 )
 
 // maxErrorRunes bounds Row.Error; a display truncates it further to fit.
@@ -79,10 +81,12 @@ func (m *Model) View(now time.Time) []Row {
 	return rows
 }
 
-// oneLine makes an error fit one line: whitespace runs become one space,
-// control characters spaces, and it is cut at maxErrorRunes with "…".
+// oneLine makes an error fit one line: whitespace runs (line breaks and
+// tabs included) become one space, what a terminal would act on or hide is
+// written out as escapes (textsafe.Line), and it is cut at maxErrorRunes
+// with "…".
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(sanitize(s)), " ")
+	s = textsafe.Line(strings.Join(strings.Fields(s), " "))
 	if r := []rune(s); len(r) > maxErrorRunes {
 		s = string(r[:maxErrorRunes-1]) + "…"
 	}

@@ -3,7 +3,6 @@ package hud
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/text/width"
 )
@@ -68,25 +67,4 @@ func padRight(s string, w int) string {
 // padLeft right-aligns s in w columns (s is never cut).
 func padLeft(s string, w int) string {
 	return strings.Repeat(" ", max(w-Width(s), 0)) + s
-}
-
-// sanitize replaces control characters (escape sequences, newlines, tabs)
-// and invalid UTF-8 with spaces, so that the text cannot move a cursor.
-func sanitize(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || unicode.IsControl(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if r == utf8.RuneError || unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
 }

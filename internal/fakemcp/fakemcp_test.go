@@ -303,6 +303,19 @@ func TestCrashAfterCalls(t *testing.T) {
 	}
 }
 
+// --reply makes every echoing tool answer the given text, its Go escapes
+// decoded: a server that sends terminal escape sequences.
+func TestReply(t *testing.T) {
+	t.Parallel()
+	p := start(t, "--tools=1", `--reply=A\x1b]0;PWNED\x07\x1b[2JB \u202e`)
+	cs := p.connect(t)
+	for _, tool := range []string{"echo", "t0"} {
+		if got := echo(t, cs, tool, "ignored"); got != "A\x1b]0;PWNED\a\x1b[2JB \u202e" {
+			t.Errorf("%s = %q", tool, got)
+		}
+	}
+}
+
 func TestCrashAfterInitialize(t *testing.T) {
 	t.Parallel()
 	p := start(t, "--crash-after=0")

@@ -28,6 +28,8 @@
 //	                            after-init: after the first tools/call response;
 //	                            interleaved: after every message
 //	--huge-message=SIZE         echo answers a text of SIZE bytes (KiB, MiB, GiB, KB, MB, GB)
+//	--reply=TEXT                echo and t0..t{N-1} answer TEXT instead of {text}; Go
+//	                            escapes in it are decoded (\x1b, \u202e, \n)
 //	--invalid-utf8              tools/call results carry raw invalid UTF-8 bytes
 //	--partial-frame             first tools/call writes `{"jsonrpc":"2.0",` and stdout stalls
 //	--stderr-flood=SIZE|continuous
@@ -80,6 +82,7 @@ type config struct {
 
 	garbage       string // "", before-init, after-init, interleaved
 	hugeMessage   int64
+	reply         *string // nil: echo the text argument
 	invalidUTF8   bool
 	partialFrame  bool
 	dupResponse   bool
@@ -138,6 +141,14 @@ func parseFlags(args []string) (*config, error) {
 	fs.Func("huge-message", "", func(v string) (err error) {
 		c.hugeMessage, err = parseSize(v)
 		return err
+	})
+	fs.Func("reply", "", func(v string) error {
+		text, err := strconv.Unquote(`"` + strings.ReplaceAll(v, `"`, `\"`) + `"`)
+		if err != nil {
+			return fmt.Errorf("want text with Go escapes, got %q: %v", v, err)
+		}
+		c.reply = &text
+		return nil
 	})
 	fs.BoolVar(&c.invalidUTF8, "invalid-utf8", false, "")
 	fs.BoolVar(&c.partialFrame, "partial-frame", false, "")

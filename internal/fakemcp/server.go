@@ -323,6 +323,8 @@ func (s *server) callTool(ctx context.Context, m *message) {
 			return
 		}
 		text = fmt.Sprintf("slept %dms", p.Arguments.Ms)
+	case s.hasTool(p.Name) && s.cfg.reply != nil:
+		text = *s.cfg.reply
 	case s.hasTool(p.Name):
 		text = p.Arguments.Text
 	default:
