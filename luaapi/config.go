@@ -2,6 +2,7 @@ package luaapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -217,11 +218,16 @@ func (r *Runtime) apply(want *desired) ConfigResult {
 	prev, prevNames := r.config.servers, r.config.names
 	next := make(map[string]manager.Spec, len(want.servers))
 	names := make(map[string]string, len(want.servers))
+	running := r.running()
 	for _, key := range want.order {
 		d := want.servers[key]
 		next[key] = d.spec
 		names[key] = d.name
-		cur, err := r.servers.Spec(d.name)
+		var cur manager.Spec
+		err := errNotRunning
+		if running[key] {
+			cur, err = r.servers.Spec(d.name)
+		}
 		switch {
 		case err != nil: // not running: new
 			if err := r.servers.Add(d.name, d.spec); err != nil {
@@ -243,7 +249,7 @@ func (r *Runtime) apply(want *desired) ConfigResult {
 		}
 	}
 	for key := range prev {
-		if _, ok := next[key]; ok {
+		if _, ok := next[key]; ok || !running[key] {
 			continue
 		}
 		if st, err := r.observer.Status(prevNames[key]); err == nil {
@@ -258,6 +264,24 @@ func (r *Runtime) apply(want *desired) ConfigResult {
 	r.applyToolsets(want)
 	r.applyLuaTools(want)
 	return res
+}
+
+// errNotRunning stands for the manager's answer about a server it does not
+// run, without asking it: that answer suggests the closest of all the
+// names, which is work over every server.
+var errNotRunning = errors.New("not running")
+
+// running returns the name keys of the servers the manager runs now. A
+// config asks about each server it declares; asking the manager about each
+// one it does not know would make applying n new servers cost n times the
+// whole set.
+func (r *Runtime) running() map[string]bool {
+	names := r.observer.Names()
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[manager.NameKey(n)] = true
+	}
+	return set
 }
 
 // declare is mcp_add inside a config evaluation: it records the server,

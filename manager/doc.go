@@ -52,6 +52,12 @@
 // ends first gets CONNECTION_LIMIT, and an idle server nobody waits for
 // any more leaves the line.
 //
+// [Options.MaxConnecting] caps the attempts in flight, apart from that: an
+// attempt takes a turn before it starts (after its connection slot, if
+// any) and gives it back when it ends, connected or not. A server beyond
+// the cap waits in connecting with [Status.Waiting] set, in a second line
+// joined at Add, so thousands of declared servers start a few at a time.
+//
 // # Processes
 //
 // Stdio servers run in their own process group with pipes the host owns;

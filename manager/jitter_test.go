@@ -74,7 +74,7 @@ func recordFailSchedule(t *testing.T, servers int, raw map[string]any, horizon t
 			switch {
 			case e.Kind == events.KindLagged:
 				t.Errorf("the recorder lagged: %v events missed", e.Fields["missed"])
-			case e.Kind == events.KindConnecting:
+			case e.Kind == events.KindConnecting && e.Fields["waiting"] == nil: // waiting for a turn is no attempt yet
 				probe, _ := e.Fields["probe"].(bool)
 				rec.attempts[e.Server] = append(rec.attempts[e.Server], attemptAt{at: at, n: int(e.Int("attempt")), probe: probe})
 			case e.Kind == events.KindCircuit && e.Fields["to"] == "open":

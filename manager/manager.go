@@ -51,6 +51,16 @@ type Options struct {
 	// timeout ends first; an idle server woken by callers goes back to
 	// idle when none of them waits any more.
 	MaxConnections int
+	// MaxConnecting caps the connection attempts in flight at once (spawn
+	// or dial, handshake and first discovery), apart from MaxConnections:
+	// a config of thousands of servers starts them a few at a time instead
+	// of running thousands of processes that have not answered yet. An
+	// attempt beyond the cap waits in connecting (its status and a
+	// connecting event say "max connecting (N) reached") until one in
+	// flight connects, fails or times out; waiting attempts take their turn
+	// in order, those added together in the order of Add. 0 means the
+	// default, [DefaultMaxConnecting]; less than 0 means no cap.
+	MaxConnecting int
 	// Version is reported to servers as the client version. If empty, "dev".
 	Version string
 	// TracerProvider makes the tracer of the manager's spans (mcp.add,
@@ -66,15 +76,16 @@ type Options struct {
 // Manager keeps a set of MCP servers connected. Create it with [New]; it is
 // safe for concurrent use.
 type Manager struct {
-	opts    Options
-	bus     *events.Bus
-	ownsBus bool
-	log     *slog.Logger
-	http    *http.Transport
-	dial    DialFunc
-	rand    func() float64
-	tel     *telemetry
-	slots   *slots // nil: no cap on connections
+	opts     Options
+	bus      *events.Bus
+	ownsBus  bool
+	log      *slog.Logger
+	http     *http.Transport
+	dial     DialFunc
+	rand     func() float64
+	tel      *telemetry
+	slots    *slots // nil: no cap on connections
+	attempts *slots // nil: no cap on attempts in flight
 
 	mu sync.Mutex
 	// mu guards the following.
@@ -110,7 +121,11 @@ func New(opts Options) *Manager {
 	if m.opts.Version == "" {
 		m.opts.Version = "dev"
 	}
-	m.slots = newSlots(m.opts.MaxConnections)
+	m.slots = newSlots(m.opts.MaxConnections, "max connections (%d) reached")
+	if m.opts.MaxConnecting == 0 {
+		m.opts.MaxConnecting = DefaultMaxConnecting()
+	}
+	m.attempts = newSlots(m.opts.MaxConnecting, "max connecting (%d) reached")
 	m.http = endpoint.NewPool()
 	m.tel = newTelemetry(opts.TracerProvider, opts.MeterProvider, m.Statuses, m.log)
 	if m.dial == nil {
@@ -153,6 +168,12 @@ func (m *Manager) Add(name string, spec Spec) (err error) {
 	s := newSupervisor(m, n, spec)
 	if !spec.Disabled {
 		s.slot = m.slots.take() // in line in the order of declaration
+		if s.slot == nil || s.slot.ready() {
+			// In line for its first attempt too; one still waiting for a
+			// connection slot joins that line once it has one, so that it
+			// holds no turn meanwhile.
+			s.turn = m.attempts.take()
+		}
 	}
 	m.servers[key] = s
 	m.exact[n] = s

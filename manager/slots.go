@@ -16,20 +16,24 @@ import (
 // line, served in order: [Manager.Add] joins it, so servers declared
 // together connect in the order they were declared.
 type slots struct {
-	limit int
-	mu    sync.Mutex
+	limit   int
+	reached string // why a server waits, as its status says it
+	mu      sync.Mutex
 	// mu guards the following.
 	held int       // slots granted and not given back
 	line []*ticket // waiting for a slot, first in line first
 }
 
-// newSlots returns the cap for limit connections; nil (no cap) when limit
-// is zero or less.
-func newSlots(limit int) *slots {
+// newSlots returns a cap of limit holders at once, whose waiting servers
+// say reached (a format taking the limit); nil (no cap) when limit is zero
+// or less. The same line serves the connections held
+// ([Options.MaxConnections]) and the attempts in flight
+// ([Options.MaxConnecting]).
+func newSlots(limit int, reached string) *slots {
 	if limit <= 0 {
 		return nil
 	}
-	return &slots{limit: limit}
+	return &slots{limit: limit, reached: fmt.Sprintf(reached, limit)}
 }
 
 // ticket is one server's place in line for a slot, then the slot itself
@@ -84,7 +88,10 @@ func (t *ticket) giveBack() {
 		}
 		if len(sl.line) > 0 {
 			next := sl.line[0]
-			sl.line = slices.Delete(sl.line, 0, 1)
+			// The line shrinks from its front without copying the rest:
+			// thousands may wait in it.
+			sl.line[0] = nil
+			sl.line = sl.line[1:]
 			close(next.granted) // the slot passes on: held is unchanged
 			return
 		}
@@ -94,9 +101,7 @@ func (t *ticket) giveBack() {
 
 // limitReached is the explanation of a server kept waiting by the cap,
 // as its status and a waiting caller's CONNECTION_LIMIT error say it.
-func (sl *slots) limitReached() string {
-	return fmt.Sprintf("max connections (%d) reached", sl.limit)
-}
+func (sl *slots) limitReached() string { return sl.reached }
 
 // takeSlot waits for a connection slot before attempt n. Without a cap it
 // returns at once. When the cap is reached the server says so (state
@@ -167,4 +172,5 @@ func (s *supervisor) keepSlot(c *conn) {
 func (s *supervisor) dropSlot() {
 	s.slot.giveBack()
 	s.slot = nil
+	s.dropTurn()
 }

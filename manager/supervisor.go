@@ -69,6 +69,7 @@ type supervisor struct {
 	reinited  bool     // the current session replaced an expired one
 	idleTimer *time.Timer
 	slot      *ticket       // the next attempt's slot or place in line (Add, mcp_reconnect, re-init)
+	turn      *ticket       // the next attempt's place in the line of attempts (Add)
 	woken     bool          // the next attempt is for callers of the idle server
 	trace     *connectTrace // spans of the connection attempts
 
@@ -224,7 +225,13 @@ func (s *supervisor) connectLoop() *conn {
 		if !ok {
 			return nil
 		}
+		turn, ok := s.takeTurn(s.failures + 1)
+		if !ok {
+			slot.giveBack()
+			return nil
+		}
 		c, err := s.attempt(s.failures+1, probe)
+		turn.giveBack() // connected or not, the attempt is over
 		if err == nil {
 			c.attempt = s.failures + 1
 			c.slot = slot

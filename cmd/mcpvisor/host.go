@@ -119,7 +119,8 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 		defer close(h.logDone)
 		_ = events.Log(context.Background(), sub, logger)
 	}()
-	h.mgr = manager.New(manager.Options{Bus: h.bus, Logger: logger, Version: version(), MaxConnections: cfg.maxConnections,
+	h.mgr = manager.New(manager.Options{Bus: h.bus, Logger: logger, Version: version(),
+		MaxConnections: cfg.maxConnections, MaxConnecting: cfg.maxConnecting,
 		TracerProvider: tel.tracerProvider(), MeterProvider: tel.meterProvider()})
 	var hudAPI luaapi.HUD // nil without a terminal: mcp_hud says so
 	if hud != nil {

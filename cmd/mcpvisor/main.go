@@ -43,6 +43,11 @@ Flags:
                         cap); the others wait in "connecting" until a slot
                         comes free: a failed connect, an idle close, a lost
                         session, mcp_disable or a removal
+  --max-connecting N    make at most N connection attempts (spawn or dial
+                        and handshake) at once, whether or not --max-
+                        connections is set (default 4 per core, at least 8
+                        and at most 64; 0: no cap); the others wait in
+                        "connecting" for their turn, in declaration order
   --hud                 show the live status block (HUD) at the top of the
                         terminal: a line per server with its state, tools,
                         latency, retry countdown and last error (the default
@@ -171,6 +176,9 @@ type config struct {
 	hud       hudMode
 	// maxConnections caps the servers connected at once; 0: no cap.
 	maxConnections int
+	// maxConnecting caps the connection attempts in flight, as
+	// manager.Options.MaxConnecting: 0 the default, less than 0 no cap.
+	maxConnecting int
 	// The gateway: HTTP address, token file, and (serve only) what to serve.
 	http, tokenFile string
 	server, toolset string
@@ -208,6 +216,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.logFormat, "log-format", "text", "")
 	fs.BoolVar(&c.noWatch, "no-watch", false, "")
 	fs.IntVar(&c.maxConnections, "max-connections", 0, "")
+	fs.IntVar(&c.maxConnecting, "max-connecting", 0, "")
 	fs.StringVar(&c.http, "http", "", "")
 	fs.StringVar(&c.tokenFile, "token-file", "", "")
 	fs.StringVar(&c.server, "server", "", "")
@@ -218,13 +227,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	levelSet := false
+	levelSet, connectingSet := false, false
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "e":
 			c.hasCode = true
 		case "log-level":
 			levelSet = true
+		case "max-connecting":
+			connectingSet = true
 		}
 	})
 	switch {
@@ -237,6 +248,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.maxConnections < 0 {
 		return c, fmt.Errorf("--max-connections must be 0 (no cap) or more, got %d", c.maxConnections)
+	}
+	switch {
+	case c.maxConnecting < 0:
+		return c, fmt.Errorf("--max-connecting must be 0 (no cap) or more, got %d", c.maxConnecting)
+	case connectingSet && c.maxConnecting == 0:
+		c.maxConnecting = -1 // asked for no cap; not given at all means the default
 	}
 	if c.hasCode && !levelSet {
 		c.logLevel = "warn" // a one-shot command prints its result, not the lifecycle

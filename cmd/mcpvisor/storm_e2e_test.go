@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A spawn storm: 800 servers that never answer initialize (sleep 300) are
+// started a few at a time, not all at once. Three seconds in, the host
+// runs at most 64 server processes (the default cap is 4 per core, 8 to
+// 64), and its REPL still answers.
+func TestSpawnStormIsCapped(t *testing.T) {
+	const n = 800
+	dir := t.TempDir()
+	var cfg strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&cfg, "mcp_add(\"s%d\", {command = {\"sleep\", \"300\"}})\n", i)
+	}
+	file := filepath.Join(dir, "storm.lua")
+	require.NoError(t, os.WriteFile(file, []byte(cfg.String()), 0o644))
+
+	began := time.Now()
+	p := start(t, invocation{args: []string{"-c", file, "--no-watch", "--no-hud"}})
+	_, err := p.stdin.Write([]byte(`print(#mcp_servers(), mcp_status("s800").waiting)` + "\n"))
+	require.NoError(t, err)
+	require.Regexp(t, fmt.Sprintf(`^%d\tmax connecting \(\d+\) reached$`, n), p.line(20*time.Second))
+	t.Logf("the REPL answered %v after start", time.Since(began).Round(time.Millisecond))
+
+	time.Sleep(time.Until(began.Add(3 * time.Second)))
+	kids := childrenOf(p.cmd.Process.Pid)
+	t.Logf("%d server processes 3 s after start", kids)
+	require.LessOrEqual(t, kids, 64, "server processes at once")
+	require.Positive(t, kids, "the first servers were started")
+
+	require.NoError(t, p.stdin.Close())
+	require.True(t, p.wait(30*time.Second), "mcpvisor did not exit after stdin closed")
+}
+
+// A negative --max-connecting is refused, as a negative --max-connections.
+func TestMaxConnectingFlagRefusesNegative(t *testing.T) {
+	o := runBinary(t, invocation{args: []string{"--max-connecting", "-1", "-e", "return 1"}})
+	require.Equal(t, 2, o.code)
+	require.Contains(t, o.stderr, "--max-connecting must be 0 (no cap) or more, got -1")
+}
+
+// childrenOf counts the live processes whose parent is pid.
+func childrenOf(pid int) int {
+	count := 0
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range paths {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 || f[0] == "Z" {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
+			count++
+		}
+	}
+	return count
+}
