@@ -48,6 +48,8 @@ func newState(scriptDir string) *lua.LState {
 		}
 	}
 	capBuiltins(L)
+	capCoroutines(L)
+	capProtectedCalls(L)
 	if pkg, ok := L.GetGlobal("package").(*lua.LTable); ok {
 		pkg.RawSetString("path", lua.LString(filepath.Join(scriptDir, "?.lua")))
 		pkg.RawSetString("cpath", lua.LString(""))
