@@ -168,16 +168,17 @@ func TestCompleteAfterClose(t *testing.T) {
 }
 
 // A server names its tools and prompts as it likes; the completion list
-// the line editor shows writes out what a terminal would act on or hide,
-// never the raw characters.
+// the line editor shows never holds what a terminal would act on or hide.
+// (The manager refuses such names outright; completion escapes whatever
+// reaches it as a second line of defence.)
 func TestCompleteEscapesServerNames(t *testing.T) {
 	r := newTestRuntime(t, namedToolsDial(t, "ok", "set\x1b]0;PWNED\x07title", "admin\u202egnp", "git\u200bhub"))
 	r.run(t, `mcp_add("evil", {command = {"evil"}}) assert(mcp_wait("evil", "connected"))`)
 	got, length := r.Complete(t.Context(), `mcp_call("evil.`, len(`mcp_call("evil.`))
-	require.Equal(t, []string{`admin\u202egnp`, `git\u200bhub`, "ok", `set\x1b]0;PWNED\x07title`}, got)
+	require.Equal(t, []string{"ok"}, got)
 	require.Equal(t, 5, length)
 	got, _ = r.Complete(t.Context(), `mcp_prompt("evil.`, len(`mcp_prompt("evil.`))
-	require.Equal(t, []string{`admin\u202egnp`, `git\u200bhub`, "ok", `set\x1b]0;PWNED\x07title`}, got)
+	require.Equal(t, []string{"ok"}, got)
 }
 
 // namedToolsDial connects every server to an in-memory one that offers a

@@ -173,7 +173,8 @@ func inputSchema(L *lua.LState, v lua.LValue) map[string]any {
 func (r *Runtime) setLuaTool(d luaToolDecl, fromConfig bool) {
 	key := manager.NameKey(d.server)
 	s := r.toolServers[key]
-	if s == nil {
+	fresh := s == nil
+	if fresh {
 		s = &luaServer{r: r, name: d.server, tools: map[string]*luaToolEntry{},
 			srv: mcp.NewServer(&mcp.Implementation{Name: "mcpvisor-lua", Version: "lua"}, &mcp.ServerOptions{
 				Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
@@ -182,9 +183,6 @@ func (r *Runtime) setLuaTool(d luaToolDecl, fromConfig bool) {
 			r.toolServers = map[string]*luaServer{}
 		}
 		r.toolServers[key] = s
-		if err := r.servers.Add(d.server, manager.Spec{Transport: manager.TransportInProcess, Dial: s}); err != nil {
-			r.opts.Logger.Error("mcp_tool: cannot add the server of the Lua tools", "server", d.server, "error", err)
-		}
 	}
 	if e, ok := s.tools[d.name]; ok && e.decl.description == d.description && reflect.DeepEqual(e.decl.schema, d.schema) {
 		e.decl, e.fromConfig = d, fromConfig
@@ -192,6 +190,13 @@ func (r *Runtime) setLuaTool(d luaToolDecl, fromConfig bool) {
 	}
 	s.srv.AddTool(&mcp.Tool{Name: d.name, Description: d.description, InputSchema: d.schema}, s.handler(d.name))
 	s.tools[d.name] = &luaToolEntry{decl: d, fromConfig: fromConfig}
+	if fresh {
+		// Added once its first tool is there, so that the first discovery
+		// lists it (a tool added later is announced with list_changed).
+		if err := r.servers.Add(d.server, manager.Spec{Transport: manager.TransportInProcess, Dial: s}); err != nil {
+			r.opts.Logger.Error("mcp_tool: cannot add the server of the Lua tools", "server", d.server, "error", err)
+		}
+	}
 }
 
 // applyLuaTools makes the Lua tools match what the config declares: the
