@@ -62,6 +62,10 @@ type Options struct {
 	// SliceBudget bounds how long a hook, timer or callback may run between
 	// two suspensions before it is stopped. If zero, 100ms.
 	SliceBudget time.Duration
+	// MemoryLimit stops a chunk (REPL line, -e, script, config) that makes
+	// the host's heap grow past it, with a Lua error naming the limit. If
+	// zero, DefaultMemoryLimit (1 GiB); negative turns it off.
+	MemoryLimit int64
 	// HUD is the terminal display that mcp_hud switches. If nil, there is
 	// no terminal and mcp_hud says so.
 	HUD HUD
@@ -124,6 +128,8 @@ type Runtime struct {
 	pending   sync.WaitGroup     // goroutines doing a task's async work
 	once      sync.Once
 	sub       *events.Subscription // the bus, drained by the loop for hooks
+	memory    memoryWatch
+	memDone   chan struct{} // closed when the memory watchdog has exited
 }
 
 // New builds the Lua state and starts the loop.
@@ -148,6 +154,9 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if opts.SliceBudget <= 0 {
 		opts.SliceBudget = 100 * time.Millisecond
+	}
+	if opts.MemoryLimit == 0 {
+		opts.MemoryLimit = DefaultMemoryLimit
 	}
 	base, cancel := context.WithCancel(context.Background())
 	r := &Runtime{
@@ -175,6 +184,13 @@ func New(opts Options) (*Runtime, error) {
 	r.sub = r.bus.Subscribe(events.SubscribeOptions{QueueSize: 4096})
 	r.hud.ApplyAll(r.bus.History(0)) // servers added before us; the overlap is skipped
 	r.listener = startListener(opts.Gateway, r.stop)
+	r.memory.limit = uint64(opts.MemoryLimit)
+	r.memDone = make(chan struct{})
+	if opts.MemoryLimit > 0 {
+		go r.memory.watch(r.stop, r.memDone)
+	} else {
+		close(r.memDone)
+	}
 	go r.loop()
 	return r, nil
 }
@@ -238,6 +254,7 @@ func (r *Runtime) Close() {
 		r.pending.Wait()
 		close(r.stop)
 		<-r.done
+		<-r.memDone
 		<-r.listener.done
 		r.sub.Close()
 		r.state.Close()

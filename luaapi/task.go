@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -30,6 +31,9 @@ type task struct {
 	origin int
 	// config collects the declarations of a config evaluation; nil outside.
 	config *desired
+	// overMemory is set by the memory watchdog (another goroutine) before
+	// it cancels the task.
+	overMemory atomic.Bool
 }
 
 // taskOptions are the optional properties of a new task.
@@ -118,8 +122,14 @@ func (r *Runtime) resume(t *task, fn *lua.LFunction, args []lua.LValue) {
 		defer cancel()
 	}
 	t.co.SetContext(ctx)
+	if t.budget == 0 {
+		r.memory.running.Store(t) // a chunk: watched for memory
+	}
 	st, err, vals := r.resumeSafely(t, fn, args)
+	r.memory.running.Store(nil)
 	switch {
+	case err != nil && t.overMemory.Load():
+		r.finish(t, nil, r.memory.memoryError(t))
 	case err != nil && context.Cause(ctx) == errBudget && t.ctx.Err() == nil:
 		r.finish(t, nil, &Error{
 			Message:   fmt.Sprintf("stopped after %s without yielding (the time budget of a hook, timer or callback slice); move long work out of hooks", t.budget),

@@ -1,0 +1,68 @@
+package luaapi
+
+import (
+	"errors"
+	"fmt"
+	"runtime/metrics"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultMemoryLimit is the heap a running chunk may bring the host to
+// before it is stopped (Options.MemoryLimit).
+const DefaultMemoryLimit = 1 << 30
+
+// memoryCheckEvery is how often the watchdog reads the heap while a chunk
+// runs.
+const memoryCheckEvery = 50 * time.Millisecond
+
+// ErrMemoryLimit is the cause of a chunk stopped by the memory limit.
+var ErrMemoryLimit = errors.New("memory limit exceeded")
+
+// heapMetric is the live heap, read without stopping the world.
+const heapMetric = "/memory/classes/heap/objects:bytes"
+
+// memoryWatch stops a chunk that makes the heap grow past the limit: a
+// string doubled in a loop reached 2 GB before anything noticed. The loop
+// publishes the task it is running; the watchdog goroutine reads the heap
+// every memoryCheckEvery and, over the limit, marks that task and cancels
+// it (the Lua VM checks its context between instructions). Hooks, timers
+// and callbacks are stopped by their slice budget sooner than they could
+// get there.
+type memoryWatch struct {
+	limit   uint64
+	running atomic.Pointer[task] // the chunk the loop runs, or nil
+}
+
+// watch runs until stop is closed; the Runtime owns it and waits for it.
+func (w *memoryWatch) watch(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	sample := []metrics.Sample{{Name: heapMetric}}
+	tick := time.NewTicker(memoryCheckEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		t := w.running.Load()
+		if t == nil {
+			continue
+		}
+		metrics.Read(sample)
+		if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > w.limit {
+			t.overMemory.Store(true)
+			t.cancel()
+		}
+	}
+}
+
+// memoryError is what a chunk stopped by the watchdog reports.
+func (w *memoryWatch) memoryError(t *task) *Error {
+	return &Error{
+		Message:   fmt.Sprintf("stopped: the heap grew past %d MiB while this chunk ran (the memory limit of Lua code); build smaller values", w.limit>>20),
+		Traceback: t.trace,
+		Cause:     ErrMemoryLimit,
+	}
+}
