@@ -46,6 +46,9 @@ const (
 	// Published by the manager when a server lists an item whose name it
 	// refuses (empty, control characters, a look-alike of another).
 	KindRefused Kind = "refused" // item (tool, prompt), name (quoted), reason
+	// Published by the manager when a server's notifications came faster
+	// than it publishes them.
+	KindNotificationsDropped Kind = "notifications_dropped" // dropped, rate (a second)
 )
 
 // Kinds lists every event kind: added … lagged first, then the four added
@@ -59,6 +62,7 @@ var Kinds = []Kind{
 	KindHookError, KindLagged,
 	KindHealthUnsupported, KindClosing, KindDisabled, KindToolCall,
 	KindClientConnected, KindClientDisconnected, KindNameCollision, KindRefused,
+	KindNotificationsDropped,
 }
 
 // Fields holds the kind-specific details of an event. Values are plain,

@@ -18,7 +18,7 @@ func LevelOf(k Kind) slog.Level {
 		KindClientConnected, KindClientDisconnected:
 		return slog.LevelInfo
 	case KindBackoff, KindDisconnected, KindHealthFailed, KindHookError, KindLagged,
-		KindNameCollision, KindRefused:
+		KindNameCollision, KindRefused, KindNotificationsDropped:
 		return slog.LevelWarn
 	case KindFailed, KindConfigError:
 		return slog.LevelError
@@ -28,30 +28,31 @@ func LevelOf(k Kind) slog.Level {
 }
 
 var logMessages = map[Kind]string{
-	KindAdded:              "server added",
-	KindRemoved:            "server removed",
-	KindConnecting:         "connect attempt",
-	KindConnected:          "server connected",
-	KindDisconnected:       "server disconnected",
-	KindBackoff:            "backing off, will retry",
-	KindFailed:             "server failed, giving up",
-	KindLagged:             "log subscriber fell behind, events missed",
-	KindConfigApplied:      "config applied",
-	KindConfigError:        "config not applied",
-	KindHookError:          "Lua hook failed",
-	KindToolsChanged:       "tools changed",
-	KindNotification:       "server notification",
-	KindClosing:            "server closing",
-	KindDisabled:           "server disabled",
-	KindToolCall:           "tool call finished",
-	KindIdle:               "server idle, no session until the next call",
-	KindCircuit:            "circuit breaker changed",
-	KindHealthFailed:       "health check failed",
-	KindHealthUnsupported:  "ping unsupported, using passive liveness",
-	KindClientConnected:    "client connected",
-	KindClientDisconnected: "client disconnected",
-	KindNameCollision:      "names collide after sanitizing; both kept under distinct names",
-	KindRefused:            "server listed an item with an unusable name; it is left out",
+	KindAdded:                "server added",
+	KindRemoved:              "server removed",
+	KindConnecting:           "connect attempt",
+	KindConnected:            "server connected",
+	KindDisconnected:         "server disconnected",
+	KindBackoff:              "backing off, will retry",
+	KindFailed:               "server failed, giving up",
+	KindLagged:               "log subscriber fell behind, events missed",
+	KindConfigApplied:        "config applied",
+	KindConfigError:          "config not applied",
+	KindHookError:            "Lua hook failed",
+	KindToolsChanged:         "tools changed",
+	KindNotification:         "server notification",
+	KindClosing:              "server closing",
+	KindDisabled:             "server disabled",
+	KindToolCall:             "tool call finished",
+	KindIdle:                 "server idle, no session until the next call",
+	KindCircuit:              "circuit breaker changed",
+	KindHealthFailed:         "health check failed",
+	KindHealthUnsupported:    "ping unsupported, using passive liveness",
+	KindClientConnected:      "client connected",
+	KindClientDisconnected:   "client disconnected",
+	KindNameCollision:        "names collide after sanitizing; both kept under distinct names",
+	KindRefused:              "server listed an item with an unusable name; it is left out",
+	KindNotificationsDropped: "server sent notifications faster than they are published; some were dropped",
 }
 
 // levelOfEvent refines LevelOf with the event's fields: a failed tool call

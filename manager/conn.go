@@ -6,7 +6,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -225,7 +224,7 @@ const exitGrace = 500 * time.Millisecond
 func (m *Manager) newClient(s *supervisor) *mcp.Client {
 	notify := func(method string, params any) {
 		s.heard()
-		m.bus.Publish(events.KindNotification, s.name, events.Fields{"method": method, "params": params})
+		s.publishNotification(method, params)
 	}
 	return mcp.NewClient(&mcp.Implementation{Name: "mcpvisor", Version: m.opts.Version}, &mcp.ClientOptions{
 		Capabilities: &mcp.ClientCapabilities{},

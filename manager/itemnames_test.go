@@ -21,7 +21,9 @@ func TestUnusableToolNamesAreRefused(t *testing.T) {
 			s := mcp.NewServer(&mcp.Implementation{Name: "odd"}, nil)
 			for _, name := range []string{"github", "gıthub", "clear\x1b[2J", "zero\u200bwidth", "fine", "a.b"} {
 				s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
-					func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+					func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+						return &mcp.CallToolResult{}, nil
+					})
 			}
 			return s
 		}}

@@ -26,6 +26,8 @@ type supervisor struct {
 	order string // lower-cased name: how it is sorted for display
 	spec  Spec   // defaults applied
 	m     *Manager
+	// notify bounds the notification events the server can cause.
+	notify *notifyLimiter
 
 	ctx    context.Context // cancelled when removal is requested
 	cancel context.CancelFunc
@@ -82,6 +84,7 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 		name:           name,
 		key:            NameKey(name),
 		order:          strings.ToLower(name),
+		notify:         newNotifyLimiter(),
 		spec:           spec,
 		m:              m,
 		ctx:            ctx,
