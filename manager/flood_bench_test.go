@@ -1,0 +1,102 @@
+package manager_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/demo"
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// BenchmarkCallUnderNotificationFlood measures the p99 of one server's
+// calls while another server floods notifications as fast as it can and a
+// subscriber (a Lua hook, the HUD) reads every event, against the same
+// calls with the flooding server quiet, in the same run. Reported:
+// flood-p99-ms, quiet-p99-ms and p99-ratio.
+//
+//	go test -run '^$' -bench CallUnderNotificationFlood -benchtime 2000x ./manager/
+func BenchmarkCallUnderNotificationFlood(b *testing.B) {
+	flooding := make(chan bool, 1)
+	var sessions sync.Map // *mcp.ServerSession of the flooding server
+	p := map[string]*peers{
+		"demo": {newServer: demo.NewServer},
+		"flood": {newServer: func() *mcp.Server {
+			return mcp.NewServer(&mcp.Implementation{Name: "flood"}, &mcp.ServerOptions{
+				InitializedHandler: func(_ context.Context, r *mcp.InitializedRequest) { sessions.Store(r.Session, true) },
+			})
+		}},
+	}
+	dial := func(ctx context.Context, name string, spec manager.Spec) (mcp.Transport, error) {
+		return p[name].dial(ctx, name, spec)
+	}
+	m := newManager(b, manager.Options{Dial: dial})
+	sub := m.Bus().Subscribe(events.SubscribeOptions{})
+	subCtx, stopSub := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { // a listener that reads every event
+		for {
+			if _, err := sub.Recv(subCtx); err != nil {
+				return
+			}
+		}
+	})
+	defer func() { stopSub(); wg.Wait(); sub.Close() }()
+	for name := range p {
+		if err := m.Add(name, fakeSpec(b, nil)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.Wait(context.Background(), name, manager.StateConnected); err != nil {
+			b.Fatal(err)
+		}
+	}
+	floodCtx, stopFlood := context.WithCancel(context.Background())
+	wg.Go(func() {
+		for {
+			select {
+			case <-floodCtx.Done():
+				return
+			case on := <-flooding:
+				for on {
+					sessions.Range(func(k, _ any) bool {
+						_ = k.(*mcp.ServerSession).NotifyProgress(floodCtx, &mcp.ProgressNotificationParams{ProgressToken: "x", Progress: 1})
+						return true
+					})
+					select {
+					case on = <-flooding:
+					case <-floodCtx.Done():
+						return
+					default:
+					}
+				}
+			}
+		}
+	})
+	defer stopFlood()
+	measure := func(n int) []time.Duration {
+		ds := make([]time.Duration, n)
+		for i := range ds {
+			start := time.Now()
+			if _, err := m.Call(context.Background(), "demo.echo", map[string]any{"text": "x"}, manager.CallOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			ds[i] = time.Since(start)
+		}
+		return ds
+	}
+	b.ResetTimer()
+	quiet := measure(b.N)
+	flooding <- true
+	time.Sleep(100 * time.Millisecond) // the flood is under way
+	flood := measure(b.N)
+	flooding <- false
+	b.StopTimer()
+	q99, f99 := percentile(quiet, 99), percentile(flood, 99)
+	b.ReportMetric(float64(f99.Microseconds())/1e3, "flood-p99-ms")
+	b.ReportMetric(float64(q99.Microseconds())/1e3, "quiet-p99-ms")
+	b.ReportMetric(float64(f99)/float64(q99), "p99-ratio")
+}
