@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -263,8 +264,13 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 	s.failures++
 	n := s.failures
 	s.reiniting = false
-	if limit := s.spec.retryLimit(); limit >= 0 && n > limit {
+	var unauthorized *endpoint.UnauthorizedError
+	if limit := s.spec.retryLimit(); errors.As(cause, &unauthorized) || limit >= 0 && n > limit {
 		msg := fmt.Sprintf("gave up after %d %s: %v", n, plural(n, "attempt", "attempts"), cause)
+		if unauthorized != nil {
+			// Retrying with the same credentials cannot succeed.
+			msg = fmt.Sprintf("%v; not retried: set the credentials it wants (headers = {Authorization = \"Bearer ${TOKEN}\"}), then mcp_reconnect(%q)", cause, s.name)
+		}
 		s.transition(StateFailed, func(snap *snapshot) {
 			snap.status.Attempts = n
 			snap.status.LastError = msg

@@ -117,7 +117,28 @@ func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			r.SetBasicAuth(t.user.Username(), pw)
 		}
 	}
-	return t.send(r)
+	resp, err := t.send(r)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		resp.Body.Close()
+		return nil, &UnauthorizedError{Challenge: resp.Header.Get("WWW-Authenticate")}
+	}
+	return resp, err
+}
+
+// UnauthorizedError is a 401 answer: the server wants credentials this
+// connection does not have (or no longer valid ones). Retrying without new
+// ones only hammers the server.
+type UnauthorizedError struct {
+	// Challenge is the WWW-Authenticate header, which names the scheme
+	// and where to get a token; it holds no secret of ours.
+	Challenge string
+}
+
+func (e *UnauthorizedError) Error() string {
+	if e.Challenge == "" {
+		return "401 Unauthorized: the server requires authorization"
+	}
+	return "401 Unauthorized: the server requires authorization (WWW-Authenticate: " + e.Challenge + ")"
 }
 
 // Causes given to a request's context.
