@@ -198,5 +198,5 @@ func raise(sig unix.Signal) {
 	_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
 	_ = unix.Kill(os.Getpid(), sig)
 	time.Sleep(time.Second) // a signal whose default is to do nothing
-	os.Exit(128 + int(sig))
+	unix.Exit(128 + int(sig))
 }
