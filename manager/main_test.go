@@ -29,6 +29,7 @@ import (
 // removes the fakemcp binary afterwards.
 func TestMain(m *testing.M) {
 	proc.RunShimIfAsked()
+	serveDemoIfAsked()
 	if command := os.Getenv(testHostEnv); command != "" {
 		os.Exit(runTestHost(command))
 	}

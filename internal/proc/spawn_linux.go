@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -84,6 +85,9 @@ func newLaunch(server *exec.Cmd) (*launch, error) {
 	return &launch{cmd: shim, report: r, reportW: w}, nil
 }
 
+// shimReportWait bounds the wait for the shim to report the server's pid.
+const shimReportWait = 10 * time.Second
+
 // closeReport closes what is left of the report pipe.
 func (l *launch) closeReport() {
 	if l.report != nil {
@@ -99,10 +103,14 @@ func (l *launch) serverPid() (int, error) {
 		return l.cmd.Process.Pid, nil
 	}
 	l.reportW.Close() // the shim has its copy: EOF if it dies before reporting
+	_ = l.report.SetReadDeadline(time.Now().Add(shimReportWait))
 	b, err := io.ReadAll(io.LimitReader(l.report, 4<<10))
 	l.report.Close()
 	if err != nil {
-		return 0, fmt.Errorf("reading the shim's report: %w", err)
+		// A shim that does not report is not one (the binary did something
+		// else before it called RunShimIfAsked): stop it.
+		_ = l.cmd.Process.Kill()
+		return 0, fmt.Errorf("the process shim did not report the server's pid: %w", err)
 	}
 	s := strings.TrimSpace(string(b))
 	if msg, ok := strings.CutPrefix(s, "error "); ok {
