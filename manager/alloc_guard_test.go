@@ -22,10 +22,11 @@ import (
 // stdin/stdout instead of running tests (see init below).
 const allocServerEnv = "MCPVISOR_ALLOC_GUARD_SERVER"
 
-// init turns a re-executed test binary into the demo server, so that the
-// allocation guard talks to a server in another process without building
-// one. TestMain belongs to main_test.go, hence init.
-func init() {
+// serveDemoIfAsked turns a re-executed test binary into the demo server, so
+// that the allocation guard talks to a server in another process without
+// building one. TestMain calls it after proc.RunShimIfAsked: the server's
+// shim, the same binary, sees the same environment.
+func serveDemoIfAsked() {
 	if os.Getenv(allocServerEnv) != "demo" {
 		return
 	}

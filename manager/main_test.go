@@ -18,14 +18,21 @@ import (
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/demo"
 	"github.com/mcpvisor/mcpvisor/internal/fakemcp/fakemcptest"
+	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/mcpvisor/mcpvisor/manager/config"
 )
 
-// TestMain fails the package if any test leaves a goroutine behind
-// (invariant G of invariants_test.go) and removes the fakemcp binary
-// afterwards.
+// TestMain lets the test binary serve as the servers' shim and as the
+// host of TestStdioHostKilledLeavesNoProcess, fails the package if any
+// test leaves a goroutine behind (invariant G of invariants_test.go) and
+// removes the fakemcp binary afterwards.
 func TestMain(m *testing.M) {
+	proc.RunShimIfAsked()
+	serveDemoIfAsked()
+	if command := os.Getenv(testHostEnv); command != "" {
+		os.Exit(runTestHost(command))
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { fakemcptest.Cleanup() }))
 }
 

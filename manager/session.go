@@ -62,7 +62,7 @@ type pingResult struct {
 }
 
 // hold publishes the connection and keeps it until it ends: the session
-// dies, a ping goes unanswered, the server falls silent, the idle timeout
+// dies, a stdio server's process exits, a ping goes unanswered, the server falls silent, the idle timeout
 // passes with nothing in flight, or a caller asks for something. Meanwhile
 // it re-lists what list_changed notifications and forced discoveries ask
 // for.
@@ -74,6 +74,12 @@ func (s *supervisor) hold(c *conn) ending {
 	t := s.spec.Timeouts
 
 	lost := c.lost
+	// A stdio server's exit ends the session by itself: a grandchild that
+	// still holds its stdout keeps the EOF from coming.
+	var exited <-chan struct{}
+	if p := c.proc(); p != nil {
+		exited = p.Exited()
+	}
 
 	interval := t.HealthInterval
 	if s.spec.Transport != TransportStdio && t.Keepalive < interval {
@@ -109,6 +115,8 @@ func (s *supervisor) hold(c *conn) ending {
 		select {
 		case err := <-lost:
 			return ending{kind: endLost, err: c.lostReason(s.ctx, err)}
+		case <-exited:
+			return ending{kind: endLost, err: c.lostReason(s.ctx, nil)}
 		case <-c.httpEnded:
 			// The SDK is ending the HTTP session. Its Wait says why once the
 			// DELETE is answered, which a server may hold until its

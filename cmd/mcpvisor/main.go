@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/demo"
+	"github.com/mcpvisor/mcpvisor/internal/proc"
 )
 
 const usage = `mcpvisor keeps your MCP servers connected and lets you use their tools from Lua.
@@ -94,6 +95,7 @@ In Lua (see README.md):
 `
 
 func main() {
+	proc.RunShimIfAsked() // a server's shim never gets further
 	tuneGC()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -29,10 +29,11 @@ import (
 type Process struct {
 	server string
 	log    *slog.Logger
-	cmd    *exec.Cmd
-	stdin  *os.File // write end
-	stdout *os.File // read end
-	stderr *os.File // read end
+	cmd    *exec.Cmd // the child: the server's shim, or the server itself
+	pid    int       // the server's: the id of its process group
+	stdin  *os.File  // write end
+	stdout *os.File  // read end
+	stderr *os.File  // read end
 	out    *stdoutReader
 	tail   *tailBuffer
 	grace  time.Duration
@@ -93,7 +94,9 @@ func Start(cfg Config) (*Process, error) {
 	for k, v := range cfg.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.Err != nil { // the program was not found
+		return nil, explainStart(cmd.Err, cmd.Dir)
+	}
 
 	var files []*os.File // every end, closed on failure
 	pipe := func() (r, w *os.File, err error) {
@@ -122,19 +125,15 @@ func Start(cfg Config) (*Process, error) {
 		return fail(err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if err := cmd.Start(); err != nil {
-		return fail(explainStart(err, cmd.Dir))
+	l, err := newLaunch(cmd)
+	if err != nil {
+		return fail(err)
 	}
-	// The child has its copies; ours of the child's ends must go so that EOF
-	// on stdout means every writer is gone.
-	inR.Close()
-	outW.Close()
-	errW.Close()
 
 	p := &Process{
 		server:  cfg.Server,
 		log:     logger,
-		cmd:     cmd,
+		cmd:     l.cmd,
 		stdin:   inW,
 		stdout:  outR,
 		stderr:  errR,
@@ -150,8 +149,8 @@ func Start(cfg Config) (*Process, error) {
 		maxLine = DefaultMaxLine
 	}
 	p.out = &stdoutReader{p: p, maxLine: maxLine}
-	go func() {
-		p.waitErr = cmd.Wait()
+	err = spawn(l.cmd, func(err error) {
+		p.waitErr = err
 		if !p.stopping.Load() {
 			p.selfExit.Store(true)
 		}
@@ -160,12 +159,31 @@ func Start(cfg Config) (*Process, error) {
 		// read it before ExitError answers.
 		p.awaitDrain()
 		close(p.exited)
-	}()
+	})
+	if err != nil {
+		l.closeReport()
+		return fail(explainStart(err, cmd.Dir))
+	}
+	// The child has its copies; ours of the child's ends must go so that EOF
+	// on stdout means every writer is gone.
+	inR.Close()
+	outW.Close()
+	errW.Close()
 	go p.drainStderr(logger)
+	p.pid, err = l.serverPid()
+	if err != nil {
+		// The shim could not start the server, and exits: reap it.
+		<-p.exited
+		p.stdin.Close()
+		p.stdout.Close()
+		p.stderr.Close()
+		return nil, err
+	}
 	return p, nil
 }
 
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+// Pid is the server's pid, which is also its process group's id.
+func (p *Process) Pid() int { return p.pid }
 
 // explainStart names a bad working directory: the kernel's ENOENT from the
 // child's chdir reads as "fork/exec /bin/prog: no such file or directory",
@@ -388,8 +406,10 @@ func (p *Process) waitExit(d time.Duration) bool {
 }
 
 func (p *Process) signalGroup(sig syscall.Signal) {
-	// The group id is the child's pid (Setpgid). ESRCH means it is gone.
-	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	// The group id is the server's pid (Setpgid). ESRCH means it is gone.
+	// Without a shim the server is the child; with one, the shim is not in
+	// the group, and follows the server out.
+	_ = syscall.Kill(-p.pid, sig)
 }
 
 // stdoutReader is the SDK's view of stdout. Its Close is a no-op: the
