@@ -32,8 +32,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,6 +41,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/demo"
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -255,12 +254,12 @@ func reportLatency(b *testing.B, name, baseName string, a, base []time.Duration)
 		total += d
 	}
 	b.ReportMetric(float64(total.Nanoseconds())/float64(len(a)), "ns/op")
-	p50, baseP50 := percentile(a, 50), percentile(base, 50)
+	p50, baseP50 := testutil.Percentile(a, 50), testutil.Percentile(base, 50)
 	b.ReportMetric(micros(p50), name+"-p50-µs")
 	b.ReportMetric(micros(baseP50), baseName+"-p50-µs")
 	b.ReportMetric(float64(p50)/float64(baseP50), "p50-ratio")
-	b.ReportMetric(micros(percentile(a, 99)), name+"-p99-µs")
-	b.ReportMetric(micros(percentile(base, 99)), baseName+"-p99-µs")
+	b.ReportMetric(micros(testutil.Percentile(a, 99)), name+"-p99-µs")
+	b.ReportMetric(micros(testutil.Percentile(base, 99)), baseName+"-p99-µs")
 }
 
 // reportAllocs counts heap allocations and bytes per call of each path
@@ -292,45 +291,6 @@ func reportAllocs(b *testing.B, n int, names []string, paths ...func() error) {
 }
 
 func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-
-// percentile returns the p-th percentile (nearest rank) of ds.
-func percentile(ds []time.Duration, p int) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	return s[max(i-1, 0)]
-}
-
-// hammer makes n calls of f from callers goroutines at once and returns
-// the wall time they took.
-func hammer(b *testing.B, f func() error, n, callers int) time.Duration {
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
-	start := time.Now()
-	for range callers {
-		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				if err := f(); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return time.Since(start)
-}
-
-// selfCPU is the CPU time (user + system) this process has used.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // ---- 1. a tool call through /mcp vs a minimal relay ----
 
@@ -517,8 +477,8 @@ func BenchmarkHTTPCall(b *testing.B) {
 			t := serialN(b, []func() error{gw, rl, px}, b.N, 100)
 			b.StopTimer()
 			reportLatency(b, "gateway", "relay", t[0], t[1])
-			b.ReportMetric(micros(percentile(t[2], 50)), "sdkproxy-p50-µs")
-			b.ReportMetric(float64(percentile(t[2], 50))/float64(percentile(t[1], 50)), "sdkproxy-p50-ratio")
+			b.ReportMetric(micros(testutil.Percentile(t[2], 50)), "sdkproxy-p50-µs")
+			b.ReportMetric(float64(testutil.Percentile(t[2], 50))/float64(testutil.Percentile(t[1], 50)), "sdkproxy-p50-ratio")
 			reportAllocs(b, b.N, []string{"gateway", "relay", "sdkproxy"}, gw, rl, px)
 		})
 	}
@@ -551,9 +511,9 @@ func BenchmarkHTTPCallParallel(b *testing.B) {
 				n := max(b.N/rounds, callers)
 				for j := range paths {
 					i := (r + j) % len(paths)
-					cpu0 := selfCPU()
-					elapsed[i] += hammer(b, paths[i], n, callers)
-					cpu[i] += selfCPU() - cpu0
+					cpu0 := testutil.SelfCPU()
+					elapsed[i] += testutil.Hammer(b, paths[i], n, callers)
+					cpu[i] += testutil.SelfCPU() - cpu0
 					calls[i] += n
 				}
 			}
@@ -869,9 +829,9 @@ func BenchmarkListTools1000(b *testing.B) {
 			b.StopTimer()
 			reportLatency(b, "gateway", "direct", t[0], t[1])
 			if len(t) == 4 {
-				b.ReportMetric(micros(percentile(t[2], 50)), "gateway-raw-p50-µs")
-				b.ReportMetric(micros(percentile(t[3], 50)), "direct-raw-p50-µs")
-				b.ReportMetric(float64(percentile(t[2], 50))/float64(percentile(t[3], 50)), "raw-p50-ratio")
+				b.ReportMetric(micros(testutil.Percentile(t[2], 50)), "gateway-raw-p50-µs")
+				b.ReportMetric(micros(testutil.Percentile(t[3], 50)), "direct-raw-p50-µs")
+				b.ReportMetric(float64(testutil.Percentile(t[2], 50))/float64(testutil.Percentile(t[3], 50)), "raw-p50-ratio")
 			}
 		})
 	}
@@ -981,9 +941,9 @@ func BenchmarkServeInitialize(b *testing.B) {
 		b.Logf("mcpvisor serve stderr:\n%s", stderr.String())
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-	p50, dp50 := percentile(serveTimes, 50), percentile(directTimes, 50)
+	p50, dp50 := testutil.Percentile(serveTimes, 50), testutil.Percentile(directTimes, 50)
 	b.ReportMetric(ms(p50), "serve-p50-ms")
-	b.ReportMetric(ms(percentile(serveTimes, 100)), "serve-max-ms")
+	b.ReportMetric(ms(testutil.Percentile(serveTimes, 100)), "serve-max-ms")
 	b.ReportMetric(ms(dp50), "direct-p50-ms")
 	b.ReportMetric(float64(p50)/float64(dp50), "p50-ratio")
 }

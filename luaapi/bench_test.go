@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -291,7 +292,7 @@ func BenchmarkEventToHook(b *testing.B) {
 		}
 		b.StopTimer()
 		b.ReportMetric(float64(median(samples).Nanoseconds()), "median-ns")
-		b.ReportMetric(float64(percentile(samples, 0.99).Nanoseconds()), "p99-ns")
+		b.ReportMetric(float64(testutil.Percentile(samples, 99).Nanoseconds()), "p99-ns")
 	})
 	b.Run("sustain-10k-per-s", func(b *testing.B) {
 		r, pc := setup(b)
@@ -385,7 +386,7 @@ func BenchmarkLoopLatency(b *testing.B) {
 		time.Sleep(time.Millisecond)
 	}
 	b.ReportMetric(float64(median(samples).Nanoseconds())/1e6, "p50-ms")
-	b.ReportMetric(float64(percentile(samples, 0.99).Nanoseconds())/1e6, "p99-ms")
+	b.ReportMetric(float64(testutil.Percentile(samples, 99).Nanoseconds())/1e6, "p99-ms")
 	if published > 0 {
 		b.ReportMetric(float64(hooked)/float64(published), "hooks-run/published")
 	}

@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -281,14 +280,6 @@ func newPrintCountingRuntime(t testing.TB) (*testRuntime, *printCounter) {
 // publishNotification publishes a notification of server on r's bus.
 func publishNotification(r *testRuntime, server string, i int) {
 	r.m.Bus().Publish(events.KindNotification, server, events.Fields{"i": i})
-}
-
-// percentile returns the p-quantile (0 < p <= 1) of ds.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := int(float64(len(s))*p+0.5) - 1
-	return s[min(max(i, 0), len(s)-1)]
 }
 
 // TestHookGetsEventTable: the hook gets the event as a table with seq,

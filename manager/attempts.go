@@ -2,9 +2,6 @@ package manager
 
 import (
 	"runtime"
-	"time"
-
-	"github.com/mcpvisor/mcpvisor/events"
 )
 
 // DefaultMaxConnecting is the cap on connection attempts in flight when
@@ -37,11 +34,7 @@ func (s *supervisor) takeTurn(n int) (t *ticket, ok bool) {
 	if t.ready() {
 		return t, true
 	}
-	why := sl.limitReached()
-	s.transition(StateConnecting, func(snap *snapshot) {
-		snap.status.NextAttempt = time.Time{}
-		snap.status.Waiting = why
-	}, events.KindConnecting, events.Fields{"attempt": n, "waiting": why})
+	s.announceWaiting(n, sl.limitReached())
 	for {
 		select {
 		case <-t.granted:

@@ -17,11 +17,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -31,6 +28,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -191,13 +189,13 @@ func BenchmarkCallPath(b *testing.B) {
 		for _, d := range mgrTimes {
 			total += d
 		}
-		mgrP50, directP50 := percentile(mgrTimes, 50), percentile(directTimes, 50)
+		mgrP50, directP50 := testutil.Percentile(mgrTimes, 50), testutil.Percentile(directTimes, 50)
 		b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
 		b.ReportMetric(float64(mgrP50.Nanoseconds())/1e3, "manager-p50-µs")
 		b.ReportMetric(float64(directP50.Nanoseconds())/1e3, "direct-p50-µs")
 		b.ReportMetric(float64(mgrP50)/float64(directP50), "p50-ratio")
-		b.ReportMetric(float64(percentile(mgrTimes, 99).Nanoseconds())/1e3, "manager-p99-µs")
-		b.ReportMetric(float64(percentile(directTimes, 99).Nanoseconds())/1e3, "direct-p99-µs")
+		b.ReportMetric(float64(testutil.Percentile(mgrTimes, 99).Nanoseconds())/1e3, "manager-p99-µs")
+		b.ReportMetric(float64(testutil.Percentile(directTimes, 99).Nanoseconds())/1e3, "direct-p99-µs")
 		b.ReportMetric(mgrAllocs, "manager-allocs/call")
 		b.ReportMetric(directAllocs, "direct-allocs/call")
 		b.ReportMetric(mgrAllocs/directAllocs, "allocs-ratio")
@@ -249,9 +247,9 @@ func BenchmarkCallPathParallel(b *testing.B) {
 				if i == 1 {
 					f = p.direct
 				}
-				host0, server0 := selfCPU(), procCPU(b, serverPIDs[i])
-				elapsed[i] += hammer(b, f, n, callers)
-				hostCPU[i] += selfCPU() - host0
+				host0, server0 := testutil.SelfCPU(), procCPU(b, serverPIDs[i])
+				elapsed[i] += testutil.Hammer(b, f, n, callers)
+				hostCPU[i] += testutil.SelfCPU() - host0
 				serverCPU[i] += procCPU(b, serverPIDs[i]) - server0
 				calls[i] += n
 			}
@@ -278,37 +276,6 @@ func BenchmarkCallPathParallel(b *testing.B) {
 		}
 		b.ReportMetric(float64(gc1.HeapSys)/(1<<20), "host-heap-sys-MiB")
 	})
-}
-
-// hammer makes n calls of f from callers goroutines at once and returns
-// the wall time they took.
-func hammer(b *testing.B, f func() error, n, callers int) time.Duration {
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
-	start := time.Now()
-	for range callers {
-		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				if err := f(); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return time.Since(start)
-}
-
-// selfCPU is the CPU time (user + system) this process has used.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // procCPU is the CPU time (utime + stime) process pid has used, from
@@ -355,12 +322,4 @@ func mustCall(b *testing.B, f func() error) {
 	if err := f(); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// percentile returns the p-th percentile (nearest rank) of ds.
-func percentile(ds []time.Duration, p int) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	return s[max(i-1, 0)]
 }

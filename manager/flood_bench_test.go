@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/demo"
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -95,7 +96,7 @@ func BenchmarkCallUnderNotificationFlood(b *testing.B) {
 	flood := measure(b.N)
 	flooding <- false
 	b.StopTimer()
-	q99, f99 := percentile(quiet, 99), percentile(flood, 99)
+	q99, f99 := testutil.Percentile(quiet, 99), testutil.Percentile(flood, 99)
 	b.ReportMetric(float64(f99.Microseconds())/1e3, "flood-p99-ms")
 	b.ReportMetric(float64(q99.Microseconds())/1e3, "quiet-p99-ms")
 	b.ReportMetric(float64(f99)/float64(q99), "p99-ratio")

@@ -34,6 +34,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/demo"
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/fakemcp/fakemcptest"
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -186,14 +187,14 @@ func BenchmarkCrashToReconnect(b *testing.B) {
 	baseline := backoff + meanSpawn
 	msOf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	b.ReportMetric(float64(meanTotal.Nanoseconds()), "ns/op")
-	b.ReportMetric(msOf(percentile(totals, 50)), "crash-p50-ms")
-	b.ReportMetric(msOf(percentile(spawns, 50)), "spawn-p50-ms")
+	b.ReportMetric(msOf(testutil.Percentile(totals, 50)), "crash-p50-ms")
+	b.ReportMetric(msOf(testutil.Percentile(spawns, 50)), "spawn-p50-ms")
 	b.ReportMetric(msOf(baseline), "baseline-ms")
 	b.ReportMetric(float64(meanTotal)/float64(baseline), "ratio")
-	b.ReportMetric(float64(percentile(totals, 50))/float64(backoff+percentile(spawns, 50)), "ratio-p50")
-	b.ReportMetric(msOf(percentile(detects, 50)), "detect-ms")
-	b.ReportMetric(msOf(percentile(delays, 50)), "delay-ms")
-	b.ReportMetric(msOf(percentile(attempts, 50)), "attempt-ms")
+	b.ReportMetric(float64(testutil.Percentile(totals, 50))/float64(backoff+testutil.Percentile(spawns, 50)), "ratio-p50")
+	b.ReportMetric(msOf(testutil.Percentile(detects, 50)), "detect-ms")
+	b.ReportMetric(msOf(testutil.Percentile(delays, 50)), "delay-ms")
+	b.ReportMetric(msOf(testutil.Percentile(attempts, 50)), "attempt-ms")
 }
 
 func mean(ds []time.Duration) time.Duration {

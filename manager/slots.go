@@ -124,11 +124,7 @@ func (s *supervisor) takeSlot(n int) (t *ticket, ok bool) {
 		if t.ready() {
 			return t, true
 		}
-		why := sl.limitReached()
-		s.transition(StateConnecting, func(snap *snapshot) {
-			snap.status.NextAttempt = time.Time{}
-			snap.status.Waiting = why
-		}, events.KindConnecting, events.Fields{"attempt": n, "waiting": why})
+		s.announceWaiting(n, sl.limitReached())
 		for !(s.woken && s.wanted.Load() == 0) {
 			select {
 			case <-t.granted:
@@ -173,4 +169,13 @@ func (s *supervisor) dropSlot() {
 	s.slot.giveBack()
 	s.slot = nil
 	s.dropTurn()
+}
+
+// announceWaiting publishes that attempt n waits in connecting, and why
+// (a cap on connections or on attempts in flight).
+func (s *supervisor) announceWaiting(n int, why string) {
+	s.transition(StateConnecting, func(snap *snapshot) {
+		snap.status.NextAttempt = time.Time{}
+		snap.status.Waiting = why
+	}, events.KindConnecting, events.Fields{"attempt": n, "waiting": why})
 }

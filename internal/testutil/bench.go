@@ -1,0 +1,49 @@
+package testutil
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Percentile returns the p-th percentile (0–100) of ds, nearest-rank.
+func Percentile(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	return s[max(i-1, 0)]
+}
+
+// Hammer makes n calls of f from callers goroutines at once and returns
+// the wall time they took; the first error fails b.
+func Hammer(b testing.TB, f func() error, n, callers int) time.Duration {
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	start := time.Now()
+	for range callers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if err := f(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// SelfCPU is the CPU time (user + system) this process has used.
+func SelfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
