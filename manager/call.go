@@ -75,6 +75,11 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		if reason := snap.cat.problem(tool); reason != "" {
 			return false, errorf(CodeInvalidArguments, s.name, op, "%s; the call was not sent (the server must fix the tool's schema)", reason)
 		}
+		if size := minFrameSize(args, s.spec.MaxFrameBytes); size > s.spec.MaxFrameBytes {
+			// The server reads frames no larger than it sends: a message it
+			// cannot take would end the session (a broken pipe) mid-call.
+			return false, errorf(CodeInvalidArguments, s.name, op, "the arguments are at least %d bytes, over the %d-byte frame limit (max_frame_bytes); the call was not sent", size, s.spec.MaxFrameBytes)
+		}
 		args, err := snap.cat.schema(t).Check(args)
 		if err != nil {
 			return false, newError(CodeInvalidArguments, s.name, op, err)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -35,4 +37,20 @@ func TestUnauthorizedIsNotRetried(t *testing.T) {
 	require.Contains(t, st.LastError, `not retried: set the credentials it wants`)
 	require.NotContains(t, st.LastError, "s3cret")
 	require.Positive(t, hits.Load())
+}
+
+// A call whose arguments could not fit in one frame is refused before it
+// is sent, with the size and the limit, instead of ending the session
+// mid-call.
+func TestOversizeArgumentsAreRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newManager(t, manager.Options{Dial: (&peers{}).dial, Rand: constRand(0)})
+		require.NoError(t, m.Add("demo", fakeSpec(t, map[string]any{"max_frame_bytes": 1 << 20})))
+		_, err := m.Wait(context.Background(), "demo", manager.StateConnected)
+		require.NoError(t, err)
+		_, err = m.Call(context.Background(), "demo.echo", map[string]any{"text": strings.Repeat("x", 2<<20)}, manager.CallOptions{})
+		requireCode(t, err, manager.ErrInvalidArguments, "demo", `tools/call "echo"`)
+		require.Contains(t, err.Error(), "over the 1048576-byte frame limit (max_frame_bytes); the call was not sent")
+		echo(t, m, "demo.echo", "the session is intact")
+	})
 }
