@@ -22,6 +22,7 @@ const (
 	KindDisconnected         Kind = "disconnected"          // error
 	KindBackoff              Kind = "backoff"               // attempt, delay_ms, error
 	KindFailed               Kind = "failed"                // attempts, error
+	KindUnauthorized         Kind = "unauthorized"          // challenge, error: the server answered 401
 	KindCircuit              Kind = "circuit"               // from, to, failures, probe_in_ms (to open), error
 	KindHealthFailed         Kind = "health_failed"         // error
 	KindHealthUnsupported    Kind = "health_unsupported"    // error: ping answered -32601, liveness is passive
@@ -62,7 +63,7 @@ var Kinds = []Kind{
 	KindHookError, KindLagged,
 	KindHealthUnsupported, KindClosing, KindDisabled, KindToolCall,
 	KindClientConnected, KindClientDisconnected, KindNameCollision, KindRefused,
-	KindNotificationsDropped,
+	KindNotificationsDropped, KindUnauthorized,
 }
 
 // Fields holds the kind-specific details of an event. Values are plain,

@@ -20,7 +20,7 @@ func LevelOf(k Kind) slog.Level {
 	case KindBackoff, KindDisconnected, KindHealthFailed, KindHookError, KindLagged,
 		KindNameCollision, KindRefused, KindNotificationsDropped:
 		return slog.LevelWarn
-	case KindFailed, KindConfigError:
+	case KindFailed, KindConfigError, KindUnauthorized:
 		return slog.LevelError
 	default:
 		return slog.LevelDebug

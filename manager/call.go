@@ -225,6 +225,8 @@ func (s *supervisor) session(ctx context.Context, op string, failFast bool) (*sn
 			// disposed; the next snapshot says which.
 		case StateRemoved, StateClosing:
 			return true, errorf(CodeClosed, s.name, op, "server is being removed")
+		case StateUnauthorized:
+			return true, errorf(CodeConnectionFailed, s.name, op, "server requires authorization: %s", st.LastError)
 		case StateFailed:
 			return true, errorf(CodeConnectionFailed, s.name, op, "server is failed: %s; mcp_reconnect(%q) to try again", st.LastError, s.name)
 		case StateDisabled:

@@ -16,8 +16,9 @@ import (
 )
 
 // A server that answers 401 is not retried on the backoff schedule, which
-// would only hammer it with the same missing credentials: the server is
-// failed at once with the challenge and what to do.
+// would only hammer it with the same missing credentials: it goes to state
+// unauthorized at once with the challenge and what to do, and a call says
+// so without waiting.
 func TestUnauthorizedIsNotRetried(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -30,13 +31,16 @@ func TestUnauthorizedIsNotRetried(t *testing.T) {
 	require.NoError(t, m.Add("saas", decode(t, map[string]any{"url": srv.URL + "/mcp", "headers": map[string]any{"Authorization": "Bearer expired-s3cret"}})))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := m.Wait(ctx, "saas", manager.StateFailed)
+	st, err := m.Wait(ctx, "saas", manager.StateUnauthorized)
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Attempts)
 	require.Contains(t, st.LastError, `401 Unauthorized: the server requires authorization (WWW-Authenticate: Bearer resource_metadata=`)
 	require.Contains(t, st.LastError, `not retried: set the credentials it wants`)
 	require.NotContains(t, st.LastError, "s3cret")
 	require.Positive(t, hits.Load())
+	_, err = m.Call(ctx, "saas.anything", nil, manager.CallOptions{})
+	requireCode(t, err, manager.ErrConnectionFailed, "saas", `tools/call "anything"`)
+	require.Contains(t, err.Error(), "server requires authorization: ")
 }
 
 // A call whose arguments could not fit in one frame is refused before it

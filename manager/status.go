@@ -109,25 +109,27 @@ func ParseState(s string) (State, error) {
 // The lifecycle states. The zero value is StateConnecting: a server that was
 // just added and whose supervisor has not reported yet is about to connect.
 const (
-	StateConnecting State = iota // an attempt is in progress
-	StateConnected               // a session is up
-	StateBackoff                 // waiting before the next attempt
-	StateOpen                    // circuit open: no attempts until the probe
-	StateFailed                  // retries exhausted; terminal until reconnect
-	StateIdle                    // closed for inactivity; reconnects on demand
-	StateDisabled                // declared with enabled = false
-	StateClosing                 // being removed or replaced
-	StateRemoved                 // gone; terminal
+	StateConnecting   State = iota // an attempt is in progress
+	StateConnected                 // a session is up
+	StateBackoff                   // waiting before the next attempt
+	StateOpen                      // circuit open: no attempts until the probe
+	StateFailed                    // retries exhausted; terminal until reconnect
+	StateIdle                      // closed for inactivity; reconnects on demand
+	StateDisabled                  // declared with enabled = false
+	StateClosing                   // being removed or replaced
+	StateRemoved                   // gone; terminal
+	StateUnauthorized              // the server answered 401; waits for credentials and a reconnect
 )
 
 var stateNames = [...]string{
-	StateConnecting: "connecting",
-	StateConnected:  "connected",
-	StateBackoff:    "backoff",
-	StateOpen:       "open",
-	StateFailed:     "failed",
-	StateIdle:       "idle",
-	StateDisabled:   "disabled",
-	StateClosing:    "closing",
-	StateRemoved:    "removed",
+	StateConnecting:   "connecting",
+	StateConnected:    "connected",
+	StateBackoff:      "backoff",
+	StateOpen:         "open",
+	StateFailed:       "failed",
+	StateIdle:         "idle",
+	StateDisabled:     "disabled",
+	StateClosing:      "closing",
+	StateRemoved:      "removed",
+	StateUnauthorized: "unauthorized",
 }

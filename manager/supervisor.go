@@ -265,12 +265,20 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 	n := s.failures
 	s.reiniting = false
 	var unauthorized *endpoint.UnauthorizedError
-	if limit := s.spec.retryLimit(); errors.As(cause, &unauthorized) || limit >= 0 && n > limit {
+	if errors.As(cause, &unauthorized) {
+		// Retrying with the same credentials cannot succeed: wait for new
+		// ones (a reconnect or a changed declaration).
+		msg := fmt.Sprintf("%v; not retried: set the credentials it wants (headers = {Authorization = \"Bearer ${TOKEN}\"}), then mcp_reconnect(%q)", cause, s.name)
+		s.transition(StateUnauthorized, func(snap *snapshot) {
+			snap.status.Attempts = n
+			snap.status.LastError = msg
+			snap.status.NextAttempt = time.Time{}
+		}, events.KindUnauthorized, events.Fields{"challenge": unauthorized.Challenge, "error": msg})
+		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
+		return s.parkFailed()
+	}
+	if limit := s.spec.retryLimit(); limit >= 0 && n > limit {
 		msg := fmt.Sprintf("gave up after %d %s: %v", n, plural(n, "attempt", "attempts"), cause)
-		if unauthorized != nil {
-			// Retrying with the same credentials cannot succeed.
-			msg = fmt.Sprintf("%v; not retried: set the credentials it wants (headers = {Authorization = \"Bearer ${TOKEN}\"}), then mcp_reconnect(%q)", cause, s.name)
-		}
 		s.transition(StateFailed, func(snap *snapshot) {
 			snap.status.Attempts = n
 			snap.status.LastError = msg

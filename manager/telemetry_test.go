@@ -359,7 +359,7 @@ func TestTelemetryMetrics(t *testing.T) {
 			"mcpvisor.errors{error.type=INVALID_ARGUMENTS,mcp.method=tools/call,mcp.server=demo}":           1,
 			"mcpvisor.errors{error.type=TOOL_NOT_FOUND,mcp.method=tools/call}":                              1,
 		}
-		for _, st := range []string{"connecting", "connected", "backoff", "open", "failed", "idle", "disabled", "closing", "removed"} {
+		for _, st := range []string{"connecting", "connected", "backoff", "open", "failed", "idle", "disabled", "closing", "removed", "unauthorized"} {
 			want["mcpvisor.connections{mcp.state="+st+"}"] = 0
 		}
 		want["mcpvisor.connections{mcp.state=connected}"] = 1

@@ -49,6 +49,7 @@ var createdBy = map[events.Kind]bool{
 	events.KindDisconnected:         true,
 	events.KindBackoff:              true,
 	events.KindFailed:               true,
+	events.KindUnauthorized:         true,
 	events.KindCircuit:              true,
 	events.KindIdle:                 true,
 	events.KindClosing:              true,
@@ -145,6 +146,10 @@ func (s *server) apply(e events.Event) {
 		s.state = StateBackoff
 		s.attempt = int(e.Int("attempt")) + 1 // the attempt the retry makes
 		s.retryAt = e.Time.Add(millis(e, "delay_ms"))
+		s.setErr(e)
+	case events.KindUnauthorized:
+		s.state = StateUnauthorized
+		s.retryAt = time.Time{}
 		s.setErr(e)
 	case events.KindFailed:
 		s.state = StateFailed

@@ -95,6 +95,7 @@ func summary(rows []Row, l Layout, compact bool) string {
 		{StateBackoff, "retrying"},
 		{StateOpen, "circuit open"},
 		{StateFailed, "failed"},
+		{StateUnauthorized, "unauthorized"},
 		{StateIdle, "idle"},
 		{StateDisabled, "disabled"},
 		{StateClosing, "closing"},
@@ -232,7 +233,7 @@ func status(r Row) string {
 		if r.Error == "" {
 			parts = append(parts, "failed")
 		} // else the error says it: "gave up after 5 attempts: …"
-	case StateIdle, StateDisabled, StateClosing:
+	case StateIdle, StateDisabled, StateClosing, StateUnauthorized:
 		parts = append(parts, string(r.State))
 	}
 	if r.Circuit == CircuitHalfOpen && !r.Probe {

@@ -14,6 +14,8 @@ const (
 	StateIdle       State = "idle"
 	StateDisabled   State = "disabled"
 	StateClosing    State = "closing"
+	// StateUnauthorized: the server answered 401; it waits for credentials.
+	StateUnauthorized State = "unauthorized"
 )
 
 // Glyph is the state's one-column symbol.
@@ -35,6 +37,8 @@ func (s State) Glyph() string {
 		return "–"
 	case StateClosing:
 		return "↓"
+	case StateUnauthorized:
+		return "⊖"
 	}
 	return "?"
 }
