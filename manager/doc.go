@@ -15,7 +15,8 @@
 // The lifecycle is a typed [State]. Every change publishes a new immutable
 // [Status] snapshot (atomic swap) and one event on the [events.Bus]:
 // added → connecting → connected → (disconnected) backoff → connecting … →
-// closing → removed, plus open (circuit), failed, idle and disabled.
+// closing → removed, plus open (circuit), failed, unauthorized (a 401: not retried until a
+// reconnect), idle and disabled.
 //
 // Failures are paced by the [Backoff] schedule until the [Breaker] sees
 // its number of consecutive failures within its window: the circuit opens
