@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager"
@@ -24,9 +25,10 @@ type fakeSource struct {
 	late sync.WaitGroup // progress delivered after a call returned
 
 	mu sync.Mutex
-	// mu guards specs and tools.
-	specs map[string]manager.Spec
-	tools map[string][]string // server → tool names
+	// mu guards specs, tools and lastTrace.
+	specs     map[string]manager.Spec
+	tools     map[string][]string // server → tool names
+	lastTrace trace.SpanContext   // the trace context the last call came with
 }
 
 func newFakeSource(t testing.TB) *fakeSource {
@@ -98,7 +100,10 @@ func (f *fakeSource) Prompts(string) ([]manager.PromptInfo, error)     { return 
 // progress before answering and one a few milliseconds after, as the
 // go-sdk client does with a notification the server sent just before its
 // answer.
-func (f *fakeSource) Call(_ context.Context, name string, _ any, opts manager.CallOptions) (*mcp.CallToolResult, error) {
+func (f *fakeSource) Call(ctx context.Context, name string, _ any, opts manager.CallOptions) (*mcp.CallToolResult, error) {
+	f.mu.Lock()
+	f.lastTrace = trace.SpanContextFromContext(ctx)
+	f.mu.Unlock()
 	if opts.Progress != nil {
 		opts.Progress(manager.Progress{Progress: 1, Total: 2})
 		f.late.Add(1)
