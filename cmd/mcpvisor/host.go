@@ -48,7 +48,10 @@ type host struct {
 }
 
 func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
-	interactive := !cfg.hasCode && isTerminal(stdin)
+	interactive := !cfg.hasCode && cfg.script == "" && isTerminal(stdin)
+	if !interactive && !cfg.levelSet {
+		cfg.logLevel = quietLevel
+	}
 	stdout, stderr, hud := terminalHUD(cfg, interactive, stdout, stderr)
 	logOut := &swapWriter{w: stderr}
 	logger := newLogger(cfg, logOut)
@@ -138,8 +141,9 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 	return h
 }
 
-// drive runs the config and then -e, the REPL or the stdin script. It
-// returns the exit code.
+// drive runs the config and then -e, the REPL or a script (run FILE, or
+// stdin). Code that is not interactive starts once the servers have
+// settled. It returns the exit code.
 func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, src string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if _, err := h.rt.LoadConfigSource(ctx, path, src); err != nil {
 		printError(stderr, err)
@@ -158,6 +162,9 @@ func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, sr
 			return 2
 		}
 	}
+	if !interactive {
+		h.settle(ctx, cfg.wait)
+	}
 	switch {
 	case cfg.hasCode:
 		res, err := h.rt.Exec(ctx, cfg.code, "(-e)")
@@ -170,7 +177,7 @@ func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, sr
 	case interactive:
 		return runREPL(ctx, h, stdin, stdout, stderr)
 	default:
-		return runScript(ctx, h.rt, stdin, stdout, stderr)
+		return h.runScript(ctx, cfg, stdin, stderr)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/demo"
@@ -171,6 +172,7 @@ type config struct {
 	code      string
 	hasCode   bool
 	logLevel  string
+	levelSet  bool // --log-level was given
 	logFormat string
 	noWatch   bool
 	hud       hudMode
@@ -182,6 +184,14 @@ type config struct {
 	// The gateway: HTTP address, token file, and (serve only) what to serve.
 	http, tokenFile string
 	server, toolset string
+	// wait bounds how long a run that is not interactive gives the servers
+	// to settle before its code starts; 0 starts at once.
+	wait time.Duration
+	// script is `run FILE [args]`: the file ("-" for stdin) and the whole
+	// command line with the file's index in it, for the script's arg.
+	script      string
+	argv        []string
+	scriptIndex int
 }
 
 // forServe checks the flags of `mcpvisor serve`.
@@ -221,11 +231,20 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.tokenFile, "token-file", "", "")
 	fs.StringVar(&c.server, "server", "", "")
 	fs.StringVar(&c.toolset, "toolset", "", "")
+	fs.DurationVar(&c.wait, "wait", defaultWait, "")
 	var hudFlag, noHUDFlag bool
 	fs.BoolVar(&hudFlag, "hud", false, "")
 	fs.BoolVar(&noHUDFlag, "no-hud", false, "")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if fs.Arg(0) == "run" { // flags may follow run too
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return c, err
+		}
+		if err := c.runScript(args, fs.Args()); err != nil {
+			return c, err
+		}
 	}
 	levelSet, connectingSet := false, false
 	fs.Visit(func(f *flag.Flag) {
@@ -255,10 +274,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	case connectingSet && c.maxConnecting == 0:
 		c.maxConnecting = -1 // asked for no cap; not given at all means the default
 	}
-	if c.hasCode && !levelSet {
-		c.logLevel = "warn" // a one-shot command prints its result, not the lifecycle
+	if c.wait < 0 {
+		return c, fmt.Errorf("--wait must be 0 (start at once) or more, got %v", c.wait)
 	}
-	if fs.NArg() > 0 {
+	if c.hasCode && c.script != "" {
+		return c, errors.New("-e and run each give the code to run; give one")
+	}
+	c.levelSet = levelSet
+	if !levelSet && (c.hasCode || c.script != "") {
+		c.logLevel = quietLevel
+	}
+	if c.script == "" && fs.NArg() > 0 {
 		if strings.HasSuffix(fs.Arg(0), ".lua") {
 			return c, fmt.Errorf("unexpected argument %q; to run a config, use -c %s", fs.Arg(0), fs.Arg(0))
 		}
