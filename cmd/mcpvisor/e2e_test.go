@@ -603,6 +603,12 @@ func TestREPL(t *testing.T) {
 // script(1).
 func startREPL(t *testing.T, args ...string) *terminal {
 	t.Helper()
+	return startREPLEnv(t, nil, args...)
+}
+
+// startREPLEnv is startREPL with env added to the environment.
+func startREPLEnv(t *testing.T, env []string, args ...string) *terminal {
+	t.Helper()
 	scriptBin, err := exec.LookPath("script")
 	if err != nil {
 		t.Skip("script(1) is not installed; it provides the REPL's terminal (creack/pty is not a dependency)")
@@ -618,7 +624,7 @@ func startREPL(t *testing.T, args ...string) *terminal {
 	// command; /dev/null: no typescript file.
 	p := start(t, invocation{
 		argv: []string{scriptBin, "-qec", command, "/dev/null"},
-		env:  []string{"SHELL=/bin/sh", "TERM=xterm"},
+		env:  append([]string{"SHELL=/bin/sh", "TERM=xterm"}, env...),
 	})
 	return &terminal{t: t, p: p}
 }

@@ -99,7 +99,12 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 		}
 	}
 	defer atPrompt(false)
-	fmt.Fprintln(stdout, "mcpvisor REPL — Lua with mcp_* functions. Ctrl-D exits; try mcp_status() or mcp_tools().")
+	if !h.hud.showing() { // the HUD says what the banner would
+		fmt.Fprintln(stdout, "mcpvisor REPL — Lua with mcp_* functions. Ctrl-D exits; try mcp_status() or mcp_tools().")
+		if h.logPath != "" {
+			fmt.Fprintf(stdout, "Logs go to %s; warnings and errors show here too.\n", h.logPath)
+		}
+	}
 
 	var c chunker
 	for ctx.Err() == nil {
@@ -154,16 +159,8 @@ func (t ttyReader) Close() error { return nil }
 
 // historyFile is $XDG_STATE_HOME/mcpvisor/history (or ~/.local/state/…).
 func historyFile() string {
-	dir := os.Getenv("XDG_STATE_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		dir = filepath.Join(home, ".local", "state")
-	}
-	dir = filepath.Join(dir, "mcpvisor")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dir, err := stateDir()
+	if err != nil {
 		return ""
 	}
 	return filepath.Join(dir, "history")
