@@ -283,7 +283,7 @@ func TestHelp(t *testing.T) {
 			o := runBinary(t, invocation{args: args})
 			require.Equal(t, 0, o.code, "exit code")
 			require.Empty(t, o.stderr, "stderr")
-			for _, want := range []string{"-c FILE", "-e CODE", "--log-level", "--log-format", "demo-server", "Usage:"} {
+			for _, want := range []string{"-c FILE", "-e CODE", "run FILE.lua [args]", "--wait DURATION", "--log-level", "--log-format", "demo-server", "Usage:", "$XDG_STATE_HOME/mcpvisor/mcpvisor.log"} {
 				require.Contains(t, o.stdout, want)
 			}
 		})
