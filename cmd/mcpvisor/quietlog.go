@@ -103,7 +103,9 @@ func newQuietHandler(next slog.Handler, hud *atomic.Pointer[hudDisplay]) *quietH
 	return &quietHandler{next: next, hud: hud, state: &repeats{last: map[repeatKey]*repeat{}}}
 }
 
-func (q *quietHandler) Enabled(context.Context, slog.Level) bool { return true }
+// Enabled takes INFO too: a server's connected or removed line ends its
+// run of repeats.
+func (q *quietHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
 
 func (q *quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	c := *q
