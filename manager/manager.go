@@ -121,7 +121,7 @@ func New(opts Options) *Manager {
 	if m.opts.Version == "" {
 		m.opts.Version = "dev"
 	}
-	m.slots = newSlots(m.opts.MaxConnections, "max connections (%d) reached")
+	m.slots = newSlots(m.opts.MaxConnections, slotsReached)
 	if m.opts.MaxConnecting == 0 {
 		m.opts.MaxConnecting = DefaultMaxConnecting()
 	}

@@ -181,10 +181,10 @@ func TestConfigSyntaxError(t *testing.T) {
 	require.NotContains(t, o.stderr, "connect attempt")
 }
 
-// Stdin that is not a terminal is run chunk by chunk, in order: multi-line
-// statements are gathered, a bare expression prints its value, a failing
-// chunk is reported and the rest still runs; the exit code says whether
-// any chunk failed.
+// Stdin that is not a terminal is one script, as lua runs it: locals live
+// to its end, values are neither echoed nor is what it returns printed, an
+// error stops it with file:line and exit 1 (what ran before it stays
+// printed), and it starts once the demo server is up.
 func TestStdinScript(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -194,46 +194,54 @@ func TestStdinScript(t *testing.T) {
 		wantStderr []string
 	}{
 		{
-			name: "chunks in order with one failure",
+			name: "one chunk: a bare expression is a syntax error and nothing runs",
 			stdin: `print("first")
+local n = 0
 for i = 1, 3 do
+  n = n + i
   print("loop " .. i)
 end
 1 + 1
-error("boom")
-print("after the error")
-function greet(name)
+`,
+			wantCode:   1,
+			wantStdout: "",
+			wantStderr: []string{"error: stdin"}, // a bare expression is not a statement in a script
+		},
+		{
+			name: "locals and functions across lines",
+			stdin: `local x = 5
+print(x)
+local function greet(name)
   return "hello " .. name
 end
-greet("e2e")
-answer = 41
-answer + 1
-assert(mcp_wait("demo", "connected"))
-mcp_call("demo.sleep", {ms = 100}).text
-print("after the call")
+print(greet("e2e"))
+print(#mcp_tools())
+print(mcp_call("demo.sleep", {ms = 100}).text)
+error("boom")
+print("after the error")
 `,
-			wantCode: 1,
-			wantStdout: "first\nloop 1\nloop 2\nloop 3\n2\nafter the error\nhello e2e\n42\n" +
-				"true\nslept 100ms\nafter the call\n",
-			wantStderr: []string{"error: stdin:6: boom\n"}, // the line in the whole input
+			wantCode:   1,
+			wantStdout: "5\nhello e2e\n4\nslept 100ms\n",
+			wantStderr: []string{"error: stdin:9: boom\n"}, // the line in the whole input
 		},
 		{
-			name:       "clean script",
+			name:       "what it returns is not printed",
 			stdin:      "answer = 41\nreturn answer + 1\n",
 			wantCode:   0,
-			wantStdout: "42\n",
+			wantStdout: "",
 		},
 		{
-			name:       "statement only",
-			stdin:      "x = 1\n",
-			wantCode:   0,
-			wantStdout: "",
+			name:       "a shebang line is skipped and lines still count",
+			stdin:      "#!/usr/bin/env mcpvisor\nprint(arg[0])\nerror(\"x\")\n",
+			wantCode:   1,
+			wantStdout: "-\n",
+			wantStderr: []string{"error: stdin:3: x\n"},
 		},
 		{
 			name:       "incomplete chunk at EOF",
 			stdin:      "print(\"ok\")\nfor i = 1, 2 do\n  print(i)\n",
 			wantCode:   1,
-			wantStdout: "ok\n",
+			wantStdout: "", // nothing runs: the script does not compile
 			wantStderr: []string{"error: ", "unexpected end of input"},
 		},
 		{
@@ -275,7 +283,7 @@ func TestHelp(t *testing.T) {
 			o := runBinary(t, invocation{args: args})
 			require.Equal(t, 0, o.code, "exit code")
 			require.Empty(t, o.stderr, "stderr")
-			for _, want := range []string{"-c FILE", "-e CODE", "--log-level", "--log-format", "demo-server", "Usage:"} {
+			for _, want := range []string{"-c FILE", "-e CODE", "run FILE.lua [args]", "--wait DURATION", "--log-level", "--log-format", "demo-server", "Usage:", "$XDG_STATE_HOME/mcpvisor/mcpvisor.log"} {
 				require.Contains(t, o.stdout, want)
 			}
 		})
@@ -363,7 +371,9 @@ func TestBadServersDoNotDelayOthers(t *testing.T) {
 assert(mcp_wait("demo", "connected", 5))
 assert(mcp_wait("bad", "backoff", 5))
 return json.encode({demo = mcp_status("demo"), bad = mcp_status("bad"), mute = mcp_status("mute")})`
-	o := runBinary(t, invocation{args: []string{"--log-level", "info", "-c", testdata(t, "bad_servers.lua"), "-e", code}})
+	// --wait 0: the code starts at once rather than once the servers
+	// settle (the mute one never would), so its own waits are measured.
+	o := runBinary(t, invocation{args: []string{"--log-level", "info", "--wait", "0", "-c", testdata(t, "bad_servers.lua"), "-e", code}})
 	require.Equal(t, 0, o.code)
 	var st map[string]struct {
 		State     string `json:"state"`
@@ -392,11 +402,28 @@ func TestSIGTERM(t *testing.T) {
 			`assert(mcp_wait("demo", "connected")); print(mcp_status("demo").pid); sleep(600)`}})
 		terminate(t, p)
 	})
-	t.Run("while waiting for stdin", func(t *testing.T) {
-		p := start(t, invocation{})
-		_, err := p.stdin.Write([]byte(`assert(mcp_wait("demo", "connected")); print(mcp_status("demo").pid)` + "\n"))
+	t.Run("while a piped script runs", func(t *testing.T) {
+		p := start(t, invocation{args: []string{"--log-level", "info"}})
+		_, err := p.stdin.Write([]byte(`assert(mcp_wait("demo", "connected")); print(mcp_status("demo").pid); sleep(600)` + "\n"))
 		require.NoError(t, err)
-		terminate(t, p) // stdin stays open: the host waits in the script loop
+		require.NoError(t, p.stdin.Close()) // the script is whole: it runs
+		terminate(t, p)
+	})
+	t.Run("while waiting for the end of stdin", func(t *testing.T) {
+		p := start(t, invocation{args: []string{"--log-level", "info"}})
+		_, err := p.stdin.Write([]byte(`print("never runs")` + "\n"))
+		require.NoError(t, err)
+		p.stderr.waitFor(t, "the demo server up", 10*time.Second, func(s string) bool {
+			return strings.Contains(s, `msg="server connected"`)
+		})
+		// stdin stays open: the script is not whole yet, and waits.
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+		if !p.wait(shutdownGrace) {
+			t.Fatalf("mcpvisor still runs after SIGTERM while reading stdin")
+		}
+		assert.Equal(t, 1, p.cmd.ProcessState.ExitCode())
+		assert.NotContains(t, p.stdout.String(), "never runs")
+		assert.Contains(t, p.stderr.String(), `msg="server removed"`)
 	})
 }
 
@@ -576,6 +603,12 @@ func TestREPL(t *testing.T) {
 // script(1).
 func startREPL(t *testing.T, args ...string) *terminal {
 	t.Helper()
+	return startREPLEnv(t, nil, args...)
+}
+
+// startREPLEnv is startREPL with env added to the environment.
+func startREPLEnv(t *testing.T, env []string, args ...string) *terminal {
+	t.Helper()
 	scriptBin, err := exec.LookPath("script")
 	if err != nil {
 		t.Skip("script(1) is not installed; it provides the REPL's terminal (creack/pty is not a dependency)")
@@ -591,7 +624,7 @@ func startREPL(t *testing.T, args ...string) *terminal {
 	// command; /dev/null: no typescript file.
 	p := start(t, invocation{
 		argv: []string{scriptBin, "-qec", command, "/dev/null"},
-		env:  []string{"SHELL=/bin/sh", "TERM=xterm"},
+		env:  append([]string{"SHELL=/bin/sh", "TERM=xterm"}, env...),
 	})
 	return &terminal{t: t, p: p}
 }

@@ -31,18 +31,18 @@ func evilConfig(t *testing.T) string {
 }
 
 // A server's escape sequences never reach the terminal through what the
-// host prints: a result typed as a bare expression, -e's result, an error
-// raised with the server's text. They show escaped instead. print, which
-// the user asks for, stays raw.
+// host prints: -e's result, an error a script raises with the server's
+// text (a bare expression's value at the REPL is the next test). They show
+// escaped instead. print, which the user asks for, stays raw.
 func TestServerEscapesShownEscaped(t *testing.T) {
 	cfg := evilConfig(t)
 	script := `assert(mcp_wait("evil", "connected"))
-mcp_call("evil.echo", {text = "x"}).text
-error(mcp_call("evil.echo", {text = "x"}).text)
+local text = mcp_call("evil.echo", {text = "x"}).text
+error(text)
 `
 	o := runBinary(t, invocation{args: []string{"-c", cfg, "--no-watch"}, stdin: script})
-	assert.Equal(t, 1, o.code, "the error() chunk fails the script")
-	assert.Equal(t, "true\n"+evilReply+"\n", o.stdout)
+	assert.Equal(t, 1, o.code, "error() fails the script")
+	assert.Empty(t, o.stdout)
 	assert.Contains(t, o.stderr, "error: stdin:3: "+evilReply+"\n")
 	assert.NotContains(t, o.stdout+o.stderr, rawOSC)
 

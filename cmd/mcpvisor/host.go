@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,14 +45,31 @@ type host struct {
 	logDone chan struct{}
 	otel    *hostTelemetry // exporters per OTEL_*; flushed at shutdown
 	hud     *hudDisplay    // the live status block, when stdout is a terminal
+	logPath string         // the log file, at the REPL
 	gateway gatewayHost    // serves the servers to MCP clients, when asked
 }
 
 func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
-	interactive := !cfg.hasCode && isTerminal(stdin)
+	interactive := !cfg.hasCode && cfg.script == "" && isTerminal(stdin)
+	if !interactive && !cfg.levelSet {
+		cfg.logLevel = quietLevel
+	}
 	stdout, stderr, hud := terminalHUD(cfg, interactive, stdout, stderr)
 	logOut := &swapWriter{w: stderr}
 	logger := newLogger(cfg, logOut)
+	var hudShown atomic.Pointer[hudDisplay]
+	var quiet *quietHandler
+	var logPath string
+	if interactive {
+		if f, err := openLogFile(); err != nil {
+			fmt.Fprintf(stderr, "mcpvisor: %v; logging to the terminal\n", err)
+		} else {
+			defer f.Close()
+			logPath = f.Name()
+			quiet = newQuietHandler(newHandler(cfg, max(slog.LevelWarn, cfg.level()), logOut), &hudShown)
+			logger = slog.New(teeHandler{newHandler(cfg, cfg.level(), f), quiet})
+		}
+	}
 	path, src, err := startupSource(cfg.file)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpvisor: %v\n", err)
@@ -64,13 +82,19 @@ func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	outSwap := &swapWriter{w: stdout}
 	h := startHost(cfg, logger, logOut, outSwap, filepath.Dir(path), tel, hud)
+	h.logPath = logPath
+	hudShown.Store(h.hud)
 	// Signals are handled until the very end, so one during the graceful
 	// shutdown still forces exit rather than killing us half-way.
 	ctx, stopSignals := h.handleSignals(interactive, stderr)
 	defer stopSignals()
 	code := h.drive(ctx, cfg, interactive, path, src, stdin, stdout, stderr)
 	h.hud.Stop() // the terminal is whole again before the shutdown's logs
-	if err := h.shutdown(); err != nil {
+	err = h.shutdown()
+	if quiet != nil {
+		quiet.flush() // the repeats not said yet
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "mcpvisor: %v\n", err)
 		return 1
 	}
@@ -138,8 +162,9 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 	return h
 }
 
-// drive runs the config and then -e, the REPL or the stdin script. It
-// returns the exit code.
+// drive runs the config and then -e, the REPL or a script (run FILE, or
+// stdin). Code that is not interactive starts once the servers have
+// settled. It returns the exit code.
 func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, src string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if _, err := h.rt.LoadConfigSource(ctx, path, src); err != nil {
 		printError(stderr, err)
@@ -158,6 +183,9 @@ func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, sr
 			return 2
 		}
 	}
+	if !interactive {
+		h.settle(ctx, cfg.wait)
+	}
 	switch {
 	case cfg.hasCode:
 		res, err := h.rt.Exec(ctx, cfg.code, "(-e)")
@@ -170,7 +198,7 @@ func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, sr
 	case interactive:
 		return runREPL(ctx, h, stdin, stdout, stderr)
 	default:
-		return runScript(ctx, h.rt, stdin, stdout, stderr)
+		return h.runScript(ctx, cfg, stdin, stderr)
 	}
 }
 
@@ -255,13 +283,23 @@ func printError(w io.Writer, err error) {
 }
 
 func newLogger(cfg config, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.logLevel))
+	return slog.New(newHandler(cfg, cfg.level(), w))
+}
+
+// newHandler writes records at level and above to w, in --log-format.
+func newHandler(cfg config, level slog.Level, w io.Writer) slog.Handler {
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.logFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.NewTextHandler(w, opts)
+}
+
+// level is --log-level as a slog level.
+func (c config) level() slog.Level {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.logLevel))
+	return level
 }
 
 func isTerminal(r io.Reader) bool {

@@ -128,6 +128,9 @@ func startHUD(opts hudOptions) *hudDisplay {
 	return d
 }
 
+// showing reports whether the block is on (false without a HUD).
+func (d *hudDisplay) showing() bool { return d != nil && d.enabled.Load() }
+
 // SetEnabled shows or hides the block (luaapi.HUD, for mcp_hud). It
 // returns at once; the display's goroutine draws or erases.
 func (d *hudDisplay) SetEnabled(on bool) (bool, error) {

@@ -16,9 +16,12 @@ import (
 )
 
 // hudStartup declares a server that connects and one that fails every
-// 50–200ms, so events, HUD frames and WARN log lines keep coming.
+// 50–200ms, so events and HUD frames keep coming, and prints a line every
+// 100ms. (The HUD shows the failures, so they are not logged to the
+// terminal as well: the printed lines are what scrolls under the block.)
 const hudStartup = `mcp_add("demo", {command = {MCPVISOR, "demo-server"}})
 mcp_add("broken", {command = {"/nonexistent/prog"}, backoff = {initial = "50ms", max = "200ms"}, breaker = false})
+mcp_every(0.1, function() print("tick") end)
 `
 
 // emulated is the screen of a terminal that the binary's pty output is
@@ -102,18 +105,18 @@ func TestHUDREPLTypingIntact(t *testing.T) {
 		return blockOK(screen) && screen[cur.Y] == "mcp>" && cur.Y > 3
 	})
 
-	// Type half a line and let frames and log lines come over it.
+	// Type half a line and let frames and printed lines come over it.
 	scr.send("return 6")
 	scr.wait("the half-typed line", func(_ string, screen []string, cur vt10x.Cursor) bool {
 		return screen[cur.Y] == "mcp> return 6"
 	})
-	// Readline redraws the line after each log line; check the screen when
+	// Readline redraws the line after each printed line; check the screen when
 	// the last thing written was a HUD frame, drawn over the typed line.
 	from := len(p.stdout.String())
 	const frame = escSave + "\x1b[1;1H"
 	screen, cur := scr.wait("a frame after frames and logs while typing", func(raw string, screen []string, _ vt10x.Cursor) bool {
 		later := raw[from:]
-		return strings.Count(later, frame) >= 3 && strings.Count(later, `msg="backing off, will retry"`) >= 3 &&
+		return strings.Count(later, frame) >= 3 && strings.Count(later, "tick") >= 3 &&
 			strings.HasSuffix(raw, escRestore) && strings.LastIndex(raw, frame) > strings.LastIndex(raw, "mcp> return 6") &&
 			blockOK(screen)
 	})
@@ -130,7 +133,9 @@ func TestHUDREPLTypingIntact(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, typedRows, "the typed text appears once; screen:\n%s", strings.Join(screen, "\n"))
-	require.Contains(t, strings.Join(screen[4:], "\n"), "level=WARN", "log lines scroll below the block")
+	require.Contains(t, strings.Join(screen[4:], "\n"), "tick", "printed lines scroll below the block")
+	require.NotContains(t, p.stdout.String(), "level=", "the HUD shows the failures: no log line repeats them")
+	require.NotContains(t, p.stdout.String(), "mcpvisor REPL", "the HUD says what the banner would")
 
 	// The line runs as typed.
 	scr.send("*7\r")

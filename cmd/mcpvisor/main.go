@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/demo"
@@ -22,7 +23,10 @@ import (
 const usage = `mcpvisor keeps your MCP servers connected and lets you use their tools from Lua.
 
 Usage:
-  mcpvisor [flags]          run startup.lua, then a REPL (or stdin as Lua)
+  mcpvisor [flags]          run startup.lua, then a REPL (or stdin as a script)
+  mcpvisor [flags] run FILE.lua [args]
+                           run startup.lua, then FILE.lua as a script (- for
+                           stdin); args are in arg, as lua gives them
   mcpvisor check [-c FILE]  evaluate and validate the config without starting
                            anything; print the servers it declares
   mcpvisor serve [flags]    serve every server to AI clients as one MCP server:
@@ -37,7 +41,13 @@ Flags:
                         demo server)
   -e CODE               run CODE after the config as one chunk, print what it
                         returns, shut down and exit (0, or 1 on error)
-  --log-level LEVEL     debug, info, warn or error (default info; warn with -e)
+  --wait DURATION       how long -e, run and a piped script wait, at most,
+                        for every server to have had its first say
+                        (connected, failed, backing off, disabled or waiting
+                        for a slot) before they start (default 5s; 0: start
+                        at once); the REPL starts at once
+  --log-level LEVEL     debug, info, warn or error (default info at the REPL,
+                        warn with -e, run or a piped script)
   --log-format FORMAT   text or json (default text)
   --no-watch            do not reload the config when it changes on disk
   --max-connections N   connect at most N servers at once (default 0: no
@@ -65,19 +75,26 @@ Flags:
 
 Modes:
   With -e, CODE runs once and mcpvisor exits.
+  With run FILE.lua, or when stdin is not a terminal, the file or stdin is
+  one script, as lua runs it: its locals live to its end, nothing is echoed
+  and what it returns is not printed; on an error it stops, prints
+  file:line: message and mcpvisor exits 1.
   Otherwise, when stdin is a terminal, an interactive Lua REPL starts: type
   Lua, or a bare expression to print its value; Ctrl-C cancels the running
-  chunk, Ctrl-D exits. When stdin is not a terminal, it is read as Lua and run
-  chunk by chunk; then mcpvisor shuts down and exits (1 if any chunk failed).
+  chunk, Ctrl-D exits.
   Unless -e or --no-watch is given, the config is reloaded whenever it is
   saved: only servers whose declaration changed are touched, and a broken
   edit changes nothing (the error is logged with file:line).
 
-Output: results and print() go to stdout; logs go to stderr.
+Output: results and print() go to stdout; logs go to stderr. At the REPL,
+logs go to $XDG_STATE_HOME/mcpvisor/mcpvisor.log (~/.local/state/mcpvisor/
+mcpvisor.log), and the terminal shows only the warnings and errors the HUD
+does not, a failure that repeats once.
 
 Examples:
   mcpvisor -e 'assert(mcp_wait("demo", "connected")); return mcp_call("demo.echo", {text = "hi"}).text'
-  echo 'return mcp_tools()' | mcpvisor
+  echo 'print(#mcp_tools())' | mcpvisor
+  mcpvisor run script.lua hello                         # arg[1] == "hello"
   mcpvisor -c ~/.config/mcpvisor/startup.lua
   mcpvisor serve -c ~/.config/mcpvisor/startup.lua      # in a client's MCP config
   mcpvisor serve --http 127.0.0.1:8931                  # http://127.0.0.1:8931/mcp
@@ -173,6 +190,7 @@ type config struct {
 	code      string
 	hasCode   bool
 	logLevel  string
+	levelSet  bool // --log-level was given
 	logFormat string
 	noWatch   bool
 	hud       hudMode
@@ -184,6 +202,14 @@ type config struct {
 	// The gateway: HTTP address, token file, and (serve only) what to serve.
 	http, tokenFile string
 	server, toolset string
+	// wait bounds how long a run that is not interactive gives the servers
+	// to settle before its code starts; 0 starts at once.
+	wait time.Duration
+	// script is `run FILE [args]`: the file ("-" for stdin) and the whole
+	// command line with the file's index in it, for the script's arg.
+	script      string
+	argv        []string
+	scriptIndex int
 }
 
 // forServe checks the flags of `mcpvisor serve`.
@@ -223,11 +249,20 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.tokenFile, "token-file", "", "")
 	fs.StringVar(&c.server, "server", "", "")
 	fs.StringVar(&c.toolset, "toolset", "", "")
+	fs.DurationVar(&c.wait, "wait", defaultWait, "")
 	var hudFlag, noHUDFlag bool
 	fs.BoolVar(&hudFlag, "hud", false, "")
 	fs.BoolVar(&noHUDFlag, "no-hud", false, "")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if fs.Arg(0) == "run" { // flags may follow run too
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return c, err
+		}
+		if err := c.runScript(args, fs.Args()); err != nil {
+			return c, err
+		}
 	}
 	levelSet, connectingSet := false, false
 	fs.Visit(func(f *flag.Flag) {
@@ -257,10 +292,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	case connectingSet && c.maxConnecting == 0:
 		c.maxConnecting = -1 // asked for no cap; not given at all means the default
 	}
-	if c.hasCode && !levelSet {
-		c.logLevel = "warn" // a one-shot command prints its result, not the lifecycle
+	if c.wait < 0 {
+		return c, fmt.Errorf("--wait must be 0 (start at once) or more, got %v", c.wait)
 	}
-	if fs.NArg() > 0 {
+	if c.hasCode && c.script != "" {
+		return c, errors.New("-e and run each give the code to run; give one")
+	}
+	c.levelSet = levelSet
+	if !levelSet && (c.hasCode || c.script != "") {
+		c.logLevel = quietLevel
+	}
+	if c.script == "" && fs.NArg() > 0 {
 		if strings.HasSuffix(fs.Arg(0), ".lua") {
 			return c, fmt.Errorf("unexpected argument %q; to run a config, use -c %s", fs.Arg(0), fs.Arg(0))
 		}

@@ -106,20 +106,59 @@ func TestCheckEscapesConfigText(t *testing.T) {
 	require.NotContains(t, o.stdout, "\u202e")
 }
 
-// host is a running mcpvisor whose stdin stays open: Lua sent to it runs
-// chunk by chunk, each printing one line.
+// runningHost is mcpvisor at its REPL (in the pty of script(1), without
+// the HUD): Lua typed there runs line by line, and its log file is read
+// for the lifecycle's INFO lines.
 type runningHost struct {
-	*process
+	*terminal
+	logFile string
 	reloads int // "config reloaded" lines seen so far
 }
 
-// eval runs a one-line expression in the host and returns its printed
-// value.
+// startHostREPL starts the REPL on a config.
+func startHostREPL(t *testing.T, args ...string) *runningHost {
+	t.Helper()
+	state := t.TempDir()
+	term := startREPLEnv(t, []string{"XDG_STATE_HOME=" + state}, append([]string{"--no-hud"}, args...)...)
+	term.waitLine("first prompt", func(l string) bool { return l == "mcp>" })
+	return &runningHost{terminal: term, logFile: filepath.Join(state, "mcpvisor", "mcpvisor.log")}
+}
+
+// eval runs a one-line expression in the host and returns its value as
+// tostring gives it.
 func (h *runningHost) eval(t *testing.T, expr string) string {
 	t.Helper()
-	_, err := h.stdin.Write([]byte("return " + expr + "\n"))
+	h.typeLine(`return "=" .. tostring(` + expr + `)`)
+	return strings.TrimPrefix(h.waitLine("the value of "+expr, func(l string) bool { return strings.HasPrefix(l, "=") }), "=")
+}
+
+// log is the host's log file so far.
+func (h *runningHost) log(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(h.logFile)
 	require.NoError(t, err)
-	return h.line(10 * time.Second)
+	return string(b)
+}
+
+// waitLog waits until the log file says what ok wants. Nothing tells when
+// another process writes a file, so this polls.
+func (h *runningHost) waitLog(t *testing.T, what string, ok func(string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok(h.log(t)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in the log after 20s:\n%s", what, h.log(t))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// exit types Ctrl-D at the prompt and waits for a clean exit.
+func (h *runningHost) exit(t *testing.T) {
+	t.Helper()
+	h.send("\x04")
+	require.True(t, h.p.wait(shutdownGrace+5*time.Second), "mcpvisor did not exit after Ctrl-D")
+	require.Equal(t, 0, h.p.cmd.ProcessState.ExitCode(), "exit code; screen:\n%s", strings.Join(h.lines(), "\n"))
 }
 
 // servers is the host's server list, comma-separated.
@@ -141,7 +180,7 @@ func (h *runningHost) pid(t *testing.T, name string) int {
 func (h *runningHost) nextReload(t *testing.T) {
 	t.Helper()
 	h.reloads++
-	h.stderr.waitFor(t, fmt.Sprintf("reload #%d", h.reloads), 20*time.Second, func(s string) bool {
+	h.waitLog(t, fmt.Sprintf("reload #%d", h.reloads), func(s string) bool {
 		return strings.Count(s, `msg="config reloaded"`) >= h.reloads
 	})
 }
@@ -184,7 +223,7 @@ func TestConfigHotReload(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "startup.lua")
 	require.NoError(t, os.WriteFile(path, []byte(demoDecl("a")+demoDecl("b")), 0o644))
-	h := &runningHost{process: start(t, invocation{dir: dir, args: []string{"-c", path}})}
+	h := startHostREPL(t, "-c", path)
 
 	require.Equal(t, "a,b", h.servers(t))
 	aPid, bPid := h.pid(t, "a"), h.pid(t, "b")
@@ -196,21 +235,21 @@ func TestConfigHotReload(t *testing.T) {
 	cPid := h.pid(t, "c")
 	require.Equal(t, aPid, h.pid(t, "a"), "a was not touched")
 	waitGone(t, bPid, "removed server b")
-	require.Regexp(t, `msg="config applied" seq=\d+ kind=config_applied added=\[c\] file=\S+ removed=\[b\] replaced=\[\] unchanged=1`, h.stderr.String())
+	require.Regexp(t, `msg="config applied" seq=\d+ kind=config_applied added=\[c\] file=\S+ removed=\[b\] replaced=\[\] unchanged=1`, h.log(t))
 
 	// A broken edit: nothing changes, config_error with file:line.
 	writeConfig(t, path, demoDecl("a")+"local x = = 1\n"+demoDecl("d"))
-	h.stderr.waitFor(t, "config_error", 20*time.Second, func(s string) bool {
+	h.waitLog(t, "config_error", func(s string) bool {
 		return strings.Contains(s, "kind=config_error")
 	})
-	require.Regexp(t, `level=ERROR msg="config not applied" seq=\d+ kind=config_error error="startup\.lua:2:11: near '=': syntax error"`, h.stderr.String())
+	require.Regexp(t, `level=ERROR msg="config not applied" seq=\d+ kind=config_error error="startup\.lua:2:11: near '=': syntax error"`, h.log(t))
 	require.Equal(t, "a,c", h.servers(t))
 	require.Equal(t, aPid, h.pid(t, "a"))
 	require.Equal(t, cPid, h.pid(t, "c"))
 
 	// A runtime error half-way through the file changes nothing either.
 	writeConfig(t, path, demoDecl("a")+demoDecl("d")+"error('half-way')\n")
-	h.stderr.waitFor(t, "second config_error", 20*time.Second, func(s string) bool {
+	h.waitLog(t, "second config_error", func(s string) bool {
 		return strings.Contains(s, `error="startup.lua:3: half-way"`)
 	})
 	require.Equal(t, "a,c", h.servers(t))
@@ -226,16 +265,13 @@ func TestConfigHotReload(t *testing.T) {
 	require.Equal(t, aPid, h.pid(t, "a"))
 
 	// A server added at the REPL survives reloads.
-	_, err := h.stdin.Write([]byte(demoDecl("mine")))
-	require.NoError(t, err)
+	h.typeLine(strings.TrimSpace(demoDecl("mine")))
 	writeConfig(t, path, demoDecl("a"))
 	h.nextReload(t)
 	h.serversBecome(t, "a,mine")
 	waitGone(t, newC, "removed server c")
 
-	require.NoError(t, h.stdin.Close())
-	require.True(t, h.wait(shutdownGrace+5*time.Second), "mcpvisor did not exit after stdin closed")
-	require.Equal(t, 0, h.cmd.ProcessState.ExitCode(), "exit code; stderr:\n%s", h.stderr.String())
+	h.exit(t)
 	requireGone(t, aPid, "server a")
 }
 
@@ -244,7 +280,7 @@ func TestNoWatchIgnoresEdits(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "startup.lua")
 	require.NoError(t, os.WriteFile(path, []byte(demoDecl("a")), 0o644))
-	h := &runningHost{process: start(t, invocation{dir: dir, args: []string{"--no-watch", "-c", path}})}
+	h := startHostREPL(t, "--no-watch", "-c", path)
 	require.Equal(t, "a", h.servers(t))
 	aPid := h.pid(t, "a")
 
@@ -253,12 +289,10 @@ func TestNoWatchIgnoresEdits(t *testing.T) {
 	time.Sleep(10 * reloadDebounce) // waiting for something not to happen
 	require.Equal(t, "a", h.servers(t))
 	require.Equal(t, aPid, h.pid(t, "a"))
-	require.NotContains(t, h.stderr.String(), "config reloaded")
-	require.NotContains(t, h.stderr.String(), "config_applied added=[b]")
+	require.NotContains(t, h.log(t), "config reloaded")
+	require.NotContains(t, h.log(t), "config_applied added=[b]")
 
-	require.NoError(t, h.stdin.Close())
-	require.True(t, h.wait(shutdownGrace+5*time.Second))
-	require.Equal(t, 0, h.cmd.ProcessState.ExitCode())
+	h.exit(t)
 }
 
 // TestREPLHookOutputDoesNotGarbleTyping: a timer prints while a line is

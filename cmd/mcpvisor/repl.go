@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -16,12 +15,8 @@ import (
 
 // chunker gathers lines until they form a complete Lua chunk, continuing
 // while the parse error is at end of input (like the standalone lua REPL).
-// A chunk is padded with the newlines before it, so errors report the
-// line number of the whole input, not of the chunk.
 type chunker struct {
-	pad   bool // keep line numbers of the whole input (script mode)
 	lines []string
-	seen  int // lines consumed by earlier chunks
 }
 
 // add appends a line and returns the chunk when it is complete.
@@ -36,17 +31,12 @@ func (c *chunker) add(line string) (chunk string, complete bool) {
 // flush returns the pending lines as a chunk and starts a new one.
 func (c *chunker) flush() string {
 	src := strings.Join(c.lines, "\n")
-	if c.pad {
-		src = strings.Repeat("\n", c.seen) + src
-	}
-	c.seen += len(c.lines)
 	c.lines = nil
 	return src
 }
 
 // reset drops the pending lines (Ctrl-C at a continuation prompt).
 func (c *chunker) reset() {
-	c.seen += len(c.lines)
 	c.lines = nil
 }
 
@@ -64,55 +54,6 @@ func runChunk(ctx context.Context, rt *luaapi.Runtime, src string, stdout, stder
 	}
 	printResult(stdout, res)
 	return true
-}
-
-// runScript reads stdin as Lua, chunk by chunk, in order. It returns 1 if
-// any chunk failed. Cancelling ctx (a signal) stops it even while stdin
-// stays open.
-func runScript(ctx context.Context, rt *luaapi.Runtime, stdin io.Reader, stdout, stderr io.Writer) int {
-	lines, readErr := readLines(stdin)
-	c := chunker{pad: true}
-	code := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return 1
-		case line, ok := <-lines:
-			if !ok {
-				if err := <-readErr; err != nil {
-					fmt.Fprintf(stderr, "error: reading stdin: %v\n", err)
-					return 1
-				}
-				if c.pending() {
-					// Run the incomplete tail to report its syntax error.
-					code = 1
-					runChunk(ctx, rt, c.flush(), stdout, stderr)
-				}
-				return code
-			}
-			if src, ok := c.add(line); ok && !runChunk(ctx, rt, src, stdout, stderr) {
-				code = 1
-			}
-		}
-	}
-}
-
-// readLines delivers r's lines on a channel from its own goroutine, so the
-// reader can select on them. The goroutine ends at EOF (it may outlive a
-// cancelled reader until then; the process is exiting anyway).
-func readLines(r io.Reader) (<-chan string, <-chan error) {
-	lines := make(chan string)
-	errc := make(chan error, 1)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		errc <- sc.Err()
-	}()
-	return lines, errc
 }
 
 // runREPL is the interactive loop on a terminal.
@@ -158,7 +99,12 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 		}
 	}
 	defer atPrompt(false)
-	fmt.Fprintln(stdout, "mcpvisor REPL — Lua with mcp_* functions. Ctrl-D exits; try mcp_status() or mcp_tools().")
+	if !h.hud.showing() { // the HUD says what the banner would
+		fmt.Fprintln(stdout, "mcpvisor REPL — Lua with mcp_* functions. Ctrl-D exits; try mcp_status() or mcp_tools().")
+		if h.logPath != "" {
+			fmt.Fprintf(stdout, "Logs go to %s; warnings and errors show here too.\n", h.logPath)
+		}
+	}
 
 	var c chunker
 	for ctx.Err() == nil {
@@ -213,16 +159,8 @@ func (t ttyReader) Close() error { return nil }
 
 // historyFile is $XDG_STATE_HOME/mcpvisor/history (or ~/.local/state/…).
 func historyFile() string {
-	dir := os.Getenv("XDG_STATE_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		dir = filepath.Join(home, ".local", "state")
-	}
-	dir = filepath.Join(dir, "mcpvisor")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dir, err := stateDir()
+	if err != nil {
 		return ""
 	}
 	return filepath.Join(dir, "history")

@@ -39,7 +39,7 @@ func TestMcpServeFromConfig(t *testing.T) {
 mcp_toolset("echoes", {include = {"demo.echo*"}})
 `, addr)
 	require.NoError(t, os.WriteFile(path, []byte(config), 0o644))
-	h := &runningHost{process: start(t, invocation{dir: dir, args: []string{"-c", path}})}
+	h := startHostREPL(t, "-c", path)
 	require.Equal(t, "true", h.eval(t, `mcp_wait("demo", "connected")`))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -68,5 +68,5 @@ mcp_toolset("echoes", {include = {"demo.echo*"}})
 		conn.Close()
 	}
 	require.Error(t, err, "a reload without mcp_serve stops listening")
-	require.NoError(t, h.stdin.Close())
+	h.exit(t)
 }
