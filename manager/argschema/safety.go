@@ -31,7 +31,8 @@ func (e *UnsafeError) Error() string { return "unusable input schema: " + e.Reas
 // Safe reports whether a schema as a server sent it can be compiled and
 // used: within the size, nesting and node bounds, and without a reference
 // loop that consumes no data — {"$ref": "#"} at the root, or $defs a → b →
-// a through $ref, allOf, anyOf, oneOf, not, if/then/else. The JSON Schema
+// a through $ref, $dynamicRef, allOf, anyOf, oneOf, not, if/then/else or
+// dependentSchemas. The JSON Schema
 // validator follows such a loop until the Go runtime dies of a stack
 // overflow, which recover cannot catch. A property that refers back to the
 // root ({"properties": {"a": {"$ref": "#"}}}) consumes a level of the
@@ -130,13 +131,23 @@ func (w *walker) loop(path string, state map[string]int, trail []string) error {
 }
 
 // inPlace lists the schemas that apply to the same data as the schema at
-// path: its local $ref target and its in-place applicators.
+// path: its local $ref (and $dynamicRef, $recursiveRef) target and its
+// in-place applicators, dependentSchemas included.
 func (w *walker) inPlace(path string) []string {
 	node, _ := w.nodes[path].(map[string]any)
 	var out []string
-	if ref, ok := node["$ref"].(string); ok {
-		if target, ok := w.resolve(ref); ok {
-			out = append(out, target)
+	for _, k := range []string{"$ref", "$dynamicRef", "$recursiveRef"} {
+		if ref, ok := node[k].(string); ok {
+			if target, ok := w.resolve(ref); ok {
+				out = append(out, target)
+			}
+		}
+	}
+	if deps, ok := node["dependentSchemas"].(map[string]any); ok {
+		for _, k := range slices.Sorted(maps.Keys(deps)) {
+			if _, ok := deps[k].(map[string]any); ok {
+				out = append(out, path+"/dependentSchemas/"+escapePointer(k))
+			}
 		}
 	}
 	for _, k := range []string{"allOf", "anyOf", "oneOf"} {

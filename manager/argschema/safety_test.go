@@ -30,6 +30,9 @@ func TestUnsafeSchemasAreRefused(t *testing.T) {
 			"reference loop that never consumes data: #/$defs/a → #/$defs/b → #/$defs/b/allOf/0 → #/$defs/a"},
 		{"through not and an anchor", `{"$defs": {"x": {"$anchor": "x", "not": {"$ref": "#x"}}}, "$ref": "#x"}`,
 			"reference loop that never consumes data: #/$defs/x → #/$defs/x/not → #/$defs/x"},
+		{"through dependentSchemas", `{"type":"object","dependentSchemas":{"a":{"$ref":"#"}}}`,
+			"reference loop that never consumes data: # → #/dependentSchemas/a → #"},
+		{"through $dynamicRef", `{"type":"object","$dynamicRef":"#"}`, "reference loop that never consumes data: # → #"},
 		{"nested too deep", `{"type":"object","properties":{"a":` + strings.Repeat(`{"type":"array","items":`, 70) + `{}` + strings.Repeat(`}`, 70) + `}}`,
 			"nested deeper than 64 levels"},
 	}
