@@ -169,6 +169,8 @@ func (g *Gateway) do(f func()) error {
 	case g.work <- func() { f(); close(ran) }:
 	case <-g.ctx.Done():
 		return ErrClosed
+	case <-g.done: // the bus closed: the host is shutting down
+		return ErrClosed
 	}
 	<-ran
 	return nil

@@ -52,7 +52,7 @@ type Client struct {
 	ID        string // the MCP session id ("stdio" for a stdio client)
 	Name      string // from the client's initialize request
 	Version   string
-	Transport string // "stdio" or "http"
+	Transport string // "stdio", "http" or "sse"
 	Endpoint  string // e.g. "/mcp", "/servers/git/mcp"
 	Since     time.Time
 }

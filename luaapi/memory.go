@@ -3,6 +3,7 @@ package luaapi
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/metrics"
 	"sync/atomic"
 	"time"
@@ -50,12 +51,22 @@ func (w *memoryWatch) watch(stop <-chan struct{}, done chan<- struct{}) {
 		if t == nil {
 			continue
 		}
-		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > w.limit {
-			t.overMemory.Store(true)
-			t.cancel()
+		if w.over(sample) {
+			// Dead objects count until the collector runs: collect once
+			// and look again, so that a chunk is stopped for what is
+			// alive, not for the garbage of one stopped before it.
+			runtime.GC()
+			if w.over(sample) {
+				t.overMemory.Store(true)
+				t.cancel()
+			}
 		}
 	}
+}
+
+func (w *memoryWatch) over(sample []metrics.Sample) bool {
+	metrics.Read(sample)
+	return sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > w.limit
 }
 
 // memoryError is what a chunk stopped by the watchdog reports.

@@ -14,7 +14,7 @@ import (
 // sending tens of thousands a second slowed every other server's calls.
 // Past the rate, notifications are dropped (list changes still mark the
 // lists for re-listing, and progress still reaches its call) and how many
-// were dropped is published once the flood ebbs.
+// were dropped is published with the next notification that gets through.
 const (
 	notifyRate  = 500 // a second, sustained
 	notifyBurst = 1000
@@ -37,9 +37,9 @@ func newNotifyLimiter() *notifyLimiter {
 // allow reports whether a notification may be published now; when it may
 // after some were dropped, it also returns how many were.
 func (l *notifyLimiter) allow(now time.Time) (ok bool, dropped int) {
-	ok = l.lim.AllowN(now, 1)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	ok = l.lim.AllowN(now, 1)
 	if !ok {
 		l.dropped++
 		return false, 0

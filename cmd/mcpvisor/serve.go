@@ -115,6 +115,9 @@ func (nopWriteCloser) Close() error { return nil }
 // mcp_serve), and its HTTP listener.
 type gatewayHost struct {
 	h *host
+	// changing is held for the whole of a listener change, so that two
+	// (mcp_serve from a reload, --http at startup) never both listen.
+	changing sync.Mutex
 
 	mu sync.Mutex
 	// mu guards gw, http, addr and token; nothing is called under it.
@@ -144,6 +147,8 @@ func (g *gatewayHost) peek() *gateway.Gateway {
 // another address or with another token; the same address and token again
 // change nothing.
 func (g *gatewayHost) serveHTTP(addr, token string) error {
+	g.changing.Lock()
+	defer g.changing.Unlock()
 	if addr == "" && g.peek() == nil {
 		return nil // nothing listens, and no gateway is needed for that
 	}
