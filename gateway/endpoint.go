@@ -112,7 +112,13 @@ func (ep *endpoint) apply(v *view) {
 
 func (ep *endpoint) applyTools(v *view) {
 	want := map[string]toolRoute{}
-	for _, t := range v.tools {
+	var keep []bool
+	if ep.sel == oneToolset {
+		if ts := ep.g.toolset(ep.name); ts != nil {
+			keep = ts.selected(v.tools)
+		}
+	}
+	for i, t := range v.tools {
 		name := t.Name
 		switch ep.sel {
 		case everything:
@@ -122,8 +128,7 @@ func (ep *endpoint) applyTools(v *view) {
 				continue
 			}
 		case oneToolset:
-			ts := ep.g.toolset(ep.name)
-			if ts == nil || !ts.includes(t) {
+			if keep == nil || !keep[i] {
 				continue
 			}
 			name = v.toolNames[itemKey{t.Server, t.Name}]

@@ -17,9 +17,11 @@ type Toolset struct {
 	Include []string
 	// Exclude removes tools Include selected.
 	Exclude []string
-	// Filter, if set, decides instead of the patterns. It runs on the
-	// gateway's own goroutine and must not wait on the gateway.
-	Filter func(manager.ToolInfo) bool
+	// Filter, if set, decides instead of the patterns, for all the tools
+	// of a relisting at once (one answer per tool, in order). It runs on
+	// the gateway's own goroutine: it must answer promptly and never wait
+	// on the gateway.
+	Filter func([]manager.ToolInfo) []bool
 	// Version changes whenever Filter's meaning does (patterns compare
 	// by value; a function cannot).
 	Version uint64
@@ -33,10 +35,23 @@ func CheckPattern(p string) error {
 	return nil
 }
 
-func (ts *Toolset) includes(t manager.ToolInfo) bool {
+// selected returns which of tools the toolset includes.
+func (ts *Toolset) selected(tools []manager.ToolInfo) []bool {
 	if ts.Filter != nil {
-		return ts.Filter(t)
+		keep := ts.Filter(tools)
+		if len(keep) != len(tools) {
+			return make([]bool, len(tools))
+		}
+		return keep
 	}
+	keep := make([]bool, len(tools))
+	for i, t := range tools {
+		keep[i] = ts.includes(t)
+	}
+	return keep
+}
+
+func (ts *Toolset) includes(t manager.ToolInfo) bool {
 	full := t.Server + "." + t.Name
 	match := func(p string) bool {
 		ok, _ := path.Match(p, full)

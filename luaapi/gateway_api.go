@@ -38,10 +38,10 @@ type Toolset struct {
 	Include []string
 	// Exclude removes tools Include selected.
 	Exclude []string
-	// Filter, if set, decides instead of the patterns. It may be called
-	// from any goroutine; it asks the Lua loop and waits at most
-	// [FilterTimeout] for the answer.
-	Filter func(manager.ToolInfo) bool
+	// Filter, if set, decides instead of the patterns, for every tool of a
+	// relisting at once (one answer per tool, in order). It is called from
+	// the gateway's goroutine and waits at most [FilterTimeout].
+	Filter func([]manager.ToolInfo) []bool
 	// Version changes whenever the toolset is declared anew with a
 	// function, whose meaning cannot be compared: the gateway relists.
 	Version uint64

@@ -123,7 +123,9 @@ func (r *Runtime) luaTool(L *lua.LState) int {
 		L.Push(lua.LString(full))
 		return 1
 	}
-	r.setLuaTool(d, false)
+	if err := r.setLuaTool(d, false); err != nil {
+		raiseCoded(L, err)
+	}
 	L.Push(lua.LString(full))
 	return 1
 }
@@ -170,7 +172,7 @@ func inputSchema(L *lua.LState, v lua.LValue) map[string]any {
 // setLuaTool serves d, making its server if need be. A tool whose listing
 // is unchanged keeps it (clients are not told to relist); only its handler
 // is replaced.
-func (r *Runtime) setLuaTool(d luaToolDecl, fromConfig bool) {
+func (r *Runtime) setLuaTool(d luaToolDecl, fromConfig bool) error {
 	key := manager.NameKey(d.server)
 	s := r.toolServers[key]
 	fresh := s == nil
@@ -186,7 +188,7 @@ func (r *Runtime) setLuaTool(d luaToolDecl, fromConfig bool) {
 	}
 	if e, ok := s.tools[d.name]; ok && e.decl.description == d.description && reflect.DeepEqual(e.decl.schema, d.schema) {
 		e.decl, e.fromConfig = d, fromConfig
-		return
+		return nil
 	}
 	s.srv.AddTool(&mcp.Tool{Name: d.name, Description: d.description, InputSchema: d.schema}, s.handler(d.name))
 	s.tools[d.name] = &luaToolEntry{decl: d, fromConfig: fromConfig}
@@ -194,9 +196,12 @@ func (r *Runtime) setLuaTool(d luaToolDecl, fromConfig bool) {
 		// Added once its first tool is there, so that the first discovery
 		// lists it (a tool added later is announced with list_changed).
 		if err := r.servers.Add(d.server, manager.Spec{Transport: manager.TransportInProcess, Dial: s}); err != nil {
-			r.opts.Logger.Error("mcp_tool: cannot add the server of the Lua tools", "server", d.server, "error", err)
+			// Forgotten, so that the next mcp_tool for it tries again.
+			delete(r.toolServers, key)
+			return err
 		}
 	}
+	return nil
 }
 
 // applyLuaTools makes the Lua tools match what the config declares: the
@@ -217,7 +222,9 @@ func (r *Runtime) applyLuaTools(want *desired) {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(want.luaTools)) {
-		r.setLuaTool(want.luaTools[k], true)
+		if err := r.setLuaTool(want.luaTools[k], true); err != nil {
+			r.opts.Logger.Error("config: cannot add the server of the Lua tools", "tool", k, "error", err)
+		}
 	}
 	for key, s := range r.toolServers {
 		if len(s.tools) == 0 {

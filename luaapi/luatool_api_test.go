@@ -142,3 +142,16 @@ func TestMcpToolHandlerIsBudgeted(t *testing.T) {
 	require.True(t, res.IsError)
 	require.Contains(t, res.Content[0].(*mcp.TextContent).Text, "stopped after")
 }
+
+// An mcp_tool whose server name is taken by a server declared otherwise is
+// refused with the manager's error, and a later one can still use the name
+// once it is free.
+func TestMcpToolServerNameTaken(t *testing.T) {
+	r := newTestRuntime(t, nil)
+	r.run(t, `mcp_add("taken", {command = {"x"}, enabled = false})`)
+	le := r.fail(t, `mcp_tool("t", {server = "taken", handler = function() return "x" end})`)
+	require.Contains(t, le.Message, "NAME_CONFLICT")
+	r.run(t, `assert(mcp_remove("taken", {wait = true}))`)
+	require.Equal(t, "taken.t", r.one(t, `return mcp_tool("t", {server = "taken", handler = function() return "x" end})`))
+	require.Equal(t, "x", r.one(t, `assert(mcp_wait("taken", "connected")) return mcp_call("taken.t", {}).text`))
+}

@@ -186,44 +186,48 @@ func (r *Runtime) pushToolsets() {
 }
 
 // toolsetFilter turns a Lua filter into one the gateway can call from its
-// own goroutine: it asks the loop to run fn(tool) as a budgeted task and
-// waits at most FilterTimeout. A failure or a late answer excludes the
-// tool and publishes hook_error; the loop never waits on the caller.
-func (r *Runtime) toolsetFilter(name string, fn *lua.LFunction) func(manager.ToolInfo) bool {
+// own goroutine: it asks the loop to run fn(tool) for every tool, each as
+// a budgeted task, and waits at most FilterTimeout for all the answers
+// (one wait per relisting, however many tools). A failure or a late
+// answer excludes the tool and publishes hook_error; the loop never waits
+// on the caller.
+func (r *Runtime) toolsetFilter(name string, fn *lua.LFunction) func([]manager.ToolInfo) []bool {
 	what := fmt.Sprintf("mcp_toolset(%q)", name)
 	fail := func(tool string, err string) {
 		r.bus.Publish(events.KindHookError, "", events.Fields{"hook": what, "tool": tool, "error": err})
 	}
-	return func(ti manager.ToolInfo) bool {
-		answer := make(chan bool, 1)
+	return func(tools []manager.ToolInfo) []bool {
+		answer := make(chan []bool, 1)
 		r.postAsync(func() {
-			if r.closing {
-				answer <- false
+			keep := make([]bool, len(tools)) // the loop's own, sent when complete
+			left := len(tools)
+			if r.closing || left == 0 {
+				answer <- keep
 				return
 			}
 			budget := min(r.opts.SliceBudget, FilterTimeout)
-			r.spawnWith(r.base, fn, []lua.LValue{toolTable(r.state, ti)}, taskOptions{budget: budget}, func(vals []lua.LValue, err error) {
-				if err != nil {
-					if r.base.Err() == nil {
+			for i, ti := range tools {
+				r.spawnWith(r.base, fn, []lua.LValue{toolTable(r.state, ti)}, taskOptions{budget: budget}, func(vals []lua.LValue, err error) {
+					if err != nil && r.base.Err() == nil {
 						fail(ti.FullName, err.Error())
 					}
-					answer <- false
-					return
-				}
-				answer <- len(vals) > 0 && lua.LVAsBool(vals[0])
-			})
+					keep[i] = err == nil && len(vals) > 0 && lua.LVAsBool(vals[0])
+					if left--; left == 0 {
+						answer <- keep
+					}
+				})
+			}
 		})
 		timer := time.NewTimer(FilterTimeout)
 		defer timer.Stop()
 		select {
-		case ok := <-answer:
-			return ok
+		case keep := <-answer:
+			return keep
 		case <-timer.C:
-			fail(ti.FullName, fmt.Sprintf("no answer within %s (the Lua loop is busy); the tool is left out of the toolset", FilterTimeout))
-			return false
+			fail("", fmt.Sprintf("no answer for all %d tools within %s (the Lua loop is busy); the toolset is left empty until the next change", len(tools), FilterTimeout))
 		case <-r.stop:
-			return false
 		}
+		return make([]bool, len(tools))
 	}
 }
 
