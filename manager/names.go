@@ -3,10 +3,15 @@ package manager
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mtibben/confusables"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/secure/precis"
@@ -68,4 +73,107 @@ func NameKey(name string) string {
 // name for another reason than case alone: a look-alike.
 func LookAlike(a, b string) bool {
 	return a != b && !strings.EqualFold(a, b) && NameKey(a) == NameKey(b)
+}
+
+// Expose says how a server's tools are offered to MCP clients by the
+// gateway (package gateway). The manager carries it with the declaration,
+// validates it and compares it, and otherwise ignores it.
+type Expose struct {
+	// Prefix starts the server's tool and prompt names on the gateway's
+	// /mcp endpoint: Prefix__tool. If "", the server's name with every
+	// character outside [a-zA-Z0-9_-] replaced by "_".
+	Prefix string
+	// Hide lists patterns (path.Match syntax: "delete_*") of the server's
+	// own tool names that the gateway does not offer at all.
+	Hide []string
+	// Rename maps a tool's own name to the name offered after the prefix
+	// on /mcp.
+	Rename map[string]string
+}
+
+// exposedName is what a prefix or a renamed tool must look like: what
+// every MCP client accepts in a tool name.
+var exposedName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// Hidden reports whether the tool named tool is hidden.
+func (e Expose) Hidden(tool string) bool {
+	return slices.ContainsFunc(e.Hide, func(p string) bool {
+		ok, _ := path.Match(p, tool)
+		return ok
+	})
+}
+
+func (e Expose) problems(p *problems) {
+	if e.Prefix != "" && (!exposedName.MatchString(e.Prefix) || len(e.Prefix) > 32) {
+		p.add("expose.prefix", "must be 1 to 32 of the characters a-z A-Z 0-9 _ -, got %q", e.Prefix)
+	}
+	for i, h := range e.Hide {
+		if _, err := path.Match(h, ""); err != nil || strings.TrimSpace(h) == "" {
+			p.add("expose.hide", "item %d: %q is not a usable pattern (use * and ?, e.g. \"delete_*\")", i+1, h)
+		}
+	}
+	for _, from := range slices.Sorted(maps.Keys(e.Rename)) {
+		if to := e.Rename[from]; !exposedName.MatchString(to) {
+			p.add("expose.rename", "%q: the new name must be 1 to 64 of the characters a-z A-Z 0-9 _ -, got %q", from, to)
+		}
+	}
+}
+
+// maxItemName bounds the name of a tool or prompt a server lists. The MCP
+// specification says 128 characters, but real servers exceed it and the
+// gateway serves such tools under a shortened name, so only what no name
+// needs is refused.
+const maxItemName = 1024
+
+// refusal is an item a server listed that mcpvisor does not take: its
+// name could hijack a terminal or pass for another item.
+type refusal struct {
+	kind, name, reason string
+}
+
+// screenNames keeps the items whose names are usable and refuses the
+// others: an empty name, invalid UTF-8, a control or invisible format
+// character, a name over maxItemName bytes, or a look-alike (NameKey) of
+// an item listed before it. Items come sorted, so the same list always
+// keeps the same ones.
+func screenNames[T any](kind string, items []T, name func(T) string) ([]T, []refusal) {
+	var refused []refusal
+	seen := make(map[string]string, len(items))
+	kept := items[:0:0]
+	for _, it := range items {
+		n := name(it)
+		reason := ""
+		switch {
+		case n == "":
+			reason = "its name is empty"
+		case !utf8.ValidString(n):
+			reason = "its name is not valid UTF-8"
+		case len(n) > maxItemName:
+			reason = fmt.Sprintf("its name is %d bytes, over %d", len(n), maxItemName)
+		default:
+			if i := strings.IndexFunc(n, invisible); i >= 0 {
+				r, _ := utf8.DecodeRuneInString(n[i:])
+				reason = fmt.Sprintf("its name contains the control or invisible character %U", r)
+			} else if prev, dup := seen[NameKey(n)]; dup && prev != n {
+				reason = fmt.Sprintf("its name looks like %q, another %s of this server", prev, kind)
+			}
+		}
+		if reason != "" {
+			refused = append(refused, refusal{kind: kind, name: n, reason: reason})
+			continue
+		}
+		seen[NameKey(n)] = n
+		kept = append(kept, it)
+	}
+	if len(refused) == 0 {
+		return items, nil
+	}
+	return kept, refused
+}
+
+// publishRefused tells what a discovery refused, an event per item.
+func (s *supervisor) publishRefused(c *catalog) {
+	for _, r := range c.refused {
+		s.m.bus.Publish(events.KindRefused, s.name, events.Fields{"item": r.kind, "name": fmt.Sprintf("%+q", r.name), "reason": r.reason})
+	}
 }
