@@ -78,7 +78,9 @@ Modes:
   With run FILE.lua, or when stdin is not a terminal, the file or stdin is
   one script, as lua runs it: its locals live to its end, nothing is echoed
   and what it returns is not printed; on an error it stops, prints
-  file:line: message and mcpvisor exits 1.
+  file:line: message and mcpvisor exits 1. Piped stdin that pauses for
+  100 ms after a complete statement runs what has arrived so far, so a
+  program can drive mcpvisor line by line.
   Otherwise, when stdin is a terminal, an interactive Lua REPL starts: type
   Lua, or a bare expression to print its value; Ctrl-C cancels the running
   chunk, Ctrl-D exits.

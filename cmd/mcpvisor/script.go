@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/luaapi"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -87,6 +88,13 @@ func (h *host) runScript(ctx context.Context, cfg config, stdin io.Reader, stder
 	if name == "" { // piped: as if run -
 		name, argv, at = "-", []string{os.Args[0], "-"}, 1
 	}
+	if cfg.script == "" { // piped: run as it arrives
+		if err := h.rt.SetArg(argv, at); err != nil {
+			printError(stderr, err)
+			return 1
+		}
+		return h.runPiped(ctx, stdin, stderr)
+	}
 	var src string
 	var err error
 	if name == "-" {
@@ -113,6 +121,71 @@ func (h *host) runScript(ctx context.Context, cfg config, stdin io.Reader, stder
 		return 1
 	}
 	return 0
+}
+
+// inputPause is how long piped input must stay quiet before what has
+// arrived runs on its own. A script written to the pipe at once (cat,
+// printf, a heredoc) arrives with its end well within it and runs as one
+// chunk; a program that drives mcpvisor line by line, waiting for each
+// answer, gets each answer.
+const inputPause = 100 * time.Millisecond
+
+// runPiped runs piped stdin as one script, as lua does, when it arrives at
+// once; when its writer pauses at a point where what has arrived is
+// complete Lua, that part runs as its own chunk (its locals end with it),
+// so a program can drive mcpvisor through a pipe. Values are not printed
+// (use print); an error is reported and the exit code is 1, the rest
+// still runs.
+func (h *host) runPiped(ctx context.Context, stdin io.Reader, stderr io.Writer) int {
+	data := make(chan []byte)
+	go func() { // ends at EOF; it may outlive a cancelled run until then
+		defer close(data)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := stdin.Read(buf)
+			if n > 0 {
+				data <- append([]byte(nil), buf[:n]...)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	code, first := 0, true
+	var pending strings.Builder
+	run := func() {
+		src := pending.String()
+		pending.Reset()
+		if strings.TrimSpace(src) == "" {
+			return
+		}
+		if first {
+			src, first = skipShebang(src), false
+		}
+		if _, err := h.rt.Exec(ctx, src, "stdin"); err != nil {
+			printError(stderr, err)
+			code = 1
+		}
+	}
+	quiet := time.NewTimer(inputPause)
+	defer quiet.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return 1
+		case b, ok := <-data:
+			if !ok {
+				run()
+				return code
+			}
+			pending.Write(b)
+			quiet.Reset(inputPause)
+		case <-quiet.C:
+			if pending.Len() > 0 && !luaapi.Incomplete(pending.String()) {
+				run()
+			}
+		}
+	}
 }
 
 // skipShebang blanks a first line starting with #, as lua does, so a

@@ -29,7 +29,10 @@ func TestSpawnStormIsCapped(t *testing.T) {
 
 	began := time.Now()
 	p := start(t, invocation{args: []string{"-c", file, "--no-watch", "--no-hud", "--wait", "0"}})
-	_, err := p.stdin.Write([]byte(`print(#mcp_servers(), mcp_status("s800").waiting) sleep(3.5)` + "\n"))
+	// The last server's supervisor says it waits once it has run: look
+	// until it has (it is among 800 goroutines just started).
+	_, err := p.stdin.Write([]byte(`local w for _ = 1, 200 do w = mcp_status("s800").waiting if w then break end sleep(0.01) end
+		print(#mcp_servers(), w) sleep(3.5)` + "\n"))
 	require.NoError(t, err)
 	require.NoError(t, p.stdin.Close())
 	require.Regexp(t, fmt.Sprintf(`^%d\tmax connecting \(\d+\) reached$`, n), p.line(20*time.Second))
