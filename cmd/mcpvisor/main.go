@@ -29,6 +29,7 @@ Usage:
                            with --http ADDR on streamable HTTP and SSE
   mcpvisor demo-server      run the built-in demo MCP server on stdin/stdout
   mcpvisor help             show this help
+  mcpvisor --version        print the version and the commit it was built from
 
 Flags:
   -c FILE               config to run at startup (default ./startup.lua; if it
@@ -141,6 +142,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runServe(cfg, stdin, stdout, stderr)
 		case "help":
 			fmt.Fprint(stdout, usage)
+			return 0
+		case "--version", "-version", "version":
+			printVersion(stdout)
 			return 0
 		}
 	}
