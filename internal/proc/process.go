@@ -123,7 +123,10 @@ func Start(cfg Config) (*Process, error) {
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err := cmd.Start(); err != nil {
-		return fail(explainStart(err, cmd.Dir))
+		if why := Startable(cfg.Command, cfg.Dir); why != nil {
+			return fail(why) // names the program or directory, and the fix
+		}
+		return fail(err)
 	}
 	// The child has its copies; ours of the child's ends must go so that EOF
 	// on stdout means every writer is gone.
@@ -166,23 +169,6 @@ func Start(cfg Config) (*Process, error) {
 }
 
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
-
-// explainStart names a bad working directory: the kernel's ENOENT from the
-// child's chdir reads as "fork/exec /bin/prog: no such file or directory",
-// which blames the program.
-func explainStart(err error, dir string) error {
-	if dir == "" {
-		return err
-	}
-	fi, serr := os.Stat(dir)
-	switch {
-	case serr != nil:
-		return fmt.Errorf("working directory: %w", serr)
-	case !fi.IsDir():
-		return fmt.Errorf("working directory %s is not a directory", dir)
-	}
-	return err
-}
 
 // drainStderr reads stderr until EOF or until Close closes it, keeping the
 // last 64 KiB and logging lines at debug, at most stderrLinesPerSecond of
