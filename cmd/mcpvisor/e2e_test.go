@@ -357,11 +357,11 @@ func TestEvalQuietByDefault(t *testing.T) {
 
 // Servers are discovered independently: a server whose program does not
 // exist and one that never answers do not delay the demo server; the
-// failing one says why.
+// failing one says why, once: it is failed, not retried.
 func TestBadServersDoNotDelayOthers(t *testing.T) {
 	code := `
 assert(mcp_wait("demo", "connected", 5))
-assert(mcp_wait("bad", "backoff", 5))
+assert(mcp_wait("bad", "failed", 5))
 return json.encode({demo = mcp_status("demo"), bad = mcp_status("bad"), mute = mcp_status("mute")})`
 	o := runBinary(t, invocation{args: []string{"--log-level", "info", "-c", testdata(t, "bad_servers.lua"), "-e", code}})
 	require.Equal(t, 0, o.code)
@@ -373,12 +373,12 @@ return json.encode({demo = mcp_status("demo"), bad = mcp_status("bad"), mute = m
 	require.NoError(t, json.Unmarshal([]byte(o.stdout), &st))
 	assert.Equal(t, "connected", st["demo"].State)
 	assert.Equal(t, "connecting", st["mute"].State)
-	assert.Equal(t, "backoff", st["bad"].State)
+	assert.Equal(t, "failed", st["bad"].State)
 	assert.Equal(t, 1, st["bad"].Attempts)
-	assert.Contains(t, st["bad"].LastError, "spawn")
-	assert.Contains(t, st["bad"].LastError, "/nonexistent/mcpvisor-e2e/no-such-server")
-	assert.Contains(t, st["bad"].LastError, "no such file or directory")
-	assert.Contains(t, o.stderr, `msg="backing off, will retry"`)
+	assert.Equal(t, `server "bad": spawn: program "/nonexistent/mcpvisor-e2e/no-such-server" does not exist; correct the path, or install it there (not retried: reconnect it once that is fixed)`,
+		st["bad"].LastError)
+	assert.Equal(t, 1, strings.Count(o.stderr, `msg="server failed, giving up"`))
+	assert.NotContains(t, o.stderr, `msg="backing off, will retry"`)
 	// Generous: the demo connects in milliseconds and shutdown closes the
 	// mute server's stdin, which ends it.
 	assert.Less(t, o.took, 5*time.Second, "run time")

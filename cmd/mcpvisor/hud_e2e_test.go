@@ -18,7 +18,7 @@ import (
 // hudStartup declares a server that connects and one that fails every
 // 50–200ms, so events, HUD frames and WARN log lines keep coming.
 const hudStartup = `mcp_add("demo", {command = {MCPVISOR, "demo-server"}})
-mcp_add("broken", {command = {"/nonexistent/prog"}, backoff = {initial = "50ms", max = "200ms"}, breaker = false})
+mcp_add("broken", {command = {"sh", "-c", "exit 3"}, backoff = {initial = "50ms", max = "200ms"}, breaker = false})
 `
 
 // emulated is the screen of a terminal that the binary's pty output is
