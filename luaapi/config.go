@@ -158,10 +158,10 @@ func (r *Runtime) evalConfig(ctx context.Context, path, src string, apply bool) 
 			r.dropOrigins(func(o int) bool { return o == gen })
 			if apply {
 				fields := events.Fields{"file": path, "error": err.Error()}
-				if le, ok := err.(*Error); ok && le.Traceback != "" {
+				if le, ok := err.(*Error); ok && le.ShownTraceback() != "" {
 					// The file:line of an error whose value is not a
 					// string (error({...})) is only in the traceback.
-					fields["traceback"] = le.Traceback
+					fields["traceback"] = le.ShownTraceback()
 				}
 				r.bus.Publish(events.KindConfigError, "", fields)
 			}

@@ -123,11 +123,31 @@ func TestEvalErrors(t *testing.T) {
 		args []string
 		// wantStderr must each appear in stderr.
 		wantStderr []string
+		// noTraceback: the message's file:line says it all.
+		noTraceback bool
 	}{
 		{
-			name:       "error() in -e",
-			args:       []string{"-e", `error("x")`},
-			wantStderr: []string{"error: (-e):1: x\n", "stack traceback:"},
+			name:        "error() in -e",
+			args:        []string{"-e", `error("x")`},
+			wantStderr:  []string{"error: (-e):1: x\n"},
+			noTraceback: true,
+		},
+		{
+			name:       "error() in a function keeps the stack",
+			args:       []string{"-e", "local function f() error(\"x\") end\nf()"},
+			wantStderr: []string{"error: (-e):1: x\nstack traceback:\n\t[G]: in function 'error'\n\t(-e):1: in function 'f'\n\t(-e):2: in main chunk\n"},
+		},
+		{
+			name:        "a mistyped function",
+			args:        []string{"-e", `mcp_ad("x", {command = {"true"}})`},
+			wantStderr:  []string{"error: (-e):1: attempt to call 'mcp_ad', which is nil; did you mean mcp_add?\n"},
+			noTraceback: true,
+		},
+		{
+			name:        "a config error",
+			args:        []string{"-c", testdata(t, "bad_url.lua"), "-e", `print("must not run")`},
+			wantStderr:  []string{`error: bad_url.lua:2: INVALID_CONFIG: server "web": config: url: must be an http:// or https:// URL, got "127.0.0.1:9/mcp"; add the scheme: "http://127.0.0.1:9/mcp"` + "\n"},
+			noTraceback: true,
 		},
 		{
 			name:       "syntax error in -e",
@@ -162,6 +182,9 @@ func TestEvalErrors(t *testing.T) {
 			require.Empty(t, o.stdout, "stdout")
 			for _, want := range tt.wantStderr {
 				require.Contains(t, o.stderr, want)
+			}
+			if tt.noTraceback {
+				require.NotContains(t, o.stderr, "stack traceback")
 			}
 		})
 	}

@@ -73,7 +73,9 @@ mcp_on("connected", function(e) print("hook must not run") end)
 			[]string{`startup.lua:3: INVALID_CONFIG: server "Demo" is declared twice in startup.lua (first at startup.lua:1)`}},
 		{"syntax error", demoDecl("demo") + "local x = = 1\n", []string{"startup.lua:2:11: near '='"}},
 		{"invalid spec", `mcp_add("web", {url = "ftp://x"})` + "\n", []string{`startup.lua:1: INVALID_CONFIG: server "web"`}},
-		{"runtime error", demoDecl("demo") + "error('nope')\n", []string{"startup.lua:2: nope", "stack traceback:"}},
+		{"runtime error", demoDecl("demo") + "error('nope')\n", []string{"error: startup.lua:2: nope\n"}},
+		{"runtime error in a function", demoDecl("demo") + "local function f()\n  error('nope')\nend\nf()\n",
+			[]string{"error: startup.lua:3: nope\nstack traceback:\n\t[G]: in function 'error'\n\tstartup.lua:3: in function 'f'\n\tstartup.lua:5: in main chunk\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
