@@ -80,3 +80,18 @@ func TestCheckUnsetVariable(t *testing.T) {
 	require.Equal(t, 1, o.code)
 	require.Contains(t, o.stderr, `startup.lua:1: INVALID_CONFIG: server "x": config: env.TOKEN: environment variable MCPVISOR_E2E_UNSET is not set (referenced as ${MCPVISOR_E2E_UNSET}); set it where mcpvisor starts (export MCPVISOR_E2E_UNSET=…), or write the value`)
 }
+
+// The README's HUD section, typed on the built-in default config (one
+// server): its latency line and its mcp_hud_model loop both work.
+func TestREADMEHUDExamplesOnDefaultConfig(t *testing.T) {
+	code := `assert(mcp_wait("demo", "connected"))
+for i = 1, 5 do mcp_call("demo.echo", {text = "hi"}) end
+local out = {type(mcp_metrics("demo").latency_ms)}
+for _, r in ipairs(mcp_hud_model()) do
+  out[#out + 1] = r.glyph .. " " .. r.name .. " " .. r.state .. " " .. (r.retry_in and string.format("retry in %.1fs", r.retry_in) or "")
+end
+return table.concat(out, "|")`
+	o := runBinary(t, invocation{args: []string{"-e", code}})
+	require.Equal(t, 0, o.code, o.stderr)
+	require.Equal(t, "number|● demo connected \n", o.stdout)
+}

@@ -23,7 +23,9 @@ const usage = `mcpvisor keeps your MCP servers connected and lets you use their 
 Usage:
   mcpvisor [flags]          run startup.lua, then a REPL (or stdin as Lua)
   mcpvisor check [-c FILE]  evaluate and validate the config without starting
-                           anything; print the servers it declares
+                           anything; print the servers it declares and what
+                           would keep each from starting here (a program not
+                           on PATH, a missing cwd); exit 1 on errors
   mcpvisor serve [flags]    serve every server to AI clients as one MCP server:
                            on stdin/stdout (the command a client starts), or
                            with --http ADDR on streamable HTTP and SSE
