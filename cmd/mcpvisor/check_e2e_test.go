@@ -95,3 +95,18 @@ return table.concat(out, "|")`
 	require.Equal(t, 0, o.code, o.stderr)
 	require.Equal(t, "number|● demo connected \n", o.stdout)
 }
+
+// A Claude-style entry imported from JSON, its command line in one
+// string, is shown at its file and entry, with the fix in JSON's terms.
+func TestCheckImportedCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "claude.json"),
+		[]byte(`{"mcpServers": {"everything": {"command": "sh -c true"}}}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "startup.lua"), []byte("mcp_import(\"claude.json\")\n"), 0o644))
+	o := runBinary(t, invocation{dir: dir, args: []string{"check", "-c", "startup.lua"}})
+	require.Equal(t, 1, o.code)
+	lines := strings.Split(strings.TrimRight(o.stdout, "\n"), "\n")
+	require.Len(t, lines, 4, o.stdout)
+	require.Regexp(t, `^everything\s+stdio\s+sh -c true\s+claude\.json: mcpServers\["everything"\] \(mcp_import at startup\.lua:1\)$`, lines[1])
+	require.Equal(t, `claude.json: mcpServers["everything"] (mcp_import at startup.lua:1): error: server "everything": spawn: program "sh -c true" not found: it is the program and its arguments in one string; give each on its own: command = {"sh", "-c", "true"} (in JSON: "command": "sh", "args": ["-c", "true"])`, lines[2])
+}
