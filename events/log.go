@@ -56,9 +56,13 @@ var logMessages = map[Kind]string{
 }
 
 // levelOfEvent refines LevelOf with the event's fields: a failed tool call
-// is logged at WARN, a successful one at DEBUG.
+// is logged at WARN, one its caller cancelled at INFO (nothing went wrong),
+// a successful one at DEBUG.
 func levelOfEvent(e Event) slog.Level {
 	if e.Kind == KindToolCall && e.Text("error") != "" {
+		if cancelled, _ := e.Fields["cancelled"].(bool); cancelled {
+			return slog.LevelInfo
+		}
 		return slog.LevelWarn
 	}
 	return LevelOf(e.Kind)
@@ -86,8 +90,11 @@ func LogEvent(ctx context.Context, logger *slog.Logger, e Event) {
 		return
 	}
 	msg, ok := logMessages[e.Kind]
-	if e.Kind == KindToolCall && level == slog.LevelWarn {
+	switch {
+	case e.Kind == KindToolCall && level == slog.LevelWarn:
 		msg = "tool call failed"
+	case e.Kind == KindToolCall && level == slog.LevelInfo:
+		msg = "tool call cancelled"
 	}
 	if !ok {
 		msg = string(e.Kind)

@@ -60,12 +60,16 @@ func TestLogToolCallLevels(t *testing.T) {
 		Fields: events.Fields{"tool": "status", "duration_ms": 3}})
 	events.LogEvent(ctx, logger, events.Event{Seq: 2, Kind: events.KindToolCall, Server: "git",
 		Fields: events.Fields{"tool": "status", "duration_ms": 1000, "code": "INVOCATION_FAILED", "error": "timeout after 1s"}})
+	events.LogEvent(ctx, logger, events.Event{Seq: 3, Kind: events.KindToolCall, Server: "git",
+		Fields: events.Fields{"tool": "status", "duration_ms": 1000, "code": "INVOCATION_FAILED", "error": "cancelled: context canceled", "cancelled": true}})
 	got := decodeJSONLines(t, buf.Bytes())
-	require.Len(t, got, 2)
+	require.Len(t, got, 3)
 	require.Equal(t, "DEBUG", got[0]["level"])
 	require.Equal(t, "tool call finished", got[0]["msg"])
 	require.Equal(t, "WARN", got[1]["level"])
 	require.Equal(t, "tool call failed", got[1]["msg"])
+	require.Equal(t, "INFO", got[2]["level"], "the caller gave up: nothing went wrong")
+	require.Equal(t, "tool call cancelled", got[2]["msg"])
 }
 
 // decodeJSONLines parses a JSON handler's output, dropping the time attribute.

@@ -215,16 +215,16 @@ func (r *Runtime) luaAdd(L *lua.LState) int {
 	if err != nil {
 		raiseCoded(L, err)
 	}
-	L.Push(lua.LString(r.addSpec(L, name, spec)))
+	L.Push(lua.LString(r.addSpec(L, name, spec, "")))
 	return 1
 }
 
 // addSpec declares a decoded server: into the desired set while the config
 // file is evaluated (LoadConfig applies the set), else to the manager at
 // once. It returns the server's name.
-func (r *Runtime) addSpec(L *lua.LState, name string, spec manager.Spec) string {
+func (r *Runtime) addSpec(L *lua.LState, name string, spec manager.Spec, from string) string {
 	if t, ok := r.tasks[L]; ok && t.config != nil {
-		return r.declare(L, t.config, name, spec)
+		return r.declare(L, t.config, name, spec, from)
 	}
 	if err := r.servers.Add(name, spec); err != nil {
 		raiseCoded(L, err)

@@ -158,10 +158,10 @@ func (r *Runtime) evalConfig(ctx context.Context, path, src string, apply bool) 
 			r.dropOrigins(func(o int) bool { return o == gen })
 			if apply {
 				fields := events.Fields{"file": path, "error": err.Error()}
-				if le, ok := err.(*Error); ok && le.Traceback != "" {
+				if le, ok := err.(*Error); ok && le.ShownTraceback() != "" {
 					// The file:line of an error whose value is not a
 					// string (error({...})) is only in the traceback.
-					fields["traceback"] = le.Traceback
+					fields["traceback"] = le.ShownTraceback()
 				}
 				r.bus.Publish(events.KindConfigError, "", fields)
 			}
@@ -285,8 +285,10 @@ func (r *Runtime) running() map[string]bool {
 }
 
 // declare is mcp_add inside a config evaluation: it records the server,
-// rejecting a second declaration of one name with both places.
-func (r *Runtime) declare(L *lua.LState, want *desired, name string, spec manager.Spec) string {
+// rejecting a second declaration of one name with both places. from
+// says where the declaration came from when not from the calling line
+// (an imported file's entry), and is "" otherwise.
+func (r *Runtime) declare(L *lua.LState, want *desired, name string, spec manager.Spec, from string) string {
 	n, err := manager.NormalizeName(name)
 	if err != nil {
 		raiseCoded(L, &manager.Error{Code: manager.CodeInvalidConfig, Server: name, Op: "add", Err: err})
@@ -297,6 +299,9 @@ func (r *Runtime) declare(L *lua.LState, want *desired, name string, spec manage
 		if _, err := L.GetInfo("l", dbg, lua.LNil); err == nil {
 			where = fmt.Sprintf("%s:%d", want.file, dbg.CurrentLine)
 		}
+	}
+	if from != "" {
+		where = fmt.Sprintf("%s (mcp_import at %s)", from, where)
 	}
 	for _, tool := range want.luaTools {
 		if manager.NameKey(tool.server) == key {

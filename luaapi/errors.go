@@ -66,6 +66,32 @@ func (r *Runtime) taskError(t *task, err error) *Error {
 	return e
 }
 
+// ShownTraceback is the traceback to show a person with the message: none
+// when it says nothing the message does not, that is a single frame of Lua
+// code (besides builtins such as mcp_add) whose file:line the message
+// already starts with. An error in a config's top level, or in a one-line
+// chunk, then reads as file:line and the message; an error inside a
+// function keeps the stack that says how it was reached.
+func (e *Error) ShownTraceback() string {
+	msg, tb := e.Message, e.Traceback
+	if tb == "" {
+		return ""
+	}
+	var lua []string
+	for _, l := range strings.Split(tb, "\n")[1:] {
+		l = strings.TrimSpace(l)
+		if !strings.HasPrefix(l, "[G]:") {
+			lua = append(lua, l)
+		}
+	}
+	if len(lua) == 1 {
+		if at, _, ok := strings.Cut(lua[0], ": in "); ok && strings.HasPrefix(msg, at+":") {
+			return ""
+		}
+	}
+	return tb
+}
+
 // renderErrorValue turns a raised Lua value into a message: strings as they
 // are, tables with __tostring through it, other tables pretty-printed (not
 // "table: 0x…").

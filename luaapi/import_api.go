@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/mcpvisor/mcpvisor/manager/config"
@@ -13,11 +14,12 @@ import (
 // mcp_import(path) → list of names. Declares every server of a Claude
 // Desktop / Cursor / VS Code style `mcpServers` JSON config, exactly as if
 // each were an mcp_add: inside startup.lua they join the desired set, at
-// the REPL they are added at once. A relative path is taken from the
-// directory of the config (scripts/..). Problems raise one Lua error naming
-// the file and each bad entry; nothing is declared then.
+// the REPL they are added at once, each said to be declared at its file
+// and entry. A leading ~/ is the home directory; another relative path is
+// taken from the directory of the config (scripts/..). Problems raise one
+// Lua error naming the file and each bad entry; nothing is declared then.
 func (r *Runtime) luaImport(L *lua.LState) int {
-	path := L.CheckString(1)
+	path := r.expandHome(L.CheckString(1))
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(filepath.Dir(r.opts.ScriptDir), path)
 	}
@@ -39,8 +41,28 @@ func (r *Runtime) luaImport(L *lua.LState) int {
 	}
 	names := make([]lua.LValue, len(decls))
 	for i, d := range decls {
-		names[i] = lua.LString(r.addSpec(L, d.Name, specs[i]))
+		names[i] = lua.LString(r.addSpec(L, d.Name, specs[i], filepath.Base(path)+": "+d.Entry))
 	}
 	L.Push(listTable(L, names))
 	return 1
+}
+
+// expandHome replaces a leading ~ (alone or before a /) with the home
+// directory, $HOME as LookupEnv sees it, as a shell would.
+func (r *Runtime) expandHome(path string) string {
+	if path != "~" && !strings.HasPrefix(path, "~/") {
+		return path
+	}
+	lookup := r.opts.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	home, ok := lookup("HOME")
+	if !ok || home == "" {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil {
+			return path // reported as a file that does not exist
+		}
+	}
+	return filepath.Join(home, path[1:])
 }

@@ -55,6 +55,36 @@ func TestMcpImportInConfig(t *testing.T) {
 	require.ErrorContains(t, err, `server "GIT" is declared twice`)
 }
 
+// Imported servers are declared at their file and entry, which check
+// shows, and a duplicate names both places.
+func TestMcpImportDeclaredAt(t *testing.T) {
+	r, dir := importRuntime(t, claudeConfig)
+	decls, err := r.CheckConfig(context.Background(), filepath.Join(dir, "startup.lua"), "-- mine\nmcp_import(\"mcp.json\")")
+	require.NoError(t, err)
+	require.Len(t, decls, 2)
+	require.Equal(t, `mcp.json: mcpServers["git"] (mcp_import at startup.lua:2)`, decls[0].Where)
+	require.Equal(t, `mcp.json: mcpServers["off"] (mcp_import at startup.lua:2)`, decls[1].Where)
+
+	_, err = r.CheckConfig(context.Background(), filepath.Join(dir, "startup.lua"), "mcp_import(\"mcp.json\")\nmcp_add(\"git\", {command = {\"x\"}})")
+	require.ErrorContains(t, err, `(first at mcp.json: mcpServers["git"] (mcp_import at startup.lua:1))`)
+}
+
+// A path starting with ~/ is in the home directory, as in a shell.
+func TestMcpImportHome(t *testing.T) {
+	home := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".config"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".config", "claude.json"), []byte(claudeConfig), 0o644))
+	r := newTestRuntime(t, nil, func(o *luaapi.Options) {
+		o.LookupEnv = func(k string) (string, bool) {
+			if k == "HOME" {
+				return home, true
+			}
+			return "", false
+		}
+	})
+	require.Equal(t, "git,off", r.one(t, `return table.concat(mcp_import("~/.config/claude.json"), ",")`))
+}
+
 // A bad entry raises one error naming the file and the entry; nothing of
 // the file is declared.
 func TestMcpImportErrors(t *testing.T) {

@@ -107,6 +107,7 @@ func errorCountsTable(L *lua.LState, e manager.ErrorCounts) *lua.LTable {
 	t.RawSetString("disconnect", lua.LNumber(e.Disconnect))
 	t.RawSetString("protocol", lua.LNumber(e.Protocol))
 	t.RawSetString("tool", lua.LNumber(e.Tool))
+	t.RawSetString("cancelled", lua.LNumber(e.Cancelled))
 	t.RawSetString("total", lua.LNumber(e.Total()))
 	return t
 }

@@ -106,7 +106,11 @@ func (r *Runtime) armTraceback(L *lua.LState) int {
 		if t != nil {
 			t.trace = traceback(L)
 		}
-		panic(&lua.ApiError{Type: lua.ApiErrorRun, Object: L.Get(-1)})
+		obj := L.Get(-1)
+		if msg, ok := obj.(lua.LString); ok {
+			obj = lua.LString(explainCall(L, string(msg)))
+		}
+		panic(&lua.ApiError{Type: lua.ApiErrorRun, Object: obj})
 	}
 	return 0
 }

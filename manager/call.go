@@ -119,6 +119,9 @@ func (s *supervisor) callEvent(tool, client string, start time.Time, res *mcp.Ca
 		if errors.As(err, &e) {
 			f["code"] = string(e.Code)
 		}
+		if errors.Is(err, ErrCancelled) {
+			f["cancelled"] = true
+		}
 	}
 	s.m.bus.Publish(events.KindToolCall, s.name, f)
 }
@@ -167,7 +170,7 @@ func (s *supervisor) callFailure(ctx context.Context, req uint64, err error, c *
 		case s.inflight.abandoned(req):
 			return fmt.Errorf("%w (%w)", errAbandoned, ErrDisconnected)
 		}
-		return fmt.Errorf("cancelled: %w", cause)
+		return cancelledError{cause}
 	}
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		return fmt.Errorf("the server no longer knows this HTTP session; a new session is being started; the request may not have run, retry it: %w", err)

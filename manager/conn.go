@@ -122,7 +122,7 @@ func (s *supervisor) connect() (*conn, error) {
 		if exit := c.awaitExit(s.ctx); exit != nil {
 			err = exit
 		}
-		return nil, newError(CodeConnectionFailed, s.name, op, err)
+		return nil, newError(CodeConnectionFailed, s.name, op, explainReach(err, s.spec))
 	}
 
 	dialOp := "connect"

@@ -210,21 +210,30 @@ func TestMetrics(t *testing.T) {
 		require.ErrorIs(t, err, manager.ErrTimeout)
 		_, err = m.Call(ctx, "x.echo", map[string]any{}, manager.CallOptions{})
 		requireCode(t, err, manager.ErrInvalidArguments, "x", `tools/call "echo"`)
+		// Cancelled by its caller after 5s (Ctrl-C): counted as such, and
+		// kept out of the latency, which it would have tripled.
+		cctx, cancel := context.WithCancel(ctx)
+		time.AfterFunc(5*time.Second, cancel)
+		_, err = m.Call(cctx, "x.hang", nil, manager.CallOptions{})
+		require.ErrorIs(t, err, manager.ErrCancelled)
+		require.NotErrorIs(t, err, manager.ErrTimeout)
 
 		time.Sleep(time.Minute)
 		met, err := m.Metrics("x")
 		require.NoError(t, err)
-		require.Equal(t, uint64(3), met.Requests, "the rejected call never reached the server")
-		require.Equal(t, manager.ErrorCounts{Timeout: 1, Tool: 1}, met.Errors)
+		require.Equal(t, uint64(4), met.Requests, "the rejected call never reached the server")
+		require.Equal(t, manager.ErrorCounts{Timeout: 1, Tool: 1, Cancelled: 1}, met.Errors)
+		require.Equal(t, uint64(2), met.Errors.Total(), "a cancelled call is no failure")
 		// EMA: 0 → 0 + 0.2·(100ms − 0) = 20ms → 20ms + 0.2·(1s − 20ms) = 216ms.
 		require.Equal(t, 216*ms, met.Latency)
-		require.Equal(t, time.Minute+1100*ms, met.ConnectedFor)
+		require.Equal(t, time.Minute+6100*ms, met.ConnectedFor)
 		require.Equal(t, manager.StateConnected, met.State)
 
 		pool := m.PoolMetrics()
 		require.Equal(t, 1, pool.Servers)
 		require.Equal(t, map[manager.State]int{manager.StateConnected: 1}, pool.ByState)
-		require.Equal(t, uint64(3), pool.Requests)
+		require.Equal(t, uint64(4), pool.Requests)
+		require.Equal(t, met.Errors, pool.Errors)
 	})
 }
 

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -103,6 +104,18 @@ func newError(code Code, server, op string, err error) *Error {
 func errorf(code Code, server, op, format string, args ...any) *Error {
 	return &Error{Code: code, Server: server, Op: op, Err: fmt.Errorf(format, args...)}
 }
+
+// ErrCancelled is in the chain of every request error caused by the caller
+// giving up (its context cancelled: Ctrl-C at the REPL, a client's
+// cancellation): not the server's failure.
+var ErrCancelled = errors.New("cancelled by the caller")
+
+// cancelledError is a request the caller cancelled, with the cancel's cause.
+type cancelledError struct{ cause error }
+
+func (e cancelledError) Error() string        { return "cancelled: " + e.cause.Error() }
+func (e cancelledError) Unwrap() error        { return e.cause }
+func (e cancelledError) Is(target error) bool { return target == ErrCancelled }
 
 // ErrDisconnected is in the chain of every error caused by a session that
 // was lost under a request (the process exited, the stream broke): the

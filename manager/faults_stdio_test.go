@@ -138,8 +138,11 @@ func TestStdioCrashMidSession(t *testing.T) {
 	f.echoOK("x.echo", "third process")
 }
 
-// A server that cannot be spawned fails its attempt at once with the
-// reason, names server and operation, and leaves no process.
+// A server that cannot be spawned (a program or working directory that is
+// not there) fails at once, naming server, operation, what is missing and
+// the fix, and is not retried: a missing program does not appear within a
+// backoff schedule, and each retry would repeat the same warning. It
+// leaves no process, and a reconnect tries again.
 func TestStdioSpawnFailure(t *testing.T) {
 	notExecutable := filepath.Join(t.TempDir(), "server.sh")
 	require.NoError(t, os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644))
@@ -151,37 +154,39 @@ func TestStdioSpawnFailure(t *testing.T) {
 		{
 			name: "not found",
 			raw:  map[string]any{"command": []any{"no-such-mcp-server-x7"}},
-			want: `exec: "no-such-mcp-server-x7": executable file not found in $PATH`,
+			want: `program "no-such-mcp-server-x7" not found on PATH; install it, or give its full path as the first element of command`,
 		},
 		{
 			name: "not executable",
 			raw:  map[string]any{"command": []any{notExecutable}},
-			want: "fork/exec " + notExecutable + ": permission denied",
+			want: `program "` + notExecutable + `" is not an executable file; name the program itself (chmod +x if it is a script)`,
 		},
 		{
 			name: "bad cwd",
 			raw:  map[string]any{"command": []any{"/bin/true"}, "cwd": "/nonexistent/dir"},
-			want: "working directory: stat /nonexistent/dir: no such file or directory",
+			want: `working directory "/nonexistent/dir" does not exist; create it or correct cwd`,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := faultManager(t, manager.Options{})
-			tt.raw["max_retries"] = 1 // two attempts, then failed
-			tt.raw["backoff"] = map[string]any{"initial": "10ms"}
 			require.NoError(t, f.m.Add("x", decode(t, tt.raw)))
 			evs := lifecycle(f.until("x", events.KindFailed, patience))
-			require.Equal(t, []events.Kind{events.KindAdded, events.KindConnecting, events.KindBackoff, events.KindConnecting, events.KindFailed}, kinds(evs))
-			want := `server "x": spawn: ` + tt.want
+			require.Equal(t, []events.Kind{events.KindAdded, events.KindConnecting, events.KindFailed}, kinds(evs))
+			want := `server "x": spawn: ` + tt.want + " (not retried: reconnect it once that is fixed)"
 			require.Equal(t, want, evs[2].Fields["error"])
-			require.Equal(t, "gave up after 2 attempts: "+want, evs[4].Fields["error"])
 
 			st := mustStatus(t, f.m, "x")
 			require.Equal(t, manager.StateFailed, st.State)
+			require.Equal(t, want, st.LastError)
 			require.Zero(t, st.PID)
 			_, err := f.call("x.echo", nil, time.Second)
 			requireFault(t, err, manager.ErrConnectionFailed, "x", `tools/call "echo"`)
-			require.Contains(t, err.Error(), want)
+			require.Contains(t, err.Error(), tt.want)
+
+			require.NoError(t, f.m.Reconnect("x"))
+			evs = lifecycle(f.until("x", events.KindFailed, patience))
+			require.Equal(t, events.KindConnecting, evs[len(evs)-2].Kind, "a reconnect tries again: %v", kinds(evs))
 		})
 	}
 }

@@ -20,7 +20,8 @@ type Metrics struct {
 	Requests uint64
 	Errors   ErrorCounts
 	// Latency is an exponential moving average of request durations
-	// (weight 0.2 for the newest).
+	// (weight 0.2 for the newest), leaving out requests the caller
+	// cancelled: how long those took says how soon the caller gave up.
 	Latency time.Duration
 	// LastActivity is when a request last started or finished.
 	LastActivity time.Time
@@ -30,15 +31,19 @@ type Metrics struct {
 	Reconnects uint64
 }
 
-// ErrorCounts splits failed requests by cause.
+// ErrorCounts splits the requests that did not succeed by cause.
 type ErrorCounts struct {
 	Timeout    uint64 // our deadline or the caller's ran out
 	Disconnect uint64 // the session was lost under the request
 	Protocol   uint64 // the server answered with a JSON-RPC error or garbage
 	Tool       uint64 // a tool result with isError set
+	// Cancelled counts requests the caller gave up on (Ctrl-C, its
+	// context cancelled): no failure of the server's.
+	Cancelled uint64
 }
 
-// Total is the sum of every kind.
+// Total is the number of failures: every kind but Cancelled, which the
+// caller chose.
 func (e ErrorCounts) Total() uint64 { return e.Timeout + e.Disconnect + e.Protocol + e.Tool }
 
 // PoolMetrics are the totals over every server.
@@ -61,6 +66,7 @@ type callStats struct {
 	// mu guards the following.
 	requests   uint64
 	errors     ErrorCounts
+	samples    uint64  // requests in latency
 	latency    float64 // nanoseconds, EMA
 	lastUse    time.Time
 	reconnects uint64
@@ -80,12 +86,17 @@ func (c *callStats) record(start, now time.Time, err error, toolError bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.requests++
-	if c.requests == 1 {
+	c.lastUse = now
+	if errors.Is(err, ErrCancelled) {
+		c.errors.Cancelled++
+		return
+	}
+	c.samples++
+	if c.samples == 1 {
 		c.latency = d
 	} else {
 		c.latency += emaWeight * (d - c.latency)
 	}
-	c.lastUse = now
 	switch {
 	case toolError:
 		c.errors.Tool++
@@ -147,6 +158,7 @@ func (m *Manager) PoolMetrics() PoolMetrics {
 		p.Errors.Disconnect += sm.Errors.Disconnect
 		p.Errors.Protocol += sm.Errors.Protocol
 		p.Errors.Tool += sm.Errors.Tool
+		p.Errors.Cancelled += sm.Errors.Cancelled
 		p.InFlight += sm.InFlight
 		p.Reconnects += sm.Reconnects
 	}

@@ -121,10 +121,9 @@ func TestProcessSpawnFailureIsIsolated(t *testing.T) {
 	}
 	echo(t, m, "good.echo", "unaffected")
 
-	st := waitState(t, m, "bad", manager.StateBackoff)
+	st := waitState(t, m, "bad", manager.StateFailed)
 	require.Contains(t, st.LastError, `server "bad": spawn: `)
-	require.Contains(t, st.LastError, "/nonexistent/x")
-	require.Contains(t, st.LastError, "no such file or directory")
+	require.Contains(t, st.LastError, `program "/nonexistent/x" does not exist`)
 	require.Equal(t, 1, st.Attempts)
 	require.Zero(t, st.PID)
 }

@@ -192,7 +192,12 @@ func (s Spec) Problems() []string {
 	case TransportHTTP, TransportSSE:
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.add("url", "must be an http:// or https:// URL, got %q", redactURL(s.URL))
+			shown := redactURL(s.URL)
+			if !strings.Contains(s.URL, "://") {
+				p.add("url", "must be an http:// or https:// URL, got %q; add the scheme: %q", shown, "http://"+shown)
+			} else {
+				p.add("url", "must be an http:// or https:// URL, got %q", shown)
+			}
 		}
 	case TransportInProcess:
 		if s.Dial == nil {
@@ -276,10 +281,29 @@ func (s Spec) Endpoint() string {
 }
 
 // redactURL drops userinfo, query and fragment, which may carry secrets.
+// A value that is not a URL with a host loses the same parts, found by
+// their delimiters, so that it can still be shown.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil {
-		return "<invalid url>"
+	if err != nil || u.Host == "" { // "user:pw@host/mcp" parses, as an opaque URL
+		raw, _, _ = strings.Cut(raw, "#")
+		raw, _, _ = strings.Cut(raw, "?")
+		scheme, rest, found := strings.Cut(raw, "://")
+		if !found {
+			scheme, rest = "", raw
+		}
+		authority, path, _ := strings.Cut(rest, "/")
+		if at := strings.LastIndex(authority, "@"); at >= 0 {
+			authority = authority[at+1:]
+		}
+		out := authority
+		if path != "" || strings.Contains(rest, "/") {
+			out += "/" + path
+		}
+		if found {
+			out = scheme + "://" + out
+		}
+		return out
 	}
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	return u.String()

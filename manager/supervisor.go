@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
+	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -278,14 +279,12 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 		return s.parkFailed()
 	}
 	if limit := s.spec.retryLimit(); limit >= 0 && n > limit {
-		msg := fmt.Sprintf("gave up after %d %s: %v", n, plural(n, "attempt", "attempts"), cause)
-		s.transition(StateFailed, func(snap *snapshot) {
-			snap.status.Attempts = n
-			snap.status.LastError = msg
-			snap.status.NextAttempt = time.Time{}
-		}, events.KindFailed, events.Fields{"attempts": n, "error": msg})
-		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
-		return s.parkFailed()
+		return s.giveUp(n, fmt.Sprintf("gave up after %d %s: %v", n, plural(n, "attempt", "attempts"), cause))
+	}
+	if errors.Is(cause, proc.ErrCannotStart) {
+		// A missing program or directory does not appear within a backoff
+		// schedule: retrying would only repeat the same warning.
+		return s.giveUp(n, fmt.Sprintf("%v (not retried: reconnect it once that is fixed)", cause))
 	}
 	from := s.brk.state
 	now := time.Now()
@@ -310,6 +309,18 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 	endWait := s.trace.backoffWait(n, delay)
 	defer endWait()
 	return s.pause(next)
+}
+
+// giveUp puts the server in StateFailed with msg as its last error, and
+// waits there for a reconnect or enable (see failed for the result).
+func (s *supervisor) giveUp(n int, msg string) bool {
+	s.transition(StateFailed, func(snap *snapshot) {
+		snap.status.Attempts = n
+		snap.status.LastError = msg
+		snap.status.NextAttempt = time.Time{}
+	}, events.KindFailed, events.Fields{"attempts": n, "error": msg})
+	s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
+	return s.parkFailed()
 }
 
 // probeJitter is the random fraction of open_for added to a breaker's

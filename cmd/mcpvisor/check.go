@@ -16,8 +16,9 @@ import (
 )
 
 // runCheck is `mcpvisor check [-c FILE]`: evaluate the config into its
-// declarations without connecting anything, print them, and exit 0, or
-// print the error with file:line and exit 1.
+// declarations without connecting anything, print them with what would
+// keep each from starting here, and exit 0, or print the error with
+// file:line and exit 1 (also when a declared process cannot start).
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcpvisor check", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -63,10 +64,50 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			textsafe.Line(endpoint), textsafe.Line(d.Where))
 	}
 	tw.Flush()
+	errs, warns := reportUnstartable(stdout, decls)
 	note := ""
 	if *file == "" && !fileExists(path) {
 		note = " (no ./startup.lua: this is the built-in default)"
 	}
-	fmt.Fprintf(stdout, "%s: OK, %d server(s)%s\n", textsafe.Line(path), len(decls), note)
+	verdict := "OK"
+	switch {
+	case errs > 0:
+		verdict = fmt.Sprintf("%d %s", errs, plural(errs, "error", "errors"))
+	case warns > 0:
+		verdict = fmt.Sprintf("OK with %d %s", warns, plural(warns, "warning", "warnings"))
+	}
+	fmt.Fprintf(stdout, "%s: %s, %d server(s)%s\n", textsafe.Line(path), verdict, len(decls), note)
+	if errs > 0 {
+		return 1
+	}
 	return 0
+}
+
+// reportUnstartable prints, under the table, each declared process that
+// could not start on this host as it is now (a program not on PATH, a
+// missing cwd, a command line written as one string), with the fix: an
+// error, or a warning for a disabled server, which nothing starts yet.
+func reportUnstartable(w io.Writer, decls []luaapi.Declared) (errs, warns int) {
+	for _, d := range decls {
+		err := d.Spec.Startable(d.Name)
+		if err == nil {
+			continue
+		}
+		level := "error"
+		if d.Spec.Disabled {
+			level = "warning"
+			warns++
+		} else {
+			errs++
+		}
+		fmt.Fprintf(w, "%s: %s: %s\n", textsafe.Line(d.Where), level, textsafe.Line(err.Error()))
+	}
+	return errs, warns
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

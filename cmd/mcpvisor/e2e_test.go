@@ -123,11 +123,31 @@ func TestEvalErrors(t *testing.T) {
 		args []string
 		// wantStderr must each appear in stderr.
 		wantStderr []string
+		// noTraceback: the message's file:line says it all.
+		noTraceback bool
 	}{
 		{
-			name:       "error() in -e",
-			args:       []string{"-e", `error("x")`},
-			wantStderr: []string{"error: (-e):1: x\n", "stack traceback:"},
+			name:        "error() in -e",
+			args:        []string{"-e", `error("x")`},
+			wantStderr:  []string{"error: (-e):1: x\n"},
+			noTraceback: true,
+		},
+		{
+			name:       "error() in a function keeps the stack",
+			args:       []string{"-e", "local function f() error(\"x\") end\nf()"},
+			wantStderr: []string{"error: (-e):1: x\nstack traceback:\n\t[G]: in function 'error'\n\t(-e):1: in function 'f'\n\t(-e):2: in main chunk\n"},
+		},
+		{
+			name:        "a mistyped function",
+			args:        []string{"-e", `mcp_ad("x", {command = {"true"}})`},
+			wantStderr:  []string{"error: (-e):1: attempt to call 'mcp_ad', which is nil; did you mean mcp_add?\n"},
+			noTraceback: true,
+		},
+		{
+			name:        "a config error",
+			args:        []string{"-c", testdata(t, "bad_url.lua"), "-e", `print("must not run")`},
+			wantStderr:  []string{`error: bad_url.lua:2: INVALID_CONFIG: server "web": config: url: must be an http:// or https:// URL, got "127.0.0.1:9/mcp"; add the scheme: "http://127.0.0.1:9/mcp"` + "\n"},
+			noTraceback: true,
 		},
 		{
 			name:       "syntax error in -e",
@@ -162,6 +182,9 @@ func TestEvalErrors(t *testing.T) {
 			require.Empty(t, o.stdout, "stdout")
 			for _, want := range tt.wantStderr {
 				require.Contains(t, o.stderr, want)
+			}
+			if tt.noTraceback {
+				require.NotContains(t, o.stderr, "stack traceback")
 			}
 		})
 	}
@@ -365,11 +388,11 @@ func TestEvalQuietByDefault(t *testing.T) {
 
 // Servers are discovered independently: a server whose program does not
 // exist and one that never answers do not delay the demo server; the
-// failing one says why.
+// failing one says why, once: it is failed, not retried.
 func TestBadServersDoNotDelayOthers(t *testing.T) {
 	code := `
 assert(mcp_wait("demo", "connected", 5))
-assert(mcp_wait("bad", "backoff", 5))
+assert(mcp_wait("bad", "failed", 5))
 return json.encode({demo = mcp_status("demo"), bad = mcp_status("bad"), mute = mcp_status("mute")})`
 	// --wait 0: the code starts at once rather than once the servers
 	// settle (the mute one never would), so its own waits are measured.
@@ -383,12 +406,12 @@ return json.encode({demo = mcp_status("demo"), bad = mcp_status("bad"), mute = m
 	require.NoError(t, json.Unmarshal([]byte(o.stdout), &st))
 	assert.Equal(t, "connected", st["demo"].State)
 	assert.Equal(t, "connecting", st["mute"].State)
-	assert.Equal(t, "backoff", st["bad"].State)
+	assert.Equal(t, "failed", st["bad"].State)
 	assert.Equal(t, 1, st["bad"].Attempts)
-	assert.Contains(t, st["bad"].LastError, "spawn")
-	assert.Contains(t, st["bad"].LastError, "/nonexistent/mcpvisor-e2e/no-such-server")
-	assert.Contains(t, st["bad"].LastError, "no such file or directory")
-	assert.Contains(t, o.stderr, `msg="backing off, will retry"`)
+	assert.Equal(t, `server "bad": spawn: program "/nonexistent/mcpvisor-e2e/no-such-server" does not exist; correct the path, or install it there (not retried: reconnect it once that is fixed)`,
+		st["bad"].LastError)
+	assert.Equal(t, 1, strings.Count(o.stderr, `msg="server failed, giving up"`))
+	assert.NotContains(t, o.stderr, `msg="backing off, will retry"`)
 	// Generous: the demo connects in milliseconds and shutdown closes the
 	// mute server's stdin, which ends it.
 	assert.Less(t, o.took, 5*time.Second, "run time")

@@ -275,8 +275,8 @@ func printResult(w io.Writer, res luaapi.Result) {
 // so what a terminal would act on or hide is shown escaped.
 func printError(w io.Writer, err error) {
 	var le *luaapi.Error
-	if errors.As(err, &le) && le.Traceback != "" && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(w, "error: %s\n%s\n", textsafe.Block(le.Message), textsafe.Block(le.Traceback))
+	if errors.As(err, &le) && le.ShownTraceback() != "" && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(w, "error: %s\n%s\n", textsafe.Block(le.Message), textsafe.Block(le.ShownTraceback()))
 		return
 	}
 	fmt.Fprintf(w, "error: %s\n", textsafe.Block(err.Error()))

@@ -321,17 +321,16 @@ func (d *hudDisplay) layout(b *strings.Builder, h, cols, rows int, resized bool)
 	d.shown, d.cols, d.rows = h, cols, rows
 }
 
-// erase clears the block and gives the whole screen back to scrolling.
+// erase removes the block and gives the whole screen back to scrolling:
+// its rows are deleted (DL), so what was below it moves up into them
+// rather than leaving them blank, and the cursor moves up with its line.
 func (d *hudDisplay) erase() {
 	if d.shown == 0 {
 		return
 	}
+	h := min(d.shown, d.rows)
 	var b strings.Builder
-	b.WriteString(escSave)
-	for r := 1; r <= min(d.shown, d.rows); r++ {
-		fmt.Fprintf(&b, "\x1b[%d;1H%s", r, escEraseLine)
-	}
-	b.WriteString(escResetRegion + escRestore)
+	fmt.Fprintf(&b, "%s%s\x1b[1;1H\x1b[%dM%s\x1b[%dA", escSave, escResetRegion, h, escRestore, h)
 	_, _ = io.WriteString(d.opts.Out, b.String())
 	d.shown, d.last = 0, ""
 }

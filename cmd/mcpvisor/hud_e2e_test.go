@@ -20,7 +20,7 @@ import (
 // 100ms. (The HUD shows the failures, so they are not logged to the
 // terminal as well: the printed lines are what scrolls under the block.)
 const hudStartup = `mcp_add("demo", {command = {MCPVISOR, "demo-server"}})
-mcp_add("broken", {command = {"/nonexistent/prog"}, backoff = {initial = "50ms", max = "200ms"}, breaker = false})
+mcp_add("broken", {command = {"sh", "-c", "exit 3"}, backoff = {initial = "50ms", max = "200ms"}, breaker = false})
 mcp_every(0.1, function() print("tick") end)
 `
 

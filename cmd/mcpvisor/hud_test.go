@@ -221,8 +221,9 @@ func TestHUDDisplayEnableDisableStop(t *testing.T) {
 		require.True(t, was)
 		settle()
 		rows, cur := tty.screen()
-		require.Equal(t, []string{"", "", ""}, rows[:3], "erased")
-		require.Equal(t, "mcp>", rows[cur.Y])
+		require.Equal(t, "mcp>", rows[0], "erased, and the screen moved up into its rows")
+		require.Equal(t, 0, cur.Y, "the cursor moved up with its line")
+		require.Equal(t, len("mcp> "), cur.X)
 		for i := range 12 {
 			tty.print(fmt.Sprintf("\r\nout %d", i))
 		}
@@ -239,7 +240,7 @@ func TestHUDDisplayEnableDisableStop(t *testing.T) {
 
 		d.Stop()
 		rows, cur = tty.screen()
-		require.Equal(t, []string{"", "", ""}, rows[:3], "erased at exit")
+		require.Equal(t, []string{"out 5", "out 6", "out 7", "out 8", "out 9", "out 10", "out 11"}, rows[:7], "erased at exit, no blank rows left")
 		require.Equal(t, "out 11", rows[cur.Y])
 		tty.print("\r\nafter")
 		for i := range 12 {

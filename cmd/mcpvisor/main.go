@@ -28,12 +28,15 @@ Usage:
                            run startup.lua, then FILE.lua as a script (- for
                            stdin); args are in arg, as lua gives them
   mcpvisor check [-c FILE]  evaluate and validate the config without starting
-                           anything; print the servers it declares
+                           anything; print the servers it declares and what
+                           would keep each from starting here (a program not
+                           on PATH, a missing cwd); exit 1 on errors
   mcpvisor serve [flags]    serve every server to AI clients as one MCP server:
                            on stdin/stdout (the command a client starts), or
                            with --http ADDR on streamable HTTP and SSE
   mcpvisor demo-server      run the built-in demo MCP server on stdin/stdout
   mcpvisor help             show this help
+  mcpvisor --version        print the version and the commit it was built from
 
 Flags:
   -c FILE               config to run at startup (default ./startup.lua; if it
@@ -162,6 +165,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runServe(cfg, stdin, stdout, stderr)
 		case "help":
 			fmt.Fprint(stdout, usage)
+			return 0
+		case "--version", "-version", "version":
+			printVersion(stdout)
 			return 0
 		}
 	}

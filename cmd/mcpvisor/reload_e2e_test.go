@@ -51,12 +51,13 @@ mcp_on("connected", function(e) print("hook must not run") end)
 			o := runBinary(t, invocation{dir: dir, args: args})
 			require.Equal(t, 0, o.code, "exit code")
 			lines := strings.Split(strings.TrimRight(o.stdout, "\n"), "\n")
-			require.Len(t, lines, 5, "stdout:\n%s", o.stdout)
+			require.Len(t, lines, 6, "stdout:\n%s", o.stdout)
 			require.Regexp(t, `^SERVER\s+TRANSPORT\s+ENDPOINT\s+DECLARED AT$`, lines[0])
 			require.Regexp(t, `^demo\s+stdio\s+\S+/mcpvisor demo-server\s+startup\.lua:2$`, lines[1])
 			require.Regexp(t, `^remote\s+http\s+http://127\.0\.0\.1:3001/mcp\s+startup\.lua:4$`, lines[2])
 			require.Regexp(t, `^off\s+stdio\s+never-started \(disabled\)\s+startup\.lua:5$`, lines[3])
-			require.True(t, strings.HasSuffix(lines[4], "startup.lua: OK, 3 server(s)"), lines[4])
+			require.Equal(t, `startup.lua:5: warning: server "off": spawn: program "never-started" not found on PATH; install it, or give its full path as the first element of command`, lines[4])
+			require.True(t, strings.HasSuffix(lines[5], "startup.lua: OK with 1 warning, 3 server(s)"), lines[5])
 			require.NotContains(t, o.stdout, "secret", "the endpoint is redacted")
 			require.NotContains(t, o.stdout+o.stderr, "hook must not run")
 			require.NotContains(t, o.stderr, "server added", "check starts nothing")
@@ -72,7 +73,9 @@ mcp_on("connected", function(e) print("hook must not run") end)
 			[]string{`startup.lua:3: INVALID_CONFIG: server "Demo" is declared twice in startup.lua (first at startup.lua:1)`}},
 		{"syntax error", demoDecl("demo") + "local x = = 1\n", []string{"startup.lua:2:11: near '='"}},
 		{"invalid spec", `mcp_add("web", {url = "ftp://x"})` + "\n", []string{`startup.lua:1: INVALID_CONFIG: server "web"`}},
-		{"runtime error", demoDecl("demo") + "error('nope')\n", []string{"startup.lua:2: nope", "stack traceback:"}},
+		{"runtime error", demoDecl("demo") + "error('nope')\n", []string{"error: startup.lua:2: nope\n"}},
+		{"runtime error in a function", demoDecl("demo") + "local function f()\n  error('nope')\nend\nf()\n",
+			[]string{"error: startup.lua:3: nope\nstack traceback:\n\t[G]: in function 'error'\n\tstartup.lua:3: in function 'f'\n\tstartup.lua:5: in main chunk\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,10 +101,11 @@ func TestCheckEscapesConfigText(t *testing.T) {
 	path := filepath.Join(dir, "startup.lua")
 	require.NoError(t, os.WriteFile(path, []byte(`mcp_add("evil", {command = {"prog\27]0;PWNED\7", "a\tb", "\226\128\174exe"}})`+"\n"), 0o644))
 	o := runBinary(t, invocation{dir: dir, args: []string{"check", "-c", path}})
-	require.Equal(t, 0, o.code, "stderr: %s", o.stderr)
+	require.Equal(t, 1, o.code, "the program is not on PATH; stderr: %s", o.stderr)
 	lines := strings.Split(strings.TrimRight(o.stdout, "\n"), "\n")
-	require.Len(t, lines, 3, "stdout:\n%s", o.stdout)
+	require.Len(t, lines, 4, "stdout:\n%s", o.stdout)
 	require.Regexp(t, `^evil\s+stdio\s+prog\\x1b\]0;PWNED\\x07 a\\tb \\u202eexe\s+startup\.lua:1$`, lines[1])
+	require.Contains(t, lines[2], `program "prog\x1b]0;PWNED\a" not found on PATH`)
 	require.NotContains(t, o.stdout, "\x1b")
 	require.NotContains(t, o.stdout, "\u202e")
 }

@@ -180,6 +180,9 @@ func (s *server) apply(e events.Event) {
 	case events.KindToolsChanged:
 		s.tools = max(s.tools+count(e.Fields["added"])-count(e.Fields["removed"]), 0)
 	case events.KindToolCall:
+		if cancelled, _ := e.Fields["cancelled"].(bool); cancelled {
+			break // the caller gave up: neither the server's latency nor its failure
+		}
 		d := float(e.Fields["duration_ms"])
 		s.calls++
 		if s.calls == 1 {

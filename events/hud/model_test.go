@@ -201,6 +201,9 @@ func TestHUDModelToolsAndLatency(t *testing.T) {
 	s.at(0, events.KindToolCall, "demo", events.Fields{"tool": "fail", "duration_ms": int64(100), "is_error": true})
 	s.at(0, events.KindToolCall, "demo", events.Fields{"tool": "sleep", "duration_ms": int64(100), "is_error": false,
 		"code": "CONNECTION_TIMEOUT", "error": "timed out"})
+	// Ctrl-C after 30s: the caller gave up; neither a failure nor latency.
+	s.at(0, events.KindToolCall, "demo", events.Fields{"tool": "sleep", "duration_ms": 30000.0, "is_error": false,
+		"code": "INVOCATION_FAILED", "error": "cancelled: context canceled", "cancelled": true})
 	m := s.model()
 	r := row(t, m, t0, "demo")
 	assert.Equal(t, 5, r.Tools, "4 + 2 added - 1 removed")

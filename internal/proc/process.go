@@ -95,7 +95,7 @@ func Start(cfg Config) (*Process, error) {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	if cmd.Err != nil { // the program was not found
-		return nil, explainStart(cmd.Err, cmd.Dir)
+		return nil, startFailure(cmd.Err, cfg)
 	}
 
 	var files []*os.File // every end, closed on failure
@@ -127,7 +127,7 @@ func Start(cfg Config) (*Process, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	l, err := newLaunch(cmd)
 	if err != nil {
-		return fail(err)
+		return fail(startFailure(err, cfg))
 	}
 
 	p := &Process{
@@ -162,7 +162,7 @@ func Start(cfg Config) (*Process, error) {
 	})
 	if err != nil {
 		l.closeReport()
-		return fail(explainStart(err, cmd.Dir))
+		return fail(startFailure(err, cfg))
 	}
 	// The child has its copies; ours of the child's ends must go so that EOF
 	// on stdout means every writer is gone.
@@ -177,30 +177,23 @@ func Start(cfg Config) (*Process, error) {
 		p.stdin.Close()
 		p.stdout.Close()
 		p.stderr.Close()
-		return nil, err
+		return nil, startFailure(err, cfg)
 	}
 	return p, nil
 }
 
-// Pid is the server's pid, which is also its process group's id.
-func (p *Process) Pid() int { return p.pid }
-
-// explainStart names a bad working directory: the kernel's ENOENT from the
-// child's chdir reads as "fork/exec /bin/prog: no such file or directory",
-// which blames the program.
-func explainStart(err error, dir string) error {
-	if dir == "" {
-		return err
-	}
-	fi, serr := os.Stat(dir)
-	switch {
-	case serr != nil:
-		return fmt.Errorf("working directory: %w", serr)
-	case !fi.IsDir():
-		return fmt.Errorf("working directory %s is not a directory", dir)
+// startFailure explains why a server could not start: the program or the
+// working directory that is not there, with the fix (a *StartError), or
+// else err as the system said it.
+func startFailure(err error, cfg Config) error {
+	if why := Startable(cfg.Command, cfg.Dir); why != nil {
+		return why
 	}
 	return err
 }
+
+// Pid is the server's pid, which is also its process group's id.
+func (p *Process) Pid() int { return p.pid }
 
 // drainStderr reads stderr until EOF or until Close closes it, keeping the
 // last 64 KiB and logging lines at debug, at most stderrLinesPerSecond of

@@ -86,7 +86,21 @@ func (d *decoder) spec(raw map[string]any) manager.Spec {
 	var s manager.Spec
 	d.unknown("", raw)
 	if v, ok := raw["command"]; ok {
-		s.Command = d.strings("command", v)
+		if line, isStr := v.(string); isStr && strings.TrimSpace(line) != "" {
+			// `command = "npx -y pkg"`, as other clients write it.
+			fields := strings.Fields(line)
+			args := make([]any, 0, len(fields)-1)
+			for _, f := range fields[1:] {
+				args = append(args, f)
+			}
+			if extra, ok := raw["args"].([]any); ok {
+				args = append(args, extra...)
+			}
+			d.probs.add("command", "must be a list of the program and its arguments, got string %q; write command = %s", line, commandList(fields[0], args))
+			s.Command = []string{}
+		} else {
+			s.Command = d.strings("command", v)
+		}
 		if list, ok := v.([]any); ok {
 			s.Written = asWritten(list)
 		}
@@ -220,12 +234,53 @@ func (d *decoder) unknown(section string, raw map[string]any) {
 		if section != "" {
 			field = section + "." + k
 		}
-		if best := suggest.Closest(k, known); best != "" {
+		if hint := foreignField(section, k, raw); hint != "" {
+			d.probs.add(field, "unknown field; %s", hint)
+		} else if best := suggest.Closest(k, known); best != "" {
 			d.probs.add(field, "unknown field; did you mean %q?", best)
+		} else if near := suggest.CloseMatches(k, known); len(near) == 1 {
+			d.probs.add(field, "unknown field; did you mean %q?", near[0]) // retries → max_retries
 		} else {
 			d.probs.add(field, "unknown field; known fields: %s", strings.Join(known, ", "))
 		}
 	}
+}
+
+// foreignField explains a key that other MCP clients' configs use for
+// what a declaration says another way, or "".
+func foreignField(section, k string, raw map[string]any) string {
+	if section != "" {
+		return ""
+	}
+	switch k {
+	case "args":
+		if line, ok := raw["command"].(string); ok && strings.TrimSpace(line) != "" {
+			return "put the arguments in command (see command)" // whose problem shows the list
+		}
+		prog := "prog"
+		if list, ok := raw["command"].([]any); ok && len(list) == 1 {
+			prog, _ = list[0].(string)
+		}
+		args, _ := raw["args"].([]any)
+		return "put the arguments in command, after the program: command = " + commandList(prog, args)
+	case "type":
+		return `the transport is set by command or url, or by transport = "sse"`
+	}
+	return ""
+}
+
+// commandList writes a command line as the Lua list a declaration takes,
+// e.g. {"npx", "-y", "pkg"}; arguments that are not strings show as "…".
+func commandList(prog string, args []any) string {
+	parts := []string{fmt.Sprintf("%q", prog)}
+	for _, a := range args {
+		if s, ok := a.(string); ok {
+			parts = append(parts, fmt.Sprintf("%q", s))
+		} else {
+			parts = append(parts, `"…"`)
+		}
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 func (d *decoder) table(field string, v any) (map[string]any, bool) {
@@ -374,7 +429,7 @@ func (d *decoder) expand(field, s string) string {
 		name := ref[2 : len(ref)-1]
 		v, ok := d.lookup(name)
 		if !ok {
-			d.probs.add(field, "environment variable %s is not set (referenced as ${%s})", name, name)
+			d.probs.add(field, "environment variable %s is not set (referenced as ${%s}); set it where mcpvisor starts (export %s=…), or write the value", name, name, name)
 		}
 		return v
 	})

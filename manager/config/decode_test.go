@@ -260,7 +260,7 @@ func TestDecodeSpecInvalid(t *testing.T) {
 		{
 			name: "missing environment variable",
 			raw:  map[string]any{"command": cmd, "env": map[string]any{"KEY": "${NOPE}"}},
-			want: []string{`env.KEY: environment variable NOPE is not set (referenced as ${NOPE})`},
+			want: []string{`env.KEY: environment variable NOPE is not set (referenced as ${NOPE}); set it where mcpvisor starts (export NOPE=…), or write the value`},
 		},
 		{
 			name: "transport sse needs a url",
@@ -271,6 +271,39 @@ func TestDecodeSpecInvalid(t *testing.T) {
 			name: "unknown transport",
 			raw:  map[string]any{"url": "http://x", "transport": "websocket"},
 			want: []string{`transport: must be "http" (streamable HTTP, the default for url) or "sse", got "websocket"`},
+		},
+		{
+			name: "Claude-style args",
+			raw:  map[string]any{"command": []any{"npx"}, "args": []any{"-y", "pkg"}},
+			want: []string{`args: unknown field; put the arguments in command, after the program: command = {"npx", "-y", "pkg"}`},
+		},
+		{
+			name: "Claude-style command line as one string, with args",
+			raw:  map[string]any{"command": "npx -y", "args": []any{"pkg"}},
+			want: []string{
+				`args: unknown field; put the arguments in command (see command)`,
+				`command: must be a list of the program and its arguments, got string "npx -y"; write command = {"npx", "-y", "pkg"}`,
+			},
+		},
+		{
+			name: "Claude-style type",
+			raw:  map[string]any{"command": cmd, "type": "stdio"},
+			want: []string{`type: unknown field; the transport is set by command or url, or by transport = "sse"`},
+		},
+		{
+			name: "a field that is part of a known one",
+			raw:  map[string]any{"command": cmd, "retries": 3},
+			want: []string{`retries: unknown field; did you mean "max_retries"?`},
+		},
+		{
+			name: "url without a scheme, shown with its fix, secrets redacted",
+			raw:  map[string]any{"url": "user:hunter2@127.0.0.1:9/mcp?token=abc"},
+			want: []string{`url: must be an http:// or https:// URL, got "127.0.0.1:9/mcp"; add the scheme: "http://127.0.0.1:9/mcp"`},
+		},
+		{
+			name: "url that does not parse, shown",
+			raw:  map[string]any{"url": "127.0.0.1:9/mcp"},
+			want: []string{`url: must be an http:// or https:// URL, got "127.0.0.1:9/mcp"; add the scheme: "http://127.0.0.1:9/mcp"`},
 		},
 		{
 			name: "url that is not http, secrets redacted",
