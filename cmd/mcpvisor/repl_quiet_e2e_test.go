@@ -19,7 +19,7 @@ func TestREPLQuietLogs(t *testing.T) {
 	state := t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "startup.lua")
 	require.NoError(t, os.WriteFile(cfg, []byte(`mcp_add("demo", {command = {MCPVISOR, "demo-server"}})
-mcp_add("broken", {command = {"/nonexistent/prog"}, backoff = {initial = "20ms", max = "50ms"}, breaker = false})
+mcp_add("broken", {command = {"sh", "-c", "echo no config >&2; exit 3"}, backoff = {initial = "20ms", max = "50ms"}, breaker = false})
 `), 0o644))
 	logFile := filepath.Join(state, "mcpvisor", "mcpvisor.log")
 	term := startREPLEnv(t, []string{"XDG_STATE_HOME=" + state}, "--no-hud", "--no-watch", "-c", cfg)

@@ -95,7 +95,7 @@ return #mcp_tools("demo") .. " " .. table.concat(s, " ")`
 			config: `mcp_add("demo", {command = {MCPVISOR, "demo-server"}})
 mcp_add("off", {command = {MCPVISOR, "demo-server"}, enabled = false})
 mcp_add("gone", {command = {"/nonexistent/mcpvisor-e2e/x"}, max_retries = 0})
-mcp_add("later", {command = {"/nonexistent/mcpvisor-e2e/y"}, backoff = {initial = "1m", max = "1m"}})
+mcp_add("later", {command = {"sh", "-c", "exit 3"}, backoff = {initial = "1m", max = "1m"}})
 `,
 			want: "4 demo=connected gone=failed later=backoff off=disabled\n",
 		},
