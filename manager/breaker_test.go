@@ -169,7 +169,9 @@ func TestReconnectResetsBreaker(t *testing.T) {
 
 // A crash loop at the logic tier: a server that connects and dies 10ms
 // later, every time, never resets the schedule (the session did not prove
-// itself) and trips the breaker after five such failures in a row.
+// itself), waits one step longer on it than a refused attempt would (a
+// full spawn and handshake per turn), and trips the breaker after five
+// such failures in a row.
 func TestCrashLoopTripsBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &peers{}
@@ -191,7 +193,7 @@ func TestCrashLoopTripsBreaker(t *testing.T) {
 		for _, b := range only(evs, events.KindBackoff) {
 			delays = append(delays, b.Fields["delay_ms"])
 		}
-		require.Equal(t, []any{int64(100), int64(200), int64(400), int64(800)}, delays, "the schedule continues across short sessions")
+		require.Equal(t, []any{int64(200), int64(400), int64(800), int64(1600)}, delays, "the schedule continues across short sessions")
 		require.Len(t, only(evs, events.KindConnected), 5)
 		require.Equal(t, "open", evs[len(evs)-1].Fields["to"])
 		require.EqualValues(t, 5, evs[len(evs)-1].Fields["failures"])

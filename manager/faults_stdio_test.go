@@ -117,7 +117,7 @@ func TestStdioCrashMidSession(t *testing.T) {
 	require.True(t, strings.HasPrefix(lost, `server "x": session: process exited (exit status 3)`), lost)
 	require.Contains(t, lost, "fakemcp: crashing", "the last stderr lines say what happened")
 	require.EqualValues(t, 1, evs[1].Fields["attempt"])
-	require.EqualValues(t, 10, evs[1].Fields["delay_ms"])
+	require.EqualValues(t, 20, evs[1].Fields["delay_ms"], "lost before proving itself: one step further on the schedule")
 	require.EqualValues(t, 2, evs[2].Fields["attempt"])
 
 	pids := f.pids(spec)
@@ -134,7 +134,7 @@ func TestStdioCrashMidSession(t *testing.T) {
 	evs = lifecycle(f.until("x", events.KindConnected, patience))
 	require.Equal(t, []events.Kind{events.KindDisconnected, events.KindBackoff, events.KindConnecting, events.KindConnected}, kinds(evs))
 	require.EqualValues(t, 2, evs[1].Fields["attempt"], "the failure count carries over")
-	require.EqualValues(t, 20, evs[1].Fields["delay_ms"], "10ms, then 20ms: not reset by the handshake in between")
+	require.EqualValues(t, 40, evs[1].Fields["delay_ms"], "20ms, then 40ms: not reset by the handshake in between")
 	f.echoOK("x.echo", "third process")
 }
 

@@ -133,9 +133,12 @@ func TestCrashLoopKeepsBackingOff(t *testing.T) {
 			evs := tl.until("x", events.KindBackoff, time.Second)
 			return evs[len(evs)-1].Fields["delay_ms"].(int64)
 		}
-		require.EqualValues(t, 100, delayAfterUptime(time.Second))
-		require.EqualValues(t, 200, delayAfterUptime(time.Second), "crash loop: no reset after 1s up")
-		require.EqualValues(t, 400, delayAfterUptime(2999*ms), "still short of backoff.max")
+		// A session lost before backoff.max waits one step further on the
+		// schedule than a failed attempt would; one up for backoff.max
+		// proved itself and starts the schedule over.
+		require.EqualValues(t, 200, delayAfterUptime(time.Second))
+		require.EqualValues(t, 400, delayAfterUptime(time.Second), "crash loop: no reset after 1s up")
+		require.EqualValues(t, 800, delayAfterUptime(2999*ms), "still short of backoff.max")
 		require.EqualValues(t, 100, delayAfterUptime(3*time.Second), "up for backoff.max: reset")
 	})
 }

@@ -67,6 +67,7 @@ type supervisor struct {
 
 	// Owned by the supervisor goroutine.
 	failures  int      // consecutive failures (attempts and unproven sessions)
+	unproven  bool     // the failure being recorded is a session lost before it proved itself
 	brk       *breaker // the circuit breaker
 	sessions  int      // sessions established so far
 	reiniting bool     // the next attempt replaces an expired HTTP session
@@ -298,7 +299,11 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 			"probe_in_ms": probe.Sub(now).Milliseconds(), "error": cause.Error()})
 		return true // connectLoop waits for the probe
 	}
-	delay := s.spec.Backoff.Delay(n, s.m.rand())
+	step := n
+	if s.unproven {
+		step, s.unproven = n+1, false
+	}
+	delay := s.spec.Backoff.Delay(step, s.m.rand())
 	next := now.Add(delay)
 	s.transition(StateBackoff, func(snap *snapshot) {
 		snap.reconnecting = !breaker && n == 1
@@ -502,6 +507,12 @@ func (s *supervisor) after(c *conn, end ending) {
 		if errors.Is(cause, mcp.ErrSessionMissing) && (proven || !s.reinited) {
 			s.reiniting = true
 			return
+		}
+		if !proven {
+			// It got through its handshake and still died: a full spawn,
+			// handshake and listing per turn, so it waits one step
+			// longer on the schedule than a refused attempt would.
+			s.unproven = true
 		}
 		s.failed(lost, !proven)
 	}
