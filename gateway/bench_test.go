@@ -55,33 +55,6 @@ func childGOGC() string {
 	return "100"
 }
 
-// benchBinary builds ./cmd/mcpvisor into a temporary directory.
-func benchBinary(b *testing.B) string {
-	b.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		b.Fatal(err)
-	}
-	root := wd
-	for {
-		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(root)
-		if parent == root {
-			b.Fatalf("no go.mod above %s", wd)
-		}
-		root = parent
-	}
-	bin := filepath.Join(b.TempDir(), "mcpvisor")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/mcpvisor")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/mcpvisor: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // newManager is a manager with the no-op telemetry providers the host
 // passes when no exporter is set, closed when b ends.
 func newManager(b *testing.B, dial manager.DialFunc) *manager.Manager {
@@ -440,7 +413,7 @@ func startSDKProxy(b *testing.B, bin string) string {
 // through the go-sdk proxy of startSDKProxy.
 func httpCallPaths(b *testing.B, version string) (gw, rl, px func() error) {
 	b.Helper()
-	bin := benchBinary(b)
+	bin := testutil.BuildMcpvisor(b)
 	m := newManager(b, nil)
 	addAndWait(b, m, "demo", manager.Spec{Transport: manager.TransportStdio,
 		Command: []string{bin, "demo-server"}, Env: map[string]string{"GOGC": childGOGC()}})
@@ -561,7 +534,7 @@ func serveCmd(bin, startup string, stderr io.Writer) *exec.Cmd {
 // same server binary. Reported: serve-p50-µs, direct-p50-µs, p50-ratio
 // (target ≤ 2.0) and the p99s; ns/op is the serve path's mean.
 func BenchmarkServeStdioCall(b *testing.B) {
-	bin := benchBinary(b)
+	bin := testutil.BuildMcpvisor(b)
 	startup := writeStartup(b, fmt.Sprintf("mcp_add(\"demo\", {command = {MCPVISOR, \"demo-server\"}, env = {GOGC = %q}})\n", childGOGC()))
 	var stderr bytes.Buffer
 	b.Cleanup(func() {
@@ -877,7 +850,7 @@ func rawList(hc *http.Client, url string, cs *mcp.ClientSession, last string) fu
 // each per iteration. Reported: serve-p50-ms (target ≤ 100 ms),
 // direct-p50-ms and p50-ratio.
 func BenchmarkServeInitialize(b *testing.B) {
-	bin := benchBinary(b)
+	bin := testutil.BuildMcpvisor(b)
 	var src strings.Builder
 	fmt.Fprintf(&src, "mcp_add(\"demo\", {command = {MCPVISOR, \"demo-server\"}, env = {GOGC = %q}})\n", childGOGC())
 	for i := range 20 {

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -44,7 +43,7 @@ type benchSetup struct {
 // benchServers starts both servers; they are stopped when b ends.
 func benchServers(b *testing.B) benchSetup {
 	b.Helper()
-	bin := benchBinary(b)
+	bin := testutil.BuildMcpvisor(b)
 	childGOGC := os.Getenv("MCPVISOR_BENCH_CHILD_GOGC")
 	if childGOGC == "" {
 		childGOGC = "100"
@@ -84,33 +83,6 @@ func benchServers(b *testing.B) benchSetup {
 		b.Fatalf("direct client: tools/list: %v", err)
 	}
 	return benchSetup{m: m, cs: cs, managerPID: st.PID, directPID: cmd.Process.Pid}
-}
-
-// benchBinary builds ./cmd/mcpvisor into a temporary directory.
-func benchBinary(b *testing.B) string {
-	b.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		b.Fatal(err)
-	}
-	root := wd
-	for {
-		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(root)
-		if parent == root {
-			b.Fatalf("no go.mod above %s", wd)
-		}
-		root = parent
-	}
-	bin := filepath.Join(b.TempDir(), "mcpvisor")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/mcpvisor")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/mcpvisor: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // callPaths are the two ways to call demo.echo being compared.

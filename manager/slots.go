@@ -126,25 +126,13 @@ func (s *supervisor) takeSlot(n int) (t *ticket, ok bool) {
 			return t, true
 		}
 		s.announceWaiting(n, sl.limitReached())
-		for !(s.woken && s.wanted.Load() == 0) {
-			select {
-			case <-t.granted:
-				if s.ctx.Err() != nil { // removed meanwhile: no attempt
-					t.giveBack()
-					return nil, false
-				}
-				return t, true
-			case <-s.ctx.Done():
-				t.giveBack()
-				return nil, false
-			case <-s.kick:
-				if s.disabled.Load() {
-					t.giveBack()
-					return nil, false
-				}
-			}
+		switch s.awaitGrant(t, func() bool { return s.woken && s.wanted.Load() == 0 }) {
+		case granted:
+			return t, true
+		case cancelled:
+			return nil, false
 		}
-		t.giveBack()
+		t.giveBack() // unwanted: back to idle
 		t = nil
 		s.transition(StateIdle, nil, events.KindIdle, events.Fields{"reason": "no caller is waiting for a connection slot any more"})
 		s.parkIdle()
@@ -212,24 +200,44 @@ func (s *supervisor) takeTurn(n int) (t *ticket, ok bool) {
 		return t, true
 	}
 	s.announceWaiting(n, sl.limitReached())
-	for {
+	if s.awaitGrant(t, func() bool { return false }) == granted {
+		return t, true
+	}
+	return nil, false
+}
+
+// grant is how a wait in line ended.
+type grant int
+
+const (
+	granted   grant = iota
+	cancelled       // removed or disabled meanwhile: the place is given back
+	unwanted        // nobody needs the attempt any more (the place is kept)
+)
+
+// awaitGrant waits until t is granted, the server is removed or disabled
+// (the place given back), or, checked whenever the supervisor is kicked,
+// stop says the attempt is no longer wanted.
+func (s *supervisor) awaitGrant(t *ticket, stop func() bool) grant {
+	for !stop() {
 		select {
 		case <-t.granted:
 			if s.ctx.Err() != nil || s.disabled.Load() { // no attempt after all
 				t.giveBack()
-				return nil, false
+				return cancelled
 			}
-			return t, true
+			return granted
 		case <-s.ctx.Done():
 			t.giveBack()
-			return nil, false
+			return cancelled
 		case <-s.kick:
 			if s.disabled.Load() {
 				t.giveBack()
-				return nil, false
+				return cancelled
 			}
 		}
 	}
+	return unwanted
 }
 
 // dropTurn gives back a place in the line of attempts taken ahead of time

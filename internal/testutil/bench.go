@@ -1,6 +1,9 @@
 package testutil
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -46,4 +49,32 @@ func SelfCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BuildMcpvisor builds ./cmd/mcpvisor of the module the test runs in into
+// a temporary directory and returns the binary's path.
+func BuildMcpvisor(tb testing.TB) string {
+	tb.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	root := wd
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			tb.Fatalf("no go.mod above %s", wd)
+		}
+		root = parent
+	}
+	bin := filepath.Join(tb.TempDir(), "mcpvisor")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/mcpvisor")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		tb.Fatalf("go build ./cmd/mcpvisor: %v\n%s", err, out)
+	}
+	return bin
 }
