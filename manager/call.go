@@ -29,9 +29,9 @@ type CallOptions struct {
 	// FailFast answers at once, with CONNECTION_FAILED naming the last
 	// error and when the next attempt is due, when the server is backing
 	// off after a failed connection attempt, instead of waiting for that
-	// attempt. A server reconnecting after losing a session that had proven
-	// itself is still waited for. The gateway sets it: a client is better
-	// served by an error it can act on than by a request that hangs.
+	// attempt. A server reconnecting after losing a session is still
+	// waited for. The gateway sets it: a client is better served by an
+	// error it can act on than by a request that hangs.
 	FailFast bool
 	// Client names who calls, for the tool_call event (field "client")
 	// and the span (attribute mcp.client); "" for the host itself.

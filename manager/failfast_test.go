@@ -36,16 +36,23 @@ func TestCallFailFastOnAnUnreachableServer(t *testing.T) {
 	})
 }
 
-// A server that loses a session it had proven is reconnecting, not
-// unreachable: a fail-fast call waits for the reconnect and is served.
+// A server that loses a session is reconnecting, not unreachable: a
+// fail-fast call waits for the reconnect and is served — whether the
+// session had proven itself (up longer than backoff.max) or not.
 func TestCallFailFastWaitsForAReconnect(t *testing.T) {
+	for _, up := range []time.Duration{time.Minute, 500 * time.Millisecond} {
+		t.Run(up.String(), func(t *testing.T) { failFastWaitsForReconnect(t, up) })
+	}
+}
+
+func failFastWaitsForReconnect(t *testing.T, up time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &peers{}
 		m := newManager(t, manager.Options{Dial: p.dial, Rand: constRand(0)})
 		require.NoError(t, m.Add("demo", fakeSpec(t, map[string]any{"backoff": map[string]any{"initial": "2s", "max": "2s"}})))
 		_, err := m.Wait(context.Background(), "demo", manager.StateConnected)
 		require.NoError(t, err)
-		time.Sleep(time.Minute) // the session has proven itself
+		time.Sleep(up)
 		p.drop(t)
 		_, err = m.Wait(context.Background(), "demo", manager.StateBackoff)
 		require.NoError(t, err)
@@ -54,6 +61,9 @@ func TestCallFailFastWaitsForAReconnect(t *testing.T) {
 		res, err := m.Call(context.Background(), "demo.echo", map[string]any{"text": "back"}, manager.CallOptions{FailFast: true, Timeout: 5 * time.Second})
 		require.NoError(t, err)
 		require.Equal(t, "back", text(t, res))
-		require.Equal(t, 2*time.Second, time.Since(start), "served after the backoff's one attempt")
+		st, err := m.Status("demo")
+		require.NoError(t, err)
+		require.Equal(t, time.Now(), st.ConnectedAt, "served by the new session, the moment it connected")
+		require.Positive(t, time.Since(start), "it waited for the reconnect")
 	})
 }

@@ -66,8 +66,8 @@ type snapshot struct {
 	conn    *conn              // the connection under session
 	cat     *catalog           // last discovered tools, resources, prompts; nil before the first
 	// reconnecting is true in the backoff that follows the loss of a
-	// proven session: the server was fine until now, so a caller that
-	// would rather fail fast still waits for this one attempt.
+	// session: the server was up a moment ago, so a caller that would
+	// rather fail fast still waits for this attempt.
 	reconnecting bool
 }
 

@@ -299,6 +299,9 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 			"probe_in_ms": probe.Sub(now).Milliseconds(), "error": cause.Error()})
 		return true // connectLoop waits for the probe
 	}
+	// After a lost session (proven or not) the server is reconnecting:
+	// callers that fail fast still wait for this attempt.
+	lostSession := !breaker || s.unproven
 	step := n
 	if s.unproven {
 		step, s.unproven = n+1, false
@@ -306,7 +309,7 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 	delay := s.spec.Backoff.Delay(step, s.m.rand())
 	next := now.Add(delay)
 	s.transition(StateBackoff, func(snap *snapshot) {
-		snap.reconnecting = !breaker && n == 1
+		snap.reconnecting = lostSession
 		snap.status.Attempts = n
 		snap.status.LastError = cause.Error()
 		snap.status.NextAttempt = next
