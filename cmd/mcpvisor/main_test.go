@@ -351,9 +351,9 @@ func procState(pid int) (state byte, cmdline string, ok bool) {
 	return s[i+2], strings.ReplaceAll(string(cl), "\x00", " "), true
 }
 
-// children lists the processes whose parent is this test process, with
-// their state letters.
-func children() map[int]byte {
+// childrenOf lists the processes whose parent is ppid, with their state
+// letters.
+func childrenOf(ppid int) map[int]byte {
 	out := make(map[int]byte)
 	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, path := range paths {
@@ -370,7 +370,7 @@ func children() map[int]byte {
 		if len(f) < 2 {
 			continue
 		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid == os.Getpid() {
+		if parent, _ := strconv.Atoi(f[1]); parent == ppid {
 			pid, _ := strconv.Atoi(strings.Fields(s)[0])
 			out[pid] = f[0][0]
 		}
@@ -393,7 +393,7 @@ func noLeftovers(t *testing.T) {
 		deadline := time.Now().Add(2 * time.Second)
 		for {
 			running := 0
-			for pid, state := range children() {
+			for pid, state := range childrenOf(os.Getpid()) {
 				switch {
 				case state == 'Z' && ours(pid):
 					t.Errorf("child %d of the test process is a zombie (never reaped)", pid)
@@ -414,7 +414,7 @@ func noLeftovers(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond) // nothing to wait on for an orphan
 		}
-		for pid, state := range children() {
+		for pid, state := range childrenOf(os.Getpid()) {
 			if state != 'Z' && !ours(pid) {
 				_, cmdline, _ := procState(pid)
 				t.Errorf("process %d (%q) outlived the mcpvisor that started it", pid, cmdline)
