@@ -15,7 +15,7 @@ import (
 )
 
 // toolHandler forwards calls of one exposed tool to its server.
-func (g *Gateway) toolHandler(ep *endpoint, server, tool string) mcp.ToolHandler {
+func (g *Gateway) toolHandler(server, tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return g.forward(ctx, req, server, tool), nil
 	}

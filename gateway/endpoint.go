@@ -49,6 +49,51 @@ type endpoint struct {
 	sse       http.Handler
 }
 
+// route is where an exposed tool or prompt leads.
+type route interface {
+	target() [2]string // its server and its own name there
+	listing() any      // what the server listed, which the endpoint shows
+}
+
+// reconcile makes an endpoint's list have match want: the names want
+// lacks, or routes to another server's item, are removed (in one call, so
+// clients hear of it once), then the new or changed ones are added in name
+// order. An item add refuses is left out.
+func reconcile[R route](have, want map[string]R, remove func(...string), add func(string, R) error) {
+	var gone []string
+	for name, r := range have {
+		if w, ok := want[name]; !ok || w.target() != r.target() {
+			gone = append(gone, name)
+			delete(have, name)
+		}
+	}
+	if len(gone) > 0 {
+		remove(gone...)
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		w := want[name]
+		if r, ok := have[name]; ok && sameJSON(r.listing(), w.listing()) {
+			continue
+		}
+		if add(name, w) == nil {
+			have[name] = w
+		}
+	}
+}
+
+func (r toolRoute) target() [2]string   { return [2]string{r.server, r.tool} }
+func (r toolRoute) listing() any        { return r.from }
+func (r promptRoute) target() [2]string { return [2]string{r.server, r.prompt} }
+func (r promptRoute) listing() any      { return r.from }
+
+// recovered turns a panic of the SDK over an item it finds unusable (a
+// server's item is untrusted input) into *err.
+func recovered(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("%v", p)
+	}
+}
+
 // toolRoute is where an exposed tool leads.
 type toolRoute struct {
 	server, tool string    // the server and its own name for the tool
@@ -135,29 +180,13 @@ func (ep *endpoint) applyTools(v *view) {
 		}
 		want[name] = toolRoute{server: t.Server, tool: t.Name, from: toolOf(t)}
 	}
-	var gone []string
-	for name, r := range ep.tools {
-		if w, ok := want[name]; !ok || w.server != r.server || w.tool != r.tool {
-			gone = append(gone, name)
-		}
-	}
-	if len(gone) > 0 {
-		ep.srv.RemoveTools(gone...)
-		for _, name := range gone {
-			delete(ep.tools, name)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		w := want[name]
-		if r, ok := ep.tools[name]; ok && sameJSON(r.from, w.from) {
-			continue
-		}
+	reconcile(ep.tools, want, ep.srv.RemoveTools, func(name string, w toolRoute) error {
 		if err := ep.addTool(name, w); err != nil {
 			ep.g.log.Warn("tool not served", "server", w.server, "tool", w.tool, "endpoint", ep.path, "error", err)
-			continue
+			return err
 		}
-		ep.tools[name] = w
-	}
+		return nil
+	})
 	ep.routes.Store(&routeTable{tools: maps.Clone(ep.tools)})
 }
 
@@ -165,15 +194,11 @@ func (ep *endpoint) applyTools(v *view) {
 // input schema that is not an object, bad header annotations): a server's
 // tool is untrusted input, so that is turned into an error.
 func (ep *endpoint) addTool(name string, r toolRoute) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%v", p)
-		}
-	}()
+	defer recovered(&err)
 	def := *r.from
 	def.Name = name
 	def.InputSchema = objectSchema(def.InputSchema)
-	ep.srv.AddTool(&def, ep.g.toolHandler(ep, r.server, r.tool))
+	ep.srv.AddTool(&def, ep.g.toolHandler(r.server, r.tool))
 	return nil
 }
 
@@ -195,26 +220,12 @@ func (ep *endpoint) applyPrompts(v *view) {
 		}
 		want[name] = promptRoute{server: p.Server, prompt: p.Name, from: from}
 	}
-	var gone []string
-	for name, r := range ep.prompts {
-		if w, ok := want[name]; !ok || w.server != r.server || w.prompt != r.prompt {
-			gone = append(gone, name)
-			delete(ep.prompts, name)
-		}
-	}
-	if len(gone) > 0 {
-		ep.srv.RemovePrompts(gone...)
-	}
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		w := want[name]
-		if r, ok := ep.prompts[name]; ok && sameJSON(r.from, w.from) {
-			continue
-		}
+	reconcile(ep.prompts, want, ep.srv.RemovePrompts, func(name string, w promptRoute) error {
 		def := *w.from
 		def.Name = name
 		ep.srv.AddPrompt(&def, ep.g.promptHandler(w.server, w.prompt))
-		ep.prompts[name] = w
-	}
+		return nil
+	})
 }
 
 func (ep *endpoint) applyResources(v *view) {
@@ -260,11 +271,7 @@ func (ep *endpoint) applyResources(v *view) {
 // addResource lists one resource or template; the SDK panics on a URI it
 // cannot parse, which a server may well send.
 func (ep *endpoint) addResource(r manager.ResourceInfo) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%v", p)
-		}
-	}()
+	defer recovered(&err)
 	h := ep.g.resourceHandler(r.Server)
 	if r.Template {
 		t := r.ResourceTemplate

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -72,22 +73,14 @@ func (n namers) build(src Source) (*view, []collision) {
 		items[i] = naming{key: itemKey{t.Server, t.Name}, prefix: v.prefix[t.Server], as: expose[t.Server].Rename[t.Name]}
 	}
 	names, collisions := n.tools.assign(items)
-	v.toolNames = copyNames(names)
+	v.toolNames = maps.Clone(names)
 	items = items[:0]
 	for _, p := range v.prompts {
 		items = append(items, naming{key: itemKey{p.Server, p.Name}, prefix: v.prefix[p.Server]})
 	}
 	names, more := n.prompts.assign(items)
-	v.promptAs = copyNames(names)
+	v.promptAs = maps.Clone(names)
 	return v, append(collisions, more...)
-}
-
-func copyNames(m map[itemKey]string) map[itemKey]string {
-	out := make(map[itemKey]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func sortBy[T any](s []T, key func(T) (string, string)) {
