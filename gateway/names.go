@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/mcpvisor/mcpvisor/manager"
 )
 
 // DefaultNameBudget is the longest exposed tool or prompt name: what
@@ -28,7 +30,7 @@ func sanitize(s string) (string, bool) {
 	var b strings.Builder
 	changed := false
 	for _, r := range s {
-		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+		if manager.ExposableRune(r) {
 			b.WriteRune(r)
 			continue
 		}

@@ -132,13 +132,11 @@ func (r *Runtime) luaTool(L *lua.LState) int {
 
 // checkToolName accepts the names every MCP client accepts.
 func checkToolName(name string) error {
-	if name == "" || len(name) > 64 {
+	switch {
+	case name == "" || len(name) > 64:
 		return fmt.Errorf("tool name must be 1 to 64 characters, got %q", name)
-	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("tool name %q may hold only letters, digits, '_' and '-'", name)
-		}
+	case !manager.ValidExposedName(name):
+		return fmt.Errorf("tool name %q may hold only letters, digits, '_' and '-'", name)
 	}
 	return nil
 }

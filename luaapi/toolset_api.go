@@ -91,7 +91,7 @@ func checkToolsetName(name string) error {
 		return fmt.Errorf("toolset name must be 1 to 64 characters, got %q", name)
 	}
 	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+		if !manager.ExposableRune(c) && c != '.' {
 			return fmt.Errorf("toolset name %q may hold only letters, digits, '_', '-' and '.' (it is served at /toolsets/NAME/mcp)", name)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -91,9 +90,17 @@ type Expose struct {
 	Rename map[string]string
 }
 
-// exposedName is what a prefix or a renamed tool must look like: what
-// every MCP client accepts in a tool name.
-var exposedName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// ExposableRune reports whether r may appear in a tool name every MCP
+// client accepts: a-z A-Z 0-9 _ -.
+func ExposableRune(r rune) bool {
+	return r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+}
+
+// ValidExposedName reports whether s is a tool name every MCP client
+// accepts: 1 to 64 of the ExposableRune characters.
+func ValidExposedName(s string) bool {
+	return s != "" && len(s) <= 64 && !strings.ContainsFunc(s, func(r rune) bool { return !ExposableRune(r) })
+}
 
 // Hidden reports whether the tool named tool is hidden.
 func (e Expose) Hidden(tool string) bool {
@@ -104,7 +111,7 @@ func (e Expose) Hidden(tool string) bool {
 }
 
 func (e Expose) problems(p *problems) {
-	if e.Prefix != "" && (!exposedName.MatchString(e.Prefix) || len(e.Prefix) > 32) {
+	if e.Prefix != "" && (!ValidExposedName(e.Prefix) || len(e.Prefix) > 32) {
 		p.add("expose.prefix", "must be 1 to 32 of the characters a-z A-Z 0-9 _ -, got %q", e.Prefix)
 	}
 	for i, h := range e.Hide {
@@ -113,7 +120,7 @@ func (e Expose) problems(p *problems) {
 		}
 	}
 	for _, from := range slices.Sorted(maps.Keys(e.Rename)) {
-		if to := e.Rename[from]; !exposedName.MatchString(to) {
+		if to := e.Rename[from]; !ValidExposedName(to) {
 			p.add("expose.rename", "%q: the new name must be 1 to 64 of the characters a-z A-Z 0-9 _ -, got %q", from, to)
 		}
 	}
