@@ -147,3 +147,32 @@ func TestServeHTTP(t *testing.T) {
 	require.Equal(t, 0, p.cmd.ProcessState.ExitCode(), "exit code")
 	require.True(t, strings.Contains(p.stderr.String(), `msg="serving MCP over HTTP"`))
 }
+
+// `serve --server NAME` over stdio is that server under its own names;
+// `serve --toolset NAME` is the toolset the config declares, named as on
+// /mcp.
+func TestServeStdioChoosesWhatToServe(t *testing.T) {
+	noLeftovers(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "startup.lua")
+	writeConfig(t, path, demoDecl("demo")+demoDecl("other")+`mcp_toolset("echoes", {include = {"*.echo"}})`+"\n")
+	for _, tt := range []struct {
+		flag, name string
+		want       []string
+	}{
+		{"--server", "other", []string{"add", "echo", "fail", "sleep"}},
+		{"--toolset", "echoes", []string{"demo__echo", "other__echo"}},
+	} {
+		t.Run(tt.flag, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+			defer cancel()
+			cmd := command(ctx, t, invocation{dir: dir, args: []string{"serve", "-c", path, "--no-watch", tt.flag, tt.name}})
+			cs := serveClient(t, ctx, &mcp.CommandTransport{Command: cmd}, make(chan struct{}, 100))
+			ownPIDs.Store(cmd.Process.Pid, struct{}{})
+			got := listedTools(t, ctx, cs, 20*time.Second, "the chosen tools", func(n []string) bool { return len(n) == len(tt.want) })
+			slices.Sort(got)
+			require.Equal(t, tt.want, got)
+			require.NoError(t, cs.Close())
+		})
+	}
+}
