@@ -33,32 +33,51 @@ const heapMetric = "/memory/classes/heap/objects:bytes"
 type memoryWatch struct {
 	limit   uint64
 	running atomic.Pointer[task] // the chunk the loop runs, or nil
+	started chan struct{}        // capacity 1: a chunk began running
 }
 
+// begin publishes the chunk the loop is about to run and wakes the
+// watchdog, which sleeps while no chunk runs; end clears it.
+func (w *memoryWatch) begin(t *task) {
+	w.running.Store(t)
+	select {
+	case w.started <- struct{}{}:
+	default:
+	}
+}
+
+func (w *memoryWatch) end() { w.running.Store(nil) }
+
 // watch runs until stop is closed; the Runtime owns it and waits for it.
+// It ticks only while a chunk runs.
 func (w *memoryWatch) watch(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	sample := []metrics.Sample{{Name: heapMetric}}
 	tick := time.NewTicker(memoryCheckEvery)
 	defer tick.Stop()
 	for {
+		tick.Stop() // no chunk runs: sleep until one starts
 		select {
 		case <-stop:
 			return
-		case <-tick.C:
+		case <-w.started:
 		}
-		t := w.running.Load()
-		if t == nil {
-			continue
-		}
-		if w.over(sample) {
-			// Dead objects count until the collector runs: collect once
-			// and look again, so that a chunk is stopped for what is
-			// alive, not for the garbage of one stopped before it.
-			runtime.GC()
-			if w.over(sample) {
-				t.overMemory.Store(true)
-				t.cancel()
+		tick.Reset(memoryCheckEvery)
+		for t := w.running.Load(); t != nil; t = w.running.Load() {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if t = w.running.Load(); t != nil && w.over(sample) {
+				// Dead objects count until the collector runs: collect
+				// once and look again, so that a chunk is stopped for what
+				// is alive, not for the garbage of one stopped before it.
+				runtime.GC()
+				if w.over(sample) {
+					t.overMemory.Store(true)
+					t.cancel()
+				}
 			}
 		}
 	}

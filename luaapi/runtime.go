@@ -184,7 +184,7 @@ func New(opts Options) (*Runtime, error) {
 	r.sub = r.bus.Subscribe(events.SubscribeOptions{QueueSize: 4096})
 	r.hud.ApplyAll(r.bus.History(0)) // servers added before us; the overlap is skipped
 	r.listener = startListener(opts.Gateway, r.stop)
-	r.memory.limit = uint64(opts.MemoryLimit)
+	r.memory.limit, r.memory.started = uint64(opts.MemoryLimit), make(chan struct{}, 1)
 	r.memDone = make(chan struct{})
 	if opts.MemoryLimit > 0 {
 		go r.memory.watch(r.stop, r.memDone)

@@ -127,10 +127,10 @@ func (r *Runtime) resume(t *task, fn *lua.LFunction, args []lua.LValue) {
 	}
 	t.co.SetContext(ctx)
 	if t.budget == 0 {
-		r.memory.running.Store(t) // a chunk: watched for memory
+		r.memory.begin(t) // a chunk: watched for memory
 	}
 	st, err, vals := r.resumeSafely(t, fn, args)
-	r.memory.running.Store(nil)
+	r.memory.end()
 	switch {
 	case err != nil && t.overMemory.Load():
 		r.finish(t, nil, r.memory.memoryError(t))
