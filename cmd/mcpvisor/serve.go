@@ -128,12 +128,21 @@ type gatewayHost struct {
 }
 
 func (g *gatewayHost) get() *gateway.Gateway {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.gw == nil {
-		g.gw = gateway.New(gateway.Options{Source: g.h.mgr, Logger: g.h.log, Version: version()})
+	if gw := g.peek(); gw != nil {
+		return gw
 	}
-	return g.gw
+	// Made outside the lock; of two made at once, the first stored wins.
+	made := gateway.New(gateway.Options{Source: g.h.mgr, Logger: g.h.log, Version: version()})
+	g.mu.Lock()
+	if g.gw == nil {
+		g.gw, made = made, nil
+	}
+	gw := g.gw
+	g.mu.Unlock()
+	if made != nil {
+		made.Close()
+	}
+	return gw
 }
 
 // peek is the gateway if it was made, else nil.
