@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -34,8 +35,14 @@ type CallOptions struct {
 	// error it can act on than by a request that hangs.
 	FailFast bool
 	// Client names who calls, for the tool_call event (field "client")
-	// and the span (attribute mcp.client); "" for the host itself.
+	// and the span (attribute mcp.client); "" for the host itself. A
+	// per-client server gives each distinct Client a session of its own;
+	// [Manager.ReleaseClient] frees them.
 	Client string
+	// Answerer, if set, answers what the server asks while the call is
+	// in flight (elicitation, sampling, roots) before the host's answerer
+	// does. The gateway passes its client here.
+	Answerer ask.Answerer
 }
 
 // Progress is one progress notification of a call.

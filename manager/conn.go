@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 )
@@ -343,4 +345,39 @@ func explainReach(err error, spec Spec) error {
 		return &reachError{msg: fmt.Sprintf("no such host %q (check the url)", dns.Name), err: err}
 	}
 	return err
+}
+
+// SetAnswerer sets the host's answerer: what a server asks that no caller
+// answers goes to it (Lua handlers, the person at the REPL). Its offers
+// are read at each connection: a kind it starts offering later is
+// declared to sessions that connect afterwards.
+func (m *Manager) SetAnswerer(a ask.Answerer) {
+	m.answers.host.Store(&a)
+}
+
+// CallersAnswer declares that callers passing [CallOptions.Answerer] may
+// answer kinds: sessions that connect afterwards declare those
+// capabilities to their servers. The gateway declares what its clients
+// may answer.
+func (m *Manager) CallersAnswer(kinds ask.Kind) {
+	for {
+		old := m.answers.callers.Load()
+		if m.answers.callers.CompareAndSwap(old, old|uint32(kinds)) {
+			return
+		}
+	}
+}
+
+// RootsChanged tells every connected server that declared roots that the
+// host's roots changed (notifications/roots/list_changed); each asks
+// again.
+func (m *Manager) RootsChanged() {
+	// TODO
+}
+
+// answers is who answers what servers ask: the host's answerer and the
+// kinds callers may answer.
+type answers struct {
+	host    atomic.Pointer[ask.Answerer]
+	callers atomic.Uint32 // ask.Kind
 }

@@ -86,6 +86,7 @@ type Manager struct {
 	tel      *telemetry
 	slots    *slots // nil: no cap on connections
 	attempts *slots // nil: no cap on attempts in flight
+	answers  answers
 
 	mu sync.Mutex
 	// mu guards the following.
@@ -462,4 +463,11 @@ func (m *Manager) Disable(name string) error {
 		s.wake()
 	}
 	return nil
+}
+
+// ReleaseClient ends the sessions client holds on per-client servers
+// (stopping their processes), freeing their places: the gateway calls it
+// when one of its clients goes away.
+func (m *Manager) ReleaseClient(client string) {
+	// TODO
 }

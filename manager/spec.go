@@ -26,6 +26,15 @@ const (
 	TransportInProcess Transport = "inprocess"
 )
 
+// SessionMode says how callers share a server's sessions.
+type SessionMode string
+
+// The session modes.
+const (
+	SessionShared    SessionMode = ""           // one session for every caller
+	SessionPerClient SessionMode = "per_client" // one session per client
+)
+
 // Dialer opens the transport of one connection to an in-process server.
 // ctx lives as long as the connection. Specs compare their Dialers by
 // identity: the same value means the same server.
@@ -59,6 +68,17 @@ type Spec struct {
 	MaxFrameBytes int
 	// Expose is how the gateway offers the server's tools to MCP clients.
 	Expose Expose
+	// Session is how callers share the server: SessionShared (the
+	// default, "") gives every caller the one session; SessionPerClient
+	// gives each client (see CallOptions.Client) an upstream session of
+	// its own, at most MaxSessions of them.
+	Session SessionMode
+	// MaxSessions caps the clients' sessions of a per-client server. If
+	// zero, 5.
+	MaxSessions int
+	// Roots are the roots (file:// URIs) the server is told it may work
+	// in, before the host's own (Manager.SetAnswerer).
+	Roots []string
 	// Written is the command line or URL as declared, with its ${VAR}
 	// references unexpanded, when it had any: what Endpoint shows, so
 	// that a value from the environment (a token) is never displayed.
