@@ -50,6 +50,15 @@ const (
 	// Published by the manager when a server's notifications came faster
 	// than it publishes them.
 	KindNotificationsDropped Kind = "notifications_dropped" // dropped, rate (a second)
+	// Published by the manager when a server asks its client something,
+	// once answered (or not): who answered and how, never the answer.
+	KindElicitation Kind = "elicitation" // mode, message, client, answered_by, action; error
+	KindSampling    Kind = "sampling"    // client, answered_by, model; error (messages at DEBUG only)
+	KindRoots       Kind = "roots"       // client, answered_by, roots (count); error
+	// Published by the manager when a client of a per-client server gets
+	// or gives back its session.
+	KindSessionOpened Kind = "session_opened" // client, sessions, max_sessions
+	KindSessionClosed Kind = "session_closed" // client, reason, sessions
 )
 
 // Kinds lists every event kind: added … lagged first, then the four added
@@ -64,6 +73,7 @@ var Kinds = []Kind{
 	KindHealthUnsupported, KindClosing, KindDisabled, KindToolCall,
 	KindClientConnected, KindClientDisconnected, KindNameCollision, KindRefused,
 	KindNotificationsDropped, KindUnauthorized,
+	KindElicitation, KindSampling, KindRoots, KindSessionOpened, KindSessionClosed,
 }
 
 // Fields holds the kind-specific details of an event. Values are plain,

@@ -15,7 +15,8 @@ func LevelOf(k Kind) slog.Level {
 		KindSessionReinitialized, KindToolsChanged, KindResourcesChanged,
 		KindPromptsChanged, KindCircuit, KindIdle, KindConnecting,
 		KindClosing, KindDisabled, KindHealthUnsupported,
-		KindClientConnected, KindClientDisconnected:
+		KindClientConnected, KindClientDisconnected,
+		KindElicitation, KindSampling, KindRoots, KindSessionOpened, KindSessionClosed:
 		return slog.LevelInfo
 	case KindBackoff, KindDisconnected, KindHealthFailed, KindHookError, KindLagged,
 		KindNameCollision, KindRefused, KindNotificationsDropped:
@@ -53,6 +54,11 @@ var logMessages = map[Kind]string{
 	KindNameCollision:        "names collide after sanitizing; both kept under distinct names",
 	KindRefused:              "server listed an item with an unusable name; it is left out",
 	KindNotificationsDropped: "server sent notifications faster than they are published; some were dropped",
+	KindElicitation:          "server asked for user input (elicitation)",
+	KindSampling:             "server asked for a model completion (sampling)",
+	KindRoots:                "server asked for its roots",
+	KindSessionOpened:        "client session opened",
+	KindSessionClosed:        "client session closed",
 }
 
 // levelOfEvent refines LevelOf with the event's fields: a failed tool call
