@@ -67,12 +67,16 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 	}
 	span.target(s.name, tool, opts.Client)
 	op := s.snap.Load().cat.callOp(tool)
+	if s, err = s.target(opts.Client, op); err != nil {
+		return nil, err
+	}
 	if !s.callers.enter() {
 		return nil, errorf(CodeClosed, s.name, op, "server is being removed")
 	}
 	defer s.callers.exit() // after its event
 	ctx, req, cancel := s.requestContext(ctx, opts.Timeout)
 	defer s.inflight.end(req, cancel)
+	ctx = s.asking(ctx, req, opts)
 
 	start := time.Now()
 	err = s.request(ctx, op, opts.FailFast, func(ctx context.Context, snap *snapshot) (bool, error) {
@@ -130,7 +134,7 @@ func (s *supervisor) callEvent(tool, client string, start time.Time, res *mcp.Ca
 			f["cancelled"] = true
 		}
 	}
-	s.m.bus.Publish(events.KindToolCall, s.name, f)
+	s.publish(events.KindToolCall, f)
 }
 
 // request runs one request on the server's session: it waits for the

@@ -167,6 +167,9 @@ func (m *Manager) Add(name string, spec Spec) (err error) {
 		return m.conflict(n, old.name)
 	}
 	s := newSupervisor(m, n, spec)
+	if spec.Session == SessionPerClient {
+		s.clients = newClientSessions(s)
+	}
 	if !spec.Disabled {
 		s.slot = m.slots.take() // in line in the order of declaration
 		if s.slot == nil || s.slot.ready() {
@@ -322,16 +325,26 @@ func (m *Manager) Status(name string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	return s.snap.Load().status, nil
+	return s.status(), nil
 }
 
 // Statuses returns every server's status, sorted by name.
 func (m *Manager) Statuses() []Status {
 	var out []Status
 	for _, s := range m.supervisors() {
-		out = append(out, s.snap.Load().status)
+		out = append(out, s.status())
 	}
 	return out
+}
+
+// status is s's published status with, for a per-client server, its
+// clients' sessions.
+func (s *supervisor) status() Status {
+	st := s.snap.Load().status
+	if s.clients != nil {
+		st.Sessions = s.clients.sessions()
+	}
+	return st
 }
 
 // Spec returns the spec a server was declared with (defaults applied).
@@ -463,11 +476,4 @@ func (m *Manager) Disable(name string) error {
 		s.wake()
 	}
 	return nil
-}
-
-// ReleaseClient ends the sessions client holds on per-client servers
-// (stopping their processes), freeing their places: the gateway calls it
-// when one of its clients goes away.
-func (m *Manager) ReleaseClient(client string) {
-	// TODO
 }

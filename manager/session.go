@@ -174,7 +174,7 @@ func (s *supervisor) hold(c *conn) ending {
 					}
 				}
 				err := fmt.Errorf("health check failed: ping: %w", r.err)
-				s.m.bus.Publish(events.KindHealthFailed, s.name, events.Fields{"error": newError(CodeConnectionFailed, s.name, "ping", r.err).Error()})
+				s.publish(events.KindHealthFailed, events.Fields{"error": newError(CodeConnectionFailed, s.name, "ping", r.err).Error()})
 				return ending{kind: endLost, err: err}
 			}
 		case <-silence.C:
@@ -242,12 +242,12 @@ func (s *supervisor) connected(c *conn) {
 		}
 	}, events.KindConnected, connectedFields(c, init))
 	if was != CircuitClosed {
-		s.m.bus.Publish(events.KindCircuit, s.name, events.Fields{"from": was.String(), "to": "closed"})
+		s.publish(events.KindCircuit, events.Fields{"from": was.String(), "to": "closed"})
 	}
 	s.reinited = s.reiniting
 	if s.reiniting {
 		s.reiniting = false
-		s.m.bus.Publish(events.KindSessionReinitialized, s.name, nil)
+		s.publish(events.KindSessionReinitialized, nil)
 	}
 	if prev != nil { // a reconnect: the server may have new tools, say what changed
 		s.publishChanges(prev, c.cat, listAll)

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -28,6 +29,16 @@ type supervisor struct {
 	order string // lower-cased name: how it is sorted for display
 	spec  Spec   // defaults applied
 	m     *Manager
+	// clients are the client sessions of a per-client server; nil if it
+	// is shared or s is itself a client session.
+	clients *clientSessions
+	// owner is the client whose session s runs, and home the server it
+	// is a session of; "" and nil for a server's own supervisor.
+	owner string
+	home  *supervisor
+	// ownerAnswerer answers for the owner between its calls: the
+	// answerer its last call gave.
+	ownerAnswerer atomic.Pointer[ask.Candidate]
 	// notify bounds the notification events the server can cause.
 	notify *notifyLimiter
 
@@ -179,7 +190,7 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 	// publishes (its tool_call) comes after it: one server's events arrive
 	// in the order they happened.
 	if kind != "" {
-		s.m.bus.Publish(kind, s.name, fields)
+		s.publish(kind, fields)
 	}
 	close(ch)
 }
@@ -189,6 +200,9 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 func (s *supervisor) run() {
 	defer close(s.done)
 	defer s.m.forget(s)
+	if s.home != nil {
+		defer s.home.clients.gone(s)
+	}
 	defer s.finish()
 	for s.ctx.Err() == nil {
 		if s.disabled.Load() {
@@ -200,6 +214,12 @@ func (s *supervisor) run() {
 			continue
 		}
 		end := s.holdSafely(c)
+		if end.kind == endIdle && s.home != nil {
+			// A client's session that idles out is given back: the
+			// client gets a new one if it calls again.
+			s.reason.Store("idle")
+			end.kind = endStop
+		}
 		if end.kind == endStop {
 			s.dispose(c)
 			return
@@ -223,7 +243,7 @@ func (s *supervisor) connectLoop() *conn {
 			}
 			if s.brk.state == CircuitOpen { // not reset by mcp_reconnect meanwhile
 				s.brk.halfOpen()
-				s.m.bus.Publish(events.KindCircuit, s.name, events.Fields{"from": "open", "to": "half_open"})
+				s.publish(events.KindCircuit, events.Fields{"from": "open", "to": "half_open"})
 				probe = true
 			}
 		}
@@ -424,7 +444,7 @@ func (s *supervisor) resetFailures() {
 	was := s.brk.state
 	s.brk.reset()
 	if was != CircuitClosed {
-		s.m.bus.Publish(events.KindCircuit, s.name, events.Fields{"from": was.String(), "to": "closed", "reason": "reset"})
+		s.publish(events.KindCircuit, events.Fields{"from": was.String(), "to": "closed", "reason": "reset"})
 	}
 }
 
@@ -545,6 +565,9 @@ var errAbandoned = errors.New("the server was closed while the request ran")
 
 // finish publishes closing (if not yet) and removed, last of all.
 func (s *supervisor) finish() {
+	if s.clients != nil {
+		s.clients.closeAll(s.reason.Load().(string))
+	}
 	s.dropSlot()
 	s.trace.stopped(s.reason.Load().(string))
 	if st := s.snap.Load().status.State; st != StateClosing {

@@ -24,7 +24,7 @@ type DecodeOptions struct {
 // specFields are the accepted keys of a declaration, for unknown-field
 // errors and did-you-mean suggestions.
 var specFields = map[string][]string{
-	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "breaker", "max_retries", "max_frame_bytes", "expose"},
+	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "breaker", "max_retries", "max_frame_bytes", "expose", "session", "max_sessions", "roots"},
 	"expose":   {"prefix", "hide", "rename"},
 	"timeouts": {"connect", "request", "health_interval", "health_timeout", "keepalive", "server", "idle"},
 	"breaker":  {"failures", "window", "open_for"},
@@ -214,6 +214,18 @@ func (d *decoder) spec(raw map[string]any) manager.Spec {
 	if v, ok := raw["max_frame_bytes"]; ok {
 		s.MaxFrameBytes = d.whole("max_frame_bytes", v)
 		d.notZero("max_frame_bytes", v, manager.DefaultMaxFrameBytes)
+	}
+	if v, ok := raw["session"]; ok {
+		if mode := d.str("session", v); mode != "shared" {
+			s.Session = manager.SessionMode(mode) // validated with the spec
+		}
+	}
+	if v, ok := raw["max_sessions"]; ok {
+		s.MaxSessions = d.whole("max_sessions", v)
+		d.notZero("max_sessions", v, manager.DefaultMaxSessions)
+	}
+	if v, ok := raw["roots"]; ok {
+		s.Roots = d.strings("roots", v)
 	}
 	return s
 }
