@@ -52,6 +52,20 @@ func statusTable(L *lua.LState, st manager.Status) *lua.LTable {
 		setString(srv, "version", st.ServerVersion)
 		t.RawSetString("server", srv)
 	}
+	if st.Sessions != nil {
+		sessions := L.CreateTable(len(st.Sessions), 0)
+		for _, cs := range st.Sessions {
+			c := L.CreateTable(0, 4)
+			c.RawSetString("client", lua.LString(cs.Client))
+			c.RawSetString("state", lua.LString(cs.State.String()))
+			setTime(c, "since", cs.Since)
+			if cs.PID != 0 {
+				c.RawSetString("pid", lua.LNumber(cs.PID))
+			}
+			sessions.Append(c)
+		}
+		t.RawSetString("sessions", sessions)
+	}
 	return t
 }
 

@@ -36,6 +36,7 @@ type server struct {
 	probeAt     time.Time // circuit open: when the probe is due
 	err         string    // last error, one line
 	waiting     string    // connecting: what the attempt waits for
+	sessions    int       // per-client server: its clients' sessions
 }
 
 // createdBy are the kinds that give an unknown server a row: those the
@@ -82,6 +83,14 @@ func (m *Model) Apply(e events.Event) {
 	}
 	if e.Kind == events.KindRemoved {
 		delete(m.servers, e.Server)
+		return
+	}
+	if e.Text("client") != "" && e.Kind != events.KindToolCall {
+		// A client's own session of a per-client server: its lifecycle is
+		// not the server's; the row counts the sessions.
+		if s := m.servers[e.Server]; s != nil && (e.Kind == events.KindSessionOpened || e.Kind == events.KindSessionClosed) {
+			s.sessions = int(e.Int("sessions"))
+		}
 		return
 	}
 	s := m.servers[e.Server]
