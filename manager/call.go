@@ -148,18 +148,19 @@ func (s *supervisor) request(ctx context.Context, op string, failFast bool, fn f
 		return err
 	}
 	defer s.gate.exit()
+	stats := s.callStats()
 	start := time.Now()
-	s.stats.touch(start)
+	stats.touch(start)
 	toolErr, err := fn(ctx, snap)
 	var e *Error
 	if errors.As(err, &e) && (e.Code == CodeInvalidArguments || e.Code == CodeToolNotFound) {
-		s.stats.touch(time.Now()) // rejected before reaching the server
+		stats.touch(time.Now()) // rejected before reaching the server
 		return err
 	}
 	if err == nil || !(errors.Is(err, ErrDisconnected) || errors.Is(err, ErrTimeout)) {
 		s.heard()
 	}
-	s.stats.record(start, time.Now(), err, toolErr)
+	stats.record(start, time.Now(), err, toolErr)
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		// Only the supervisor starts the new session; concurrent failures
 		// of the same session ask once (single-flight).

@@ -88,6 +88,10 @@ func TestPerClientSessions(t *testing.T) {
 	require.Equal(t, manager.StateConnected, st.Sessions[0].State)
 	require.Positive(t, st.Sessions[0].PID)
 	require.Equal(t, "client-b", st.Sessions[1].Client)
+	mt, err := m.Metrics("pc")
+	require.NoError(t, err)
+	require.EqualValues(t, 6, mt.Requests, "the clients' calls count in their server's metrics")
+	require.Len(t, mt.Sessions, 2)
 
 	m.ReleaseClient("client-a")
 	awaitGone(t, a)
