@@ -39,6 +39,11 @@ type conn struct {
 	// the goroutine that waits.
 	waited chan struct{}
 	lost   chan error // what Wait returned; buffered, written once
+	// subscribed are the resources the session is subscribed to (owned by
+	// the supervisor goroutine); requests are the goroutines that
+	// subscribe and unsubscribe, which close waits for.
+	subscribed map[string]bool
+	requests   sync.WaitGroup
 }
 
 // proc is the process under a stdio connection, or nil.
@@ -91,6 +96,7 @@ func (c *conn) close() {
 	if c.waited != nil {
 		<-c.waited // Wait returns once Close has
 	}
+	c.requests.Wait() // they end with the session
 	c.slot.giveBack()
 }
 

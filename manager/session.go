@@ -197,6 +197,9 @@ func (s *supervisor) hold(c *conn) ending {
 			if s.reinit.CompareAndSwap(c.session, nil) {
 				return ending{kind: endReinit}
 			}
+			if s.subsDirty.Swap(false) {
+				s.syncSubscriptions(c)
+			}
 			s.demand.Store(false)
 			_ = s.rediscover(c, listKind(s.dirty.Swap(0)))
 		case req := <-s.requests:
@@ -249,6 +252,8 @@ func (s *supervisor) connected(c *conn) {
 		s.reiniting = false
 		s.publish(events.KindSessionReinitialized, nil)
 	}
+	s.subsDirty.Store(false)
+	s.syncSubscriptions(c)
 	if prev != nil { // a reconnect: the server may have new tools, say what changed
 		s.publishChanges(prev, c.cat, listAll)
 	}

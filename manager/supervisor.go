@@ -62,6 +62,8 @@ type supervisor struct {
 	demand         atomic.Bool                       // a caller waits for the idle server
 	wanted         atomic.Int32                      // callers waiting for a session now
 	reinit         atomic.Pointer[mcp.ClientSession] // this session's HTTP session expired
+	subsDirty      atomic.Bool                       // callers' resource subscriptions changed
+	subs           subscriptions                     // resource subscriptions callers hold
 	kick           chan struct{}                     // capacity 1: some flag is set
 	requests       chan refreshReq                   // forced discovery from callers
 	progress       progressRoutes                    // progress tokens of calls in flight
