@@ -1,0 +1,184 @@
+package oauthtest
+
+import (
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// codeLifetime is how long an authorization code can be redeemed.
+const codeLifetime = time.Minute
+
+// handleAuthorize is the authorization endpoint. Consent is automatic: a
+// valid request is answered at once with a redirect carrying a code, as if a
+// logged-in user had clicked "Allow".
+//
+// Errors come back in two ways (RFC 6749 section 4.1.2.1). While the client
+// or its redirect URI is in doubt the server must not redirect, or it would
+// be an open redirector, so it shows an error page (400). Once both are
+// known, every other error is a redirect with error, error_description,
+// state and iss.
+func (s *AuthServer) handleAuthorize(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	q := r.URL.Query()
+	clientID, redirectURI, state := q.Get("client_id"), q.Get("redirect_uri"), q.Get("state")
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	c, ok := s.clients[clientID]
+	if !ok {
+		http.Error(w, "unknown client_id "+strconv.Quote(clientID), http.StatusBadRequest)
+		return
+	}
+	if !redirectAllowed(c.RedirectURIs, redirectURI) {
+		http.Error(w, "redirect_uri "+strconv.Quote(redirectURI)+" is not registered for this client", http.StatusBadRequest)
+		return
+	}
+
+	fail := func(code, description string) {
+		http.Redirect(w, r, s.redirectLocked(redirectURI, url.Values{
+			"error":             {code},
+			"error_description": {description},
+			"state":             {state},
+		}), http.StatusFound)
+	}
+	if q.Get("response_type") != "code" {
+		fail("unsupported_response_type", "only response_type=code is supported")
+		return
+	}
+	if !slices.Contains(c.GrantTypes, "authorization_code") {
+		fail("unauthorized_client", "the client may not use the authorization code grant")
+		return
+	}
+	challenge := q.Get("code_challenge")
+	if challenge == "" || q.Get("code_challenge_method") != "S256" {
+		fail("invalid_request", "PKCE with code_challenge_method=S256 is required")
+		return
+	}
+	scopes := strings.Fields(q.Get("scope"))
+	for _, sc := range scopes {
+		if !slices.Contains(s.scopes, sc) {
+			fail("invalid_scope", "unknown scope "+strconv.Quote(sc))
+			return
+		}
+	}
+	resource := q.Get("resource")
+	if !s.resources[resource] {
+		fail("invalid_target", "unknown resource "+strconv.Quote(resource))
+		return
+	}
+	if s.deny {
+		s.stats.Denials++
+		fail("access_denied", "the user refused")
+		return
+	}
+
+	code := newToken("code")
+	s.codes[code] = &authCode{
+		client:      clientID,
+		redirectURI: redirectURI,
+		challenge:   challenge,
+		scopes:      scopes,
+		resource:    resource,
+		expiry:      time.Now().Add(codeLifetime),
+	}
+	s.stats.Authorizations++
+	http.Redirect(w, r, s.redirectLocked(redirectURI, url.Values{
+		"code":  {code},
+		"state": {state},
+	}), http.StatusFound)
+}
+
+// redirectLocked adds params and the iss parameter (RFC 9207) to the
+// client's redirect URI, keeping the query it already has.
+func (s *AuthServer) redirectLocked(redirectURI string, params url.Values) string {
+	switch s.iss {
+	case IssCorrect:
+		params.Set("iss", s.issuerLocked())
+	case IssWrong:
+		params.Set("iss", s.srv.URL+"/someone-else")
+	case IssOmitted:
+	}
+	u, _ := url.Parse(redirectURI) // redirectAllowed parsed it already
+	q := u.Query()
+	for k, vs := range params {
+		q[k] = vs
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// redirectAllowed reports whether uri is one of the registered redirect
+// URIs. A native app listening on a loopback IP address gets whatever port
+// is free when it starts, so for those the port does not count (RFC 8252
+// section 7.3); everything else must match exactly.
+func redirectAllowed(registered []string, uri string) bool {
+	if uri == "" {
+		return false // OAuth 2.1 makes redirect_uri required
+	}
+	got, err := url.Parse(uri)
+	if err != nil || got.Fragment != "" {
+		return false
+	}
+	for _, reg := range registered {
+		if reg == uri {
+			return true
+		}
+		want, err := url.Parse(reg)
+		if err != nil || !isLoopbackIP(want.Hostname()) {
+			continue
+		}
+		if got.Scheme == want.Scheme && got.Hostname() == want.Hostname() &&
+			got.EscapedPath() == want.EscapedPath() && got.RawQuery == want.RawQuery {
+			return true
+		}
+	}
+	return false
+}
+
+// isLoopbackIP reports whether host is a loopback IP literal. "localhost"
+// is not one: RFC 8252 section 8.3 advises against it, since it may resolve
+// elsewhere.
+func isLoopbackIP(host string) bool {
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// redirectURIAcceptable reports whether a client may register uri: https
+// anywhere, plain http only on a loopback IP address, or a private-use
+// scheme such as com.example.app:/cb (RFC 8252 section 7.1).
+func redirectURIAcceptable(uri string) bool {
+	u, err := url.Parse(uri)
+	if err != nil || !u.IsAbs() || u.Fragment != "" {
+		return false
+	}
+	switch u.Scheme {
+	case "https":
+		return u.Host != ""
+	case "http":
+		return isLoopbackIP(u.Hostname())
+	case "javascript", "data", "vbscript", "file":
+		return false
+	}
+	return true
+}
+
+func joinScopes(scopes []string) string { return strings.Join(scopes, " ") }
+
+// subset reports whether every element of a is in b.
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
