@@ -69,6 +69,7 @@ type ResourceStats struct {
 // HTTP) that trusts one [AuthServer]. Make one with [NewResourceServer].
 type ResourceServer struct {
 	srv        *httptest.Server
+	origin     string // "http://127.0.0.1:PORT"
 	mcp        *mcp.Server
 	scopes     []string
 	adminScope string
@@ -106,10 +107,10 @@ func NewResourceServer(t testing.TB, as *AuthServer, opts *ResourceServerOptions
 	mux.HandleFunc(ResourceMetadataPath, func(w http.ResponseWriter, r *http.Request) {
 		auth.ProtectedResourceMetadataHandler(rs.Metadata()).ServeHTTP(w, r)
 	})
+	// The bearer middleware needs the metadata URL, which has the server's
+	// address in it: NewUnstartedServer is listening already.
 	rs.srv = httptest.NewUnstartedServer(mux)
-	// The metadata URL names the server's own address, known only once it
-	// listens; NewUnstartedServer has it already.
-	rs.srv.URL = "http://" + rs.srv.Listener.Addr().String()
+	rs.origin = "http://" + rs.srv.Listener.Addr().String()
 	requireToken := auth.RequireBearerToken(rs.verify, &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: rs.MetadataURL(),
 	})
@@ -135,10 +136,10 @@ func (rs *ResourceServer) Close() {
 // the resource identifier: the resource of the metadata, the resource
 // parameter a client sends, and the audience of the tokens the server
 // accepts.
-func (rs *ResourceServer) URL() string { return rs.srv.URL + MCPPath }
+func (rs *ResourceServer) URL() string { return rs.origin + MCPPath }
 
 // MetadataURL is where the protected resource metadata is served.
-func (rs *ResourceServer) MetadataURL() string { return rs.srv.URL + ResourceMetadataPath }
+func (rs *ResourceServer) MetadataURL() string { return rs.origin + ResourceMetadataPath }
 
 // SetAuthServer makes the server trust as instead, as when a service moves
 // to another identity provider: its metadata names as from now on, and
