@@ -63,7 +63,7 @@ func (s *AuthServer) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		fail("invalid_request", "PKCE with code_challenge_method=S256 is required")
 		return
 	}
-	scopes := strings.Fields(q.Get("scope"))
+	scopes := scopeSet(q.Get("scope"))
 	for _, sc := range scopes {
 		if !slices.Contains(s.scopes, sc) {
 			fail("invalid_scope", "unknown scope "+strconv.Quote(sc))
@@ -172,6 +172,15 @@ func redirectURIAcceptable(uri string) bool {
 }
 
 func joinScopes(scopes []string) string { return strings.Join(scopes, " ") }
+
+// scopeSet splits a scope parameter into sorted, distinct scopes. Order
+// means nothing in a scope parameter, and the go-sdk client sends its
+// scopes in map order, which differs from run to run.
+func scopeSet(scope string) []string {
+	s := strings.Fields(scope)
+	slices.Sort(s)
+	return slices.Compact(s)
+}
 
 // subset reports whether every element of a is in b.
 func subset(a, b []string) bool {

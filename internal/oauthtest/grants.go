@@ -89,7 +89,7 @@ type AccessToken struct {
 	Subject  string
 	Issuer   string    // the issuer at the time of the login
 	Resource string    // the RFC 8707 resource indicator it is for
-	Scopes   []string  // granted scopes, in the order they were asked for
+	Scopes   []string  // granted scopes, sorted
 	Expiry   time.Time // when it stops being good
 }
 

@@ -106,7 +106,7 @@ func (s *AuthServer) refreshLocked(w http.ResponseWriter, r *http.Request, c *cl
 	}
 	scopes := rt.grant.scopes
 	if f.Has("scope") {
-		scopes = strings.Fields(f.Get("scope"))
+		scopes = scopeSet(f.Get("scope"))
 		if !subset(scopes, rt.grant.scopes) {
 			reject("invalid_scope", "a refresh cannot widen the grant")
 			return
