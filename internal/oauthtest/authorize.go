@@ -33,7 +33,7 @@ func (s *AuthServer) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
-	c, ok := s.clients[clientID]
+	c, ok := s.clientLocked(clientID)
 	if !ok {
 		http.Error(w, "unknown client_id "+strconv.Quote(clientID), http.StatusBadRequest)
 		return

@@ -56,6 +56,12 @@ type AuthServerOptions struct {
 	// out of the metadata while redirects still carry iss.
 	UnadvertisedIss bool
 
+	// ClientIDMetadataDocuments lets a client use the URL of its metadata
+	// document as its client_id, instead of registering. The server finds
+	// the documents among those given to [AuthServer.PublishClientMetadata]
+	// rather than fetching them.
+	ClientIDMetadataDocuments bool
+
 	// Subject is the user every login is for. If empty, "test-user".
 	Subject string
 }
@@ -96,6 +102,7 @@ type Stats struct {
 	Refreshes         int // refresh_token grants that succeeded
 	RefreshesRejected int // refresh_token grants that failed, for any reason
 	Revocations       int // grants revoked, by /revoke or the Go API
+	ClientDocuments   int // client ID metadata documents looked up
 }
 
 // AuthServer is an OAuth 2.1 authorization server on a loopback httptest
@@ -108,7 +115,8 @@ type AuthServer struct {
 	lifetime time.Duration
 	subject  string
 	requireOffline,
-	unadvertisedIss bool
+	unadvertisedIss,
+	clientDocs bool
 
 	mu sync.Mutex // guards the following
 	issuerPath   string
@@ -117,6 +125,7 @@ type AuthServer struct {
 	deny         bool
 	resources    map[string]bool // resource indicators it issues tokens for
 	clients      map[string]*client
+	documents    map[string]*client // published client ID metadata documents, by URL
 	codes        map[string]*authCode
 	access       map[string]*accessToken
 	refresh      map[string]*refreshToken
@@ -138,10 +147,12 @@ func NewAuthServer(t testing.TB, opts *AuthServerOptions) *AuthServer {
 		subject:         o.Subject,
 		requireOffline:  o.RequireOfflineAccess,
 		unadvertisedIss: o.UnadvertisedIss,
+		clientDocs:      o.ClientIDMetadataDocuments,
 		issuerPath:      o.IssuerPath,
 		registration:    !o.DisableRegistration,
 		resources:       make(map[string]bool),
 		clients:         make(map[string]*client),
+		documents:       make(map[string]*client),
 		codes:           make(map[string]*authCode),
 		access:          make(map[string]*accessToken),
 		refresh:         make(map[string]*refreshToken),
@@ -301,6 +312,7 @@ func (s *AuthServer) metadataLocked() *oauthex.AuthServerMeta {
 		// The go-sdk client refuses a server that lists no PKCE method.
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		AuthorizationResponseIssParameterSupported: !s.unadvertisedIss,
+		ClientIDMetadataDocumentSupported:          s.clientDocs,
 	}
 	if s.registration {
 		m.RegistrationEndpoint = issuer + "/register"

@@ -317,3 +317,55 @@ func TestGoSDKConsentDenied(t *testing.T) {
 	// the initialize it falls back to when discover fails.
 	assert.Equal(t, 2, as.Stats().Denials)
 }
+
+// A handler with a client ID metadata document uses it where the server
+// supports them, before registration; elsewhere it registers. An
+// unpublished document is an error page: no redirect to an unknown client.
+func TestGoSDKClientIDMetadataDocument(t *testing.T) {
+	const docURL = "https://mcpvisor.example/oauth/client.json" // never fetched
+	tests := []struct {
+		name       string
+		supported  bool
+		publish    bool
+		wantClient string // "" for a registered one
+		wantErr    bool
+	}{
+		{"used", true, true, docURL, false},
+		{"unsupported, registers", false, true, "", false},
+		{"unpublished", true, false, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			as := NewAuthServer(t, &AuthServerOptions{ClientIDMetadataDocuments: tt.supported})
+			rs := NewResourceServer(t, as, nil)
+			cb := NewCallback(t)
+			if tt.publish {
+				as.PublishClientMetadata(docURL, oauthex.ClientRegistrationMetadata{
+					RedirectURIs: []string{cb.URL()},
+					GrantTypes:   []string{"authorization_code", "refresh_token"},
+				})
+			}
+			h := newDCRHandler(t, cb, Browse, func(cfg *auth.AuthorizationCodeHandlerConfig) {
+				cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: docURL}
+			})
+			s, err := connect(t, rs, h)
+			if tt.wantErr {
+				var page *PageError
+				require.ErrorAs(t, err, &page)
+				assert.Contains(t, page.Body, "unknown client_id")
+				return
+			}
+			require.NoError(t, err)
+			id := call(t, s, ToolWhoAmI)
+			if tt.wantClient != "" {
+				assert.Equal(t, tt.wantClient, id.ClientID)
+				assert.Equal(t, 0, as.Stats().Registrations)
+				assert.Positive(t, as.Stats().ClientDocuments)
+				return
+			}
+			assert.Equal(t, as.Clients(), []string{id.ClientID})
+			assert.Equal(t, 1, as.Stats().Registrations)
+			assert.Zero(t, as.Stats().ClientDocuments)
+		})
+	}
+}

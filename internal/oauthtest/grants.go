@@ -232,7 +232,7 @@ func (s *AuthServer) issueLocked(g *grant, scopes []string) tokenResponse {
 		ExpiresIn:   max(1, int64(s.lifetime.Round(time.Second)/time.Second)),
 		Scope:       joinScopes(scopes),
 	}
-	c := s.clients[g.client]
+	c, _ := s.clientLocked(g.client)
 	if c.mayRefresh() && (!s.requireOffline || slices.Contains(g.scopes, ScopeOfflineAccess)) {
 		resp.RefreshToken = newToken("rt")
 		s.refresh[resp.RefreshToken] = &refreshToken{grant: g}

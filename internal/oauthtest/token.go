@@ -165,7 +165,7 @@ func (s *AuthServer) authenticateLocked(w http.ResponseWriter, r *http.Request) 
 	} else {
 		id, secret = f.Get("client_id"), f.Get("client_secret")
 	}
-	c, ok := s.clients[id]
+	c, ok := s.clientLocked(id)
 	switch {
 	case !ok:
 	case c.Secret == "" && secret == "" && !basic:
