@@ -16,7 +16,9 @@
 //  3. The [AuthServer] serves its metadata (RFC 8414) at the well-known
 //     paths derived from the issuer: see metadataPaths.
 //  4. The client registers itself at /register (RFC 7591), unless it was
-//     registered ahead of time with [AuthServer.RegisterClient].
+//     registered ahead of time with [AuthServer.RegisterClient] or its
+//     client_id is the URL of a client ID metadata document (see
+//     [AuthServer.PublishClientMetadata]).
 //  5. The client sends the user's browser to /authorize with a PKCE S256
 //     challenge, a state, the scopes and the resource (RFC 8707). Consent is
 //     automatic: the answer is a redirect to the client's redirect URI with
@@ -77,6 +79,19 @@
 //     out without a token, meets a 401, and the login starts over.
 //   - It does not remember a dynamic registration: every login registers
 //     again.
+//   - mcp.Client.Connect first sends server/discover and, if that fails,
+//     falls back to initialize; each meets the 401 on its own, so a login
+//     that fails (wrong iss, consent refused) is tried twice, and the
+//     browser opens twice.
+//   - It asks for scopes in Go map order, different on every run; the
+//     server sorts them.
+//   - With a client ID metadata document it leaves the token endpoint's
+//     auth style to golang.org/x/oauth2's auto-detection, which first tries
+//     an HTTP Basic header with an empty secret (refused here: a public
+//     client does not authenticate) and then the form.
+//   - auth.RequireBearerToken's 401 challenge carries resource_metadata
+//     only (no error="invalid_token"), and it refuses a TokenInfo without
+//     an Expiration.
 //
 // # Concurrency
 //
