@@ -27,58 +27,59 @@ func (s *AuthServer) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	q := r.URL.Query()
-	clientID, redirectURI, state := q.Get("client_id"), q.Get("redirect_uri"), q.Get("state")
-
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	redirect, page := s.authorizeLocked(r.URL.Query())
+	s.mu.Unlock()
+	if page != "" {
+		http.Error(w, page, http.StatusBadRequest)
+		return
+	}
+	http.Redirect(w, r, redirect, http.StatusFound)
+}
 
+// authorizeLocked decides the answer to an authorization request: a
+// redirect back to the client, or, if the request cannot be trusted with
+// one, the text of an error page.
+func (s *AuthServer) authorizeLocked(q url.Values) (redirect, page string) {
+	clientID, redirectURI, state := q.Get("client_id"), q.Get("redirect_uri"), q.Get("state")
 	c, ok := s.clientLocked(clientID)
 	if !ok {
-		http.Error(w, "unknown client_id "+strconv.Quote(clientID), http.StatusBadRequest)
-		return
+		return "", "unknown client_id " + strconv.Quote(clientID)
 	}
 	if !redirectAllowed(c.RedirectURIs, redirectURI) {
-		http.Error(w, "redirect_uri "+strconv.Quote(redirectURI)+" is not registered for this client", http.StatusBadRequest)
-		return
+		return "", "redirect_uri " + strconv.Quote(redirectURI) + " is not registered for this client"
 	}
 
-	fail := func(code, description string) {
-		http.Redirect(w, r, s.redirectLocked(redirectURI, url.Values{
+	fail := func(code, description string) (string, string) {
+		return s.redirectLocked(redirectURI, url.Values{
 			"error":             {code},
 			"error_description": {description},
 			"state":             {state},
-		}), http.StatusFound)
+		}), ""
 	}
 	if q.Get("response_type") != "code" {
-		fail("unsupported_response_type", "only response_type=code is supported")
-		return
+		return fail("unsupported_response_type", "only response_type=code is supported")
 	}
 	if !slices.Contains(c.GrantTypes, "authorization_code") {
-		fail("unauthorized_client", "the client may not use the authorization code grant")
-		return
+		return fail("unauthorized_client", "the client may not use the authorization code grant")
 	}
 	challenge := q.Get("code_challenge")
 	if challenge == "" || q.Get("code_challenge_method") != "S256" {
-		fail("invalid_request", "PKCE with code_challenge_method=S256 is required")
-		return
+		return fail("invalid_request", "PKCE with code_challenge_method=S256 is required")
 	}
 	scopes := scopeSet(q.Get("scope"))
 	for _, sc := range scopes {
 		if !slices.Contains(s.scopes, sc) {
-			fail("invalid_scope", "unknown scope "+strconv.Quote(sc))
-			return
+			return fail("invalid_scope", "unknown scope "+strconv.Quote(sc))
 		}
 	}
 	resource := q.Get("resource")
 	if !s.resources[resource] {
-		fail("invalid_target", "unknown resource "+strconv.Quote(resource))
-		return
+		return fail("invalid_target", "unknown resource "+strconv.Quote(resource))
 	}
 	if s.deny {
 		s.stats.Denials++
-		fail("access_denied", "the user refused")
-		return
+		return fail("access_denied", "the user refused")
 	}
 
 	code := newToken("code")
@@ -91,10 +92,7 @@ func (s *AuthServer) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		expiry:      time.Now().Add(codeLifetime),
 	}
 	s.stats.Authorizations++
-	http.Redirect(w, r, s.redirectLocked(redirectURI, url.Values{
-		"code":  {code},
-		"state": {state},
-	}), http.StatusFound)
+	return s.redirectLocked(redirectURI, url.Values{"code": {code}, "state": {state}}), ""
 }
 
 // redirectLocked adds params and the iss parameter (RFC 9207) to the

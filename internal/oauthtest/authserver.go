@@ -111,14 +111,14 @@ type AuthServer struct {
 	srv *httptest.Server
 
 	// Fixed at construction.
-	scopes   []string // what it grants, including offline_access
-	lifetime time.Duration
-	subject  string
-	requireOffline,
-	unadvertisedIss,
-	clientDocs bool
+	scopes          []string // what it grants, including offline_access
+	lifetime        time.Duration
+	subject         string
+	requireOffline  bool
+	unadvertisedIss bool
+	clientDocs      bool
 
-	mu sync.Mutex // guards the following
+	mu           sync.Mutex // guards the following
 	issuerPath   string
 	registration bool
 	iss          IssBehavior
@@ -332,6 +332,40 @@ func (s *AuthServer) handleMetadata(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, m)
 }
 
+// reply is a JSON answer, worked out under the lock and written after it.
+type reply struct {
+	status int
+	body   any // nil for no body
+	// basicChallenge asks for HTTP Basic credentials, as RFC 6749 section
+	// 5.2 wants when they were tried and failed.
+	basicChallenge bool
+}
+
+// oauthError is the body of an OAuth error answer (RFC 6749 section 5.2).
+type oauthError struct {
+	Code        string `json:"error"`
+	Description string `json:"error_description,omitempty"`
+}
+
+func oauthFailure(status int, code, description string) reply {
+	return reply{status: status, body: oauthError{Code: code, Description: description}}
+}
+
+func invalidGrant(description string) reply {
+	return oauthFailure(http.StatusBadRequest, "invalid_grant", description)
+}
+
+func (r reply) write(w http.ResponseWriter) {
+	if r.basicChallenge {
+		w.Header().Set("WWW-Authenticate", `Basic realm="oauthtest"`)
+	}
+	if r.body == nil {
+		w.WriteHeader(r.status)
+		return
+	}
+	writeJSON(w, r.status, r.body)
+}
+
 // writeJSON answers with v. Content-Type must be exactly application/json
 // (parameters allowed): the go-sdk client refuses metadata served as
 // anything else.
@@ -340,14 +374,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
-}
-
-// oauthError is the body of an OAuth error response (RFC 6749 section 5.2).
-type oauthError struct {
-	Code        string `json:"error"`
-	Description string `json:"error_description,omitempty"`
-}
-
-func writeOAuthError(w http.ResponseWriter, status int, code, description string) {
-	writeJSON(w, status, oauthError{Code: code, Description: description})
 }

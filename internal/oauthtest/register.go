@@ -21,11 +21,11 @@ func (s *AuthServer) handleRegister(w http.ResponseWriter, r *http.Request) {
 	}
 	var md oauthex.ClientRegistrationMetadata
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&md); err != nil {
-		writeOAuthError(w, http.StatusBadRequest, "invalid_client_metadata", "body is not client metadata: "+err.Error())
+		oauthFailure(http.StatusBadRequest, "invalid_client_metadata", "body is not client metadata: "+err.Error()).write(w)
 		return
 	}
 	if code, description := checkRegistration(&md); code != "" {
-		writeOAuthError(w, http.StatusBadRequest, code, description)
+		oauthFailure(http.StatusBadRequest, code, description).write(w)
 		return
 	}
 

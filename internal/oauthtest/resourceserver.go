@@ -74,7 +74,7 @@ type ResourceServer struct {
 	scopes     []string
 	adminScope string
 
-	mu sync.Mutex // guards the following
+	mu    sync.Mutex // guards the following
 	as    *AuthServer
 	stats ResourceStats
 }

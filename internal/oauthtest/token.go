@@ -19,25 +19,30 @@ func (s *AuthServer) handleToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		writeOAuthError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		oauthFailure(http.StatusBadRequest, "invalid_request", err.Error()).write(w)
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.authenticateLocked(w, r)
-	if !ok {
+	rep := s.tokenLocked(r)
+	s.mu.Unlock()
+	rep.write(w)
+}
+
+func (s *AuthServer) tokenLocked(r *http.Request) reply {
+	c, fail := s.authenticateLocked(r)
+	if c == nil {
 		if r.PostForm.Get("grant_type") == "refresh_token" {
 			s.stats.RefreshesRejected++
 		}
-		return
+		return fail
 	}
 	switch gt := r.PostForm.Get("grant_type"); gt {
 	case "authorization_code":
-		s.exchangeCodeLocked(w, r, c)
+		return s.exchangeCodeLocked(r.PostForm, c)
 	case "refresh_token":
-		s.refreshLocked(w, r, c)
+		return s.refreshLocked(r.PostForm, c)
 	default:
-		writeOAuthError(w, http.StatusBadRequest, "unsupported_grant_type", "unsupported grant_type "+gt)
+		return oauthFailure(http.StatusBadRequest, "unsupported_grant_type", "unsupported grant_type "+gt)
 	}
 }
 
@@ -45,76 +50,68 @@ func (s *AuthServer) handleToken(w http.ResponseWriter, r *http.Request) {
 // from the client the code was for, name the same redirect URI, carry the
 // PKCE verifier whose S256 hash is the challenge, and, if it names a
 // resource, the same one.
-func (s *AuthServer) exchangeCodeLocked(w http.ResponseWriter, r *http.Request, c *client) {
-	f := r.PostForm
+func (s *AuthServer) exchangeCodeLocked(f url.Values, c *client) reply {
 	code, ok := s.codes[f.Get("code")]
 	switch {
 	case !ok || code.client != c.ID:
-		writeOAuthError(w, http.StatusBadRequest, "invalid_grant", "unknown authorization code")
-		return
+		return invalidGrant("unknown authorization code")
 	case code.redeemed != nil:
 		s.revokeLocked(code.redeemed)
-		writeOAuthError(w, http.StatusBadRequest, "invalid_grant", "authorization code used twice; its tokens are revoked")
-		return
+		return invalidGrant("authorization code used twice; its tokens are revoked")
 	case !time.Now().Before(code.expiry):
-		writeOAuthError(w, http.StatusBadRequest, "invalid_grant", "authorization code expired")
-		return
+		return invalidGrant("authorization code expired")
 	case f.Get("redirect_uri") != code.redirectURI:
-		writeOAuthError(w, http.StatusBadRequest, "invalid_grant", "redirect_uri differs from the authorization request")
-		return
+		return invalidGrant("redirect_uri differs from the authorization request")
 	case !pkceMatches(f.Get("code_verifier"), code.challenge):
-		writeOAuthError(w, http.StatusBadRequest, "invalid_grant", "PKCE verification failed")
-		return
+		return invalidGrant("PKCE verification failed")
 	case f.Has("resource") && f.Get("resource") != code.resource:
-		writeOAuthError(w, http.StatusBadRequest, "invalid_target", "resource differs from the authorization request")
-		return
+		return oauthFailure(http.StatusBadRequest, "invalid_target", "resource differs from the authorization request")
 	}
 	g := &grant{client: c.ID, scopes: code.scopes, resource: code.resource, issuer: s.issuerLocked()}
 	code.redeemed = g
 	s.grants = append(s.grants, g)
 	s.stats.CodeExchanges++
-	writeJSON(w, http.StatusOK, s.issueLocked(g, g.scopes))
+	return reply{status: http.StatusOK, body: s.issueLocked(g, g.scopes)}
 }
 
-// refreshLocked trades a refresh token for a new access token and a new
-// refresh token. golang.org/x/oauth2 sends neither scope nor resource when
-// it refreshes, so both default to the grant's.
-func (s *AuthServer) refreshLocked(w http.ResponseWriter, r *http.Request, c *client) {
-	f := r.PostForm
-	reject := func(code, description string) {
+// refreshLocked answers a refresh_token grant, and counts it.
+func (s *AuthServer) refreshLocked(f url.Values, c *client) reply {
+	rep := s.rotateLocked(f, c)
+	if rep.status == http.StatusOK {
+		s.stats.Refreshes++
+	} else {
 		s.stats.RefreshesRejected++
-		writeOAuthError(w, http.StatusBadRequest, code, description)
 	}
+	return rep
+}
+
+// rotateLocked trades a refresh token for a new access token and a new
+// refresh token, and retires the old one. golang.org/x/oauth2 sends neither
+// scope nor resource when it refreshes, so both default to the grant's.
+func (s *AuthServer) rotateLocked(f url.Values, c *client) reply {
 	rt, ok := s.refresh[f.Get("refresh_token")]
 	switch {
 	case !ok || rt.grant.client != c.ID:
-		reject("invalid_grant", "unknown refresh token")
-		return
+		return invalidGrant("unknown refresh token")
 	case rt.grant.revoked:
-		reject("invalid_grant", "refresh token revoked")
-		return
+		return invalidGrant("refresh token revoked")
 	case rt.retired:
 		s.revokeLocked(rt.grant)
-		reject("invalid_grant", "refresh token already used; the grant is revoked")
-		return
+		return invalidGrant("refresh token already used; the grant is revoked")
 	case !c.mayRefresh():
-		reject("unauthorized_client", "the client may not use refresh tokens")
-		return
+		return oauthFailure(http.StatusBadRequest, "unauthorized_client", "the client may not use refresh tokens")
 	case f.Has("resource") && f.Get("resource") != rt.grant.resource:
-		reject("invalid_target", "resource differs from the original grant")
-		return
+		return oauthFailure(http.StatusBadRequest, "invalid_target", "resource differs from the original grant")
 	}
 	scopes := rt.grant.scopes
 	if f.Has("scope") {
 		scopes = scopeSet(f.Get("scope"))
 		if !subset(scopes, rt.grant.scopes) {
-			reject("invalid_scope", "a refresh cannot widen the grant")
-			return
+			return oauthFailure(http.StatusBadRequest, "invalid_scope", "a refresh cannot widen the grant")
 		}
 	}
 	rt.retired = true
-	s.stats.Refreshes++
-	writeJSON(w, http.StatusOK, s.issueLocked(rt.grant, scopes))
+	return reply{status: http.StatusOK, body: s.issueLocked(rt.grant, scopes)}
 }
 
 // handleRevoke is the revocation endpoint (RFC 7009). Revoking either kind
@@ -126,41 +123,41 @@ func (s *AuthServer) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		writeOAuthError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		oauthFailure(http.StatusBadRequest, "invalid_request", err.Error()).write(w)
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.authenticateLocked(w, r)
-	if !ok {
-		return
+	c, rep := s.authenticateLocked(r)
+	if c != nil {
+		if g := s.grantOfLocked(r.PostForm.Get("token")); g != nil && g.client == c.ID {
+			s.revokeLocked(g)
+		}
+		rep = reply{status: http.StatusOK}
 	}
-	if g := s.grantOfLocked(r.PostForm.Get("token")); g != nil && g.client == c.ID {
-		s.revokeLocked(g)
-	}
-	w.WriteHeader(http.StatusOK)
+	s.mu.Unlock()
+	rep.write(w)
 }
 
 // authenticateLocked finds the client a token or revocation request is
 // from. A confidential client proves itself with its secret, either in an
 // HTTP Basic header (client_secret_basic, whose parts are form-encoded:
 // RFC 6749 section 2.3.1) or in the form (client_secret_post); a public
-// client just names itself in client_id. On failure it writes the error and
-// returns false.
-func (s *AuthServer) authenticateLocked(w http.ResponseWriter, r *http.Request) (*client, bool) {
+// client just names itself in client_id. If it finds none, it returns the
+// failure to answer.
+func (s *AuthServer) authenticateLocked(r *http.Request) (*client, reply) {
 	f := r.PostForm
 	id, secret, basic := r.BasicAuth()
+	refused := oauthFailure(http.StatusUnauthorized, "invalid_client", "client authentication failed")
 	if basic {
+		refused.basicChallenge = true
 		if f.Has("client_secret") {
-			writeOAuthError(w, http.StatusBadRequest, "invalid_request", "more than one client authentication method")
-			return nil, false
+			return nil, oauthFailure(http.StatusBadRequest, "invalid_request", "more than one client authentication method")
 		}
 		var err1, err2 error
 		id, err1 = url.QueryUnescape(id)
 		secret, err2 = url.QueryUnescape(secret)
 		if err1 != nil || err2 != nil || (f.Has("client_id") && f.Get("client_id") != id) {
-			s.refuseClient(w, basic)
-			return nil, false
+			return nil, refused
 		}
 	} else {
 		id, secret = f.Get("client_id"), f.Get("client_secret")
@@ -169,19 +166,11 @@ func (s *AuthServer) authenticateLocked(w http.ResponseWriter, r *http.Request) 
 	switch {
 	case !ok:
 	case c.Secret == "" && secret == "" && !basic:
-		return c, true
+		return c, reply{}
 	case c.Secret != "" && subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) == 1:
-		return c, true
+		return c, reply{}
 	}
-	s.refuseClient(w, basic)
-	return nil, false
-}
-
-func (s *AuthServer) refuseClient(w http.ResponseWriter, basic bool) {
-	if basic {
-		w.Header().Set("WWW-Authenticate", `Basic realm="oauthtest"`)
-	}
-	writeOAuthError(w, http.StatusUnauthorized, "invalid_client", "client authentication failed")
+	return nil, refused
 }
 
 // pkceMatches reports whether verifier hashes to challenge under S256 (RFC
