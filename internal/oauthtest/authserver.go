@@ -124,8 +124,8 @@ type AuthServer struct {
 	iss          IssBehavior
 	deny         bool
 	resources    map[string]bool // resource indicators it issues tokens for
-	clients      map[string]*client
-	documents    map[string]*client // published client ID metadata documents, by URL
+	clients      map[string]*Client
+	documents    map[string]*Client // published client ID metadata documents, by URL
 	codes        map[string]*authCode
 	access       map[string]*accessToken
 	refresh      map[string]*refreshToken
@@ -151,8 +151,8 @@ func NewAuthServer(t testing.TB, opts *AuthServerOptions) *AuthServer {
 		issuerPath:      o.IssuerPath,
 		registration:    !o.DisableRegistration,
 		resources:       make(map[string]bool),
-		clients:         make(map[string]*client),
-		documents:       make(map[string]*client),
+		clients:         make(map[string]*Client),
+		documents:       make(map[string]*Client),
 		codes:           make(map[string]*authCode),
 		access:          make(map[string]*accessToken),
 		refresh:         make(map[string]*refreshToken),

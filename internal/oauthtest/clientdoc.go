@@ -16,13 +16,10 @@ import (
 // the fixture looks it up here, on every use, so that publishing again
 // changes the client at once.
 func (s *AuthServer) PublishClientMetadata(clientIDURL string, md oauthex.ClientRegistrationMetadata) {
-	c := &client{
-		Client: Client{
-			ID:           clientIDURL,
-			RedirectURIs: slices.Clone(md.RedirectURIs),
-			GrantTypes:   slices.Clone(md.GrantTypes),
-		},
-		authMethod: "none",
+	c := &Client{
+		ID:           clientIDURL,
+		RedirectURIs: slices.Clone(md.RedirectURIs),
+		GrantTypes:   slices.Clone(md.GrantTypes),
 	}
 	if c.GrantTypes == nil {
 		c.GrantTypes = []string{"authorization_code"}
@@ -35,7 +32,7 @@ func (s *AuthServer) PublishClientMetadata(clientIDURL string, md oauthex.Client
 // clientLocked finds a client by ID: a registered one, or, with client ID
 // metadata documents on, the one whose ID is the URL of a published
 // document. Such an ID must be an https URL with a path.
-func (s *AuthServer) clientLocked(id string) (*client, bool) {
+func (s *AuthServer) clientLocked(id string) (*Client, bool) {
 	if c, ok := s.clients[id]; ok {
 		return c, true
 	}

@@ -36,13 +36,7 @@ type Client struct {
 	GrantTypes []string
 }
 
-// client is the server's record of a [Client].
-type client struct {
-	Client
-	authMethod string // token_endpoint_auth_method
-}
-
-func (c *client) mayRefresh() bool { return slices.Contains(c.GrantTypes, "refresh_token") }
+func (c *Client) mayRefresh() bool { return slices.Contains(c.GrantTypes, "refresh_token") }
 
 // A grant is one consent: a client may act for the user on one resource
 // with some scopes. Every token descends from a grant, and revoking the grant
@@ -105,14 +99,14 @@ func (s *AuthServer) RegisterClient(c Client) error {
 	if len(c.RedirectURIs) == 0 {
 		return fmt.Errorf("oauthtest: RegisterClient %q: no redirect URIs", c.ID)
 	}
-	rec := &client{Client: c, authMethod: "none"}
-	rec.RedirectURIs = slices.Clone(c.RedirectURIs)
-	rec.GrantTypes = slices.Clone(c.GrantTypes)
+	rec := &Client{
+		ID:           c.ID,
+		Secret:       c.Secret,
+		RedirectURIs: slices.Clone(c.RedirectURIs),
+		GrantTypes:   slices.Clone(c.GrantTypes),
+	}
 	if rec.GrantTypes == nil {
 		rec.GrantTypes = []string{"authorization_code", "refresh_token"}
-	}
-	if c.Secret != "" {
-		rec.authMethod = "client_secret_basic"
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

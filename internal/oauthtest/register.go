@@ -29,15 +29,12 @@ func (s *AuthServer) handleRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	c := &client{
-		Client: Client{
-			ID:           newToken("client"),
-			RedirectURIs: md.RedirectURIs,
-			GrantTypes:   md.GrantTypes,
-		},
-		authMethod: md.TokenEndpointAuthMethod,
+	c := &Client{
+		ID:           newToken("client"),
+		RedirectURIs: md.RedirectURIs,
+		GrantTypes:   md.GrantTypes,
 	}
-	if c.authMethod != "none" {
+	if md.TokenEndpointAuthMethod != "none" {
 		c.Secret = newToken("secret")
 	}
 	s.mu.Lock()

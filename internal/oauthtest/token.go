@@ -50,7 +50,7 @@ func (s *AuthServer) tokenLocked(r *http.Request) reply {
 // from the client the code was for, name the same redirect URI, carry the
 // PKCE verifier whose S256 hash is the challenge, and, if it names a
 // resource, the same one.
-func (s *AuthServer) exchangeCodeLocked(f url.Values, c *client) reply {
+func (s *AuthServer) exchangeCodeLocked(f url.Values, c *Client) reply {
 	code, ok := s.codes[f.Get("code")]
 	switch {
 	case !ok || code.client != c.ID:
@@ -75,7 +75,7 @@ func (s *AuthServer) exchangeCodeLocked(f url.Values, c *client) reply {
 }
 
 // refreshLocked answers a refresh_token grant, and counts it.
-func (s *AuthServer) refreshLocked(f url.Values, c *client) reply {
+func (s *AuthServer) refreshLocked(f url.Values, c *Client) reply {
 	rep := s.rotateLocked(f, c)
 	if rep.status == http.StatusOK {
 		s.stats.Refreshes++
@@ -88,7 +88,7 @@ func (s *AuthServer) refreshLocked(f url.Values, c *client) reply {
 // rotateLocked trades a refresh token for a new access token and a new
 // refresh token, and retires the old one. golang.org/x/oauth2 sends neither
 // scope nor resource when it refreshes, so both default to the grant's.
-func (s *AuthServer) rotateLocked(f url.Values, c *client) reply {
+func (s *AuthServer) rotateLocked(f url.Values, c *Client) reply {
 	rt, ok := s.refresh[f.Get("refresh_token")]
 	switch {
 	case !ok || rt.grant.client != c.ID:
@@ -144,7 +144,7 @@ func (s *AuthServer) handleRevoke(w http.ResponseWriter, r *http.Request) {
 // RFC 6749 section 2.3.1) or in the form (client_secret_post); a public
 // client just names itself in client_id. If it finds none, it returns the
 // failure to answer.
-func (s *AuthServer) authenticateLocked(r *http.Request) (*client, reply) {
+func (s *AuthServer) authenticateLocked(r *http.Request) (*Client, reply) {
 	f := r.PostForm
 	id, secret, basic := r.BasicAuth()
 	refused := oauthFailure(http.StatusUnauthorized, "invalid_client", "client authentication failed")
