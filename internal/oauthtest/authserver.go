@@ -239,7 +239,7 @@ func (s *AuthServer) Stats() Stats {
 	return s.stats
 }
 
-// ServeHTTP routes by the current issuer path, which [SetIssuerPath] can
+// ServeHTTP routes by the current issuer path, which [AuthServer.SetIssuerPath] can
 // change while the server runs.
 func (s *AuthServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()

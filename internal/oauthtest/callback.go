@@ -23,7 +23,7 @@ func (e *AuthorizationError) Error() string {
 }
 
 // Callback is a client's loopback redirect listener, for tests that drive
-// the go-sdk's auth.AuthorizationCodeHandler directly: register [URL] as
+// the go-sdk's auth.AuthorizationCodeHandler directly: register [Callback.URL] as
 // the redirect URI and use [Callback.Fetcher] as its
 // AuthorizationCodeFetcher.
 type Callback struct {

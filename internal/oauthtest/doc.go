@@ -98,6 +98,8 @@
 // Each server's handlers run on net/http's goroutines. An [AuthServer]
 // keeps all its state under one mutex; the Go methods may be called from
 // any goroutine while it serves. A [ResourceServer] guards only the
-// authorization server it trusts and its counts. The Callback's redirects
-// queue in a channel until a Fetcher takes them.
+// authorization server it trusts and its counts. A [Callback]'s redirects
+// queue in a channel and each Fetcher takes the oldest, so a redirect that
+// arrives after its Fetcher gave up is taken by the next one, which then
+// fails the client's state check.
 package oauthtest
