@@ -149,3 +149,32 @@ func TestSessionSpecFields(t *testing.T) {
 		require.ErrorContains(t, err, tc.want)
 	}
 }
+
+// A client that goes away mid-call: its call is cut off at once with an
+// error saying so, its process stops, and its place is free.
+func TestPerClientReleasedMidCall(t *testing.T) {
+	m, tl := procManager(t)
+	require.NoError(t, m.Add("pc", perClient(t, map[string]any{"max_sessions": 1})))
+	pid := whoami(t, m, "client-a")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m.Call(context.Background(), "pc.slow", map[string]any{"ms": 60000}, manager.CallOptions{Client: "client-a", Timeout: time.Minute})
+		errc <- err
+	}()
+	require.Eventually(t, func() bool {
+		mt, err := m.Metrics("pc")
+		return err == nil && mt.InFlight == 1
+	}, patience, 5*time.Millisecond)
+	start := time.Now()
+	m.ReleaseClient("client-a")
+	select {
+	case err := <-errc:
+		require.ErrorIs(t, err, manager.ErrDisconnected)
+		require.Less(t, time.Since(start), patience)
+	case <-time.After(patience):
+		t.Fatal("the released client's call still runs")
+	}
+	awaitGone(t, pid)
+	tl.until("pc", events.KindSessionClosed, patience)
+	require.NotEqual(t, pid, whoami(t, m, "client-b"))
+}
