@@ -34,8 +34,9 @@ type Source struct {
 	// gen of the token it carried, so that one refusal is answered once.
 	gen uint64
 	// retried is the gen of a token refreshed because the server refused
-	// the one before: if the server refuses that one too, a refresh will
-	// not help (its authorization server changed, or the grant was cut).
+	// the one before, until the server takes it: if the server refuses
+	// that one too, another refresh would not help (its authorization
+	// server changed) and would only loop.
 	retried uint64
 	// refreshing is open while a refresh is under way; others wait on it.
 	refreshing chan struct{}
@@ -255,6 +256,16 @@ func (s *Source) rejected(ctx context.Context, gen uint64, unauthorized *endpoin
 		}
 		return &TokenRefreshedError{Server: s.name}
 	}
+}
+
+// accepted records that the server took the token of gen: should it
+// refuse it later, a refresh may help again.
+func (s *Source) accepted(gen uint64) {
+	s.mu.Lock()
+	if s.retried == gen {
+		s.retried = 0
+	}
+	s.mu.Unlock()
 }
 
 // dropAccessLocked forgets the current access token, which the server no

@@ -58,6 +58,9 @@ func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		discard(resp)
 		return nil, t.src.stepUp(strings.Fields(c.Params["scope"]))
 	}
+	if access != "" {
+		t.src.accepted(gen)
+	}
 	return resp, nil
 }
 
