@@ -174,3 +174,69 @@ func state(t *testing.T, m *manager.Manager, name string) manager.State {
 	require.NoError(t, err)
 	return st.State
 }
+
+// A redirect that names another issuer (a mix-up) fails the login: nothing
+// is stored and the server keeps waiting for a login.
+func TestOAuthWrongIssuerRejected(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHost(t, nil)
+	_, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
+	require.NoError(t, err)
+	h.as.SetIssBehavior(oauthtest.IssWrong)
+	err = h.m.Login(ctx, "saas", manager.LoginOptions{Browser: h.open})
+	requireCode(t, err, manager.ErrConnectionFailed, "saas", "login")
+	require.ErrorContains(t, err, "does not match expected issuer")
+	require.NoFileExists(t, filepath.Join(h.dir, "oauth", "saas.json"))
+	require.Equal(t, 0, h.as.Stats().CodeExchanges)
+	require.Equal(t, manager.StateUnauthorized, state(t, h.m, "saas"))
+}
+
+// Two servers of one authorization server each get their own grant.
+func TestOAuthTwoServersSeparateTokens(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHost(t, nil)
+	other := oauthtest.NewResourceServer(t, h.as, nil)
+	h.as.AllowResource(other.URL())
+	require.NoError(t, h.m.Add("other", decode(t, map[string]any{"url": other.URL()})))
+	h.login(t, ctx)
+	require.NoError(t, h.m.Login(ctx, "other", manager.LoginOptions{Browser: h.open}))
+	a, b := h.grant(t, "saas"), h.grant(t, "other")
+	require.NotEqual(t, a.Token.Access, b.Token.Access)
+	require.Equal(t, other.URL(), b.Resource)
+	require.Equal(t, h.rs.URL(), a.Resource)
+	for _, name := range []string{"saas.whoami", "other.whoami"} {
+		_, err := h.m.Call(ctx, name, nil, manager.CallOptions{})
+		require.NoError(t, err, name)
+	}
+	// Logging out of one leaves the other alone.
+	had, err := h.m.Logout("saas")
+	require.NoError(t, err)
+	require.True(t, had)
+	_, err = h.m.Wait(ctx, "saas", manager.StateUnauthorized)
+	require.NoError(t, err)
+	_, err = h.m.Call(ctx, "other.whoami", nil, manager.CallOptions{})
+	require.NoError(t, err)
+}
+
+// A server that moves to another authorization server refuses even a
+// refreshed token: it waits for a login, which goes to the new one.
+func TestOAuthChangedAuthServer(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHost(t, nil)
+	h.login(t, ctx)
+	as2 := oauthtest.NewAuthServer(t, nil)
+	as2.AllowResource(h.rs.URL())
+	h.rs.SetAuthServer(as2)
+	_, err := h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.Error(t, err)
+	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.Error(t, err)
+	st, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
+	require.NoError(t, err)
+	require.Contains(t, st.LastError, "mcpvisor login saas")
+	require.LessOrEqual(t, h.as.Stats().Refreshes, 1)
+	h.login(t, ctx)
+	require.Equal(t, as2.Issuer(), h.grant(t, "saas").Issuer)
+	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.NoError(t, err)
+}
