@@ -113,7 +113,7 @@ Examples:
 
 In Lua (see README.md):
   declare  mcp_add, mcp_remove, mcp_import
-  control  mcp_enable, mcp_disable, mcp_reconnect
+  control  mcp_enable, mcp_disable, mcp_reconnect, mcp_login
   look     mcp_status, mcp_servers, mcp_events, mcp_wait, mcp_metrics,
            mcp_hud, mcp_hud_model
   use      mcp_tools, mcp_call, mcp_call_cb, mcp_discover, mcp_resources,
