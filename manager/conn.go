@@ -15,6 +15,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 )
@@ -34,6 +35,11 @@ type conn struct {
 	// httpEnded is closed when the SDK gives the streamable HTTP session
 	// up; nil for other transports.
 	httpEnded <-chan struct{}
+	// auth is the login of a server that logs in, nil for others; needLogin
+	// is its channel that closes when only a new login helps, as of the
+	// attempt's start.
+	auth      *oauth.Source
+	needLogin <-chan struct{}
 	// waited is closed once the session's Wait has returned: the session
 	// is over. It is nil until the handshake succeeds and watch starts
 	// the goroutine that waits.
@@ -142,6 +148,9 @@ func (s *supervisor) connect() (*conn, error) {
 	dialOp := "connect"
 	if s.spec.Transport == TransportStdio {
 		dialOp = "spawn"
+	}
+	if c.auth = s.m.authSource(s.name, s.spec); c.auth != nil {
+		c.needLogin = c.auth.LoginNeeded()
 	}
 	var t mcp.Transport
 	var err error
@@ -378,4 +387,12 @@ func explainReach(err error, spec Spec) error {
 		return &reachError{msg: fmt.Sprintf("no such host %q (check the url)", dns.Name), err: err}
 	}
 	return err
+}
+
+// loginError is why the connection's login no longer helps.
+func (c *conn) loginError() error {
+	if e := c.auth.LoginError(); e != nil {
+		return e
+	}
+	return errNoLogin
 }

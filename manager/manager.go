@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/manager/oauth"
+
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -71,6 +73,10 @@ type Options struct {
 	// MeterProvider makes the manager's metric instruments. If nil, the
 	// otel global provider (otel.GetMeterProvider).
 	MeterProvider metric.MeterProvider
+	// StateDir is where logins to OAuth servers are kept (in its oauth
+	// directory). If empty, $XDG_STATE_HOME/mcpvisor, or
+	// ~/.local/state/mcpvisor.
+	StateDir string
 }
 
 // Manager keeps a set of MCP servers connected. Create it with [New]; it is
@@ -81,6 +87,7 @@ type Manager struct {
 	ownsBus  bool
 	log      *slog.Logger
 	http     *http.Transport
+	auth     *oauth.Keeper // logins to OAuth servers
 	dial     DialFunc
 	rand     func() float64
 	tel      *telemetry
@@ -128,6 +135,7 @@ func New(opts Options) *Manager {
 	}
 	m.attempts = newSlots(m.opts.MaxConnecting, "max connecting (%d) reached")
 	m.http = endpoint.NewPool()
+	m.auth = oauth.NewKeeper(oauth.KeeperOptions{Dir: opts.StateDir, Transport: m.http})
 	m.tel = newTelemetry(opts.TracerProvider, opts.MeterProvider, m.Statuses, m.log)
 	if m.dial == nil {
 		m.dial = m.defaultDial

@@ -117,6 +117,10 @@ func (s *supervisor) hold(c *conn) ending {
 			return ending{kind: endLost, err: c.lostReason(s.ctx, err)}
 		case <-exited:
 			return ending{kind: endLost, err: c.lostReason(s.ctx, nil)}
+		case <-c.needLogin:
+			// Its token was refused for good, or a request needs more
+			// scopes: calls would only fail until someone logs in.
+			return ending{kind: endLost, err: c.loginError()}
 		case <-c.httpEnded:
 			// The SDK is ending the HTTP session. Its Wait says why once the
 			// DELETE is answered, which a server may hold until its

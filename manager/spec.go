@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/manager/oauth"
+
 	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -79,6 +81,11 @@ type Spec struct {
 	// Roots are the roots (file:// URIs) the server is told it may work
 	// in, before the host's own (Manager.SetAnswerer).
 	Roots []string
+	// Auth is how an http or sse server's client logs in when the server
+	// asks for OAuth (see package manager/oauth); the zero value discovers
+	// everything and registers dynamically. A server given an
+	// Authorization header never logs in.
+	Auth oauth.Config
 	// Written is the command line or URL as declared, with its ${VAR}
 	// references unexpanded, when it had any: what Endpoint shows, so
 	// that a value from the environment (a token) is never displayed.
@@ -234,6 +241,10 @@ func (s Spec) Problems() []string {
 		p.add("transport", "must be stdio, http or sse, got %q", s.Transport)
 	}
 	s.Expose.problems(&p)
+	if !reflect.DeepEqual(s.Auth, oauth.Config{}) && s.Transport != TransportHTTP && s.Transport != TransportSSE {
+		p.add("auth", "only an http or sse server logs in, this one is %s", s.Transport)
+	}
+	p = append(p, s.Auth.Problems()...)
 	if s.Dial != nil && s.Transport != TransportInProcess {
 		p.add("dial", "only an in-process server has a Dialer, this one is %s", s.Transport)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -288,6 +289,19 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 	s.failures++
 	n := s.failures
 	s.reiniting = false
+	var login *oauth.LoginRequiredError
+	if errors.As(cause, &login) {
+		// Only a login helps, which needs a person: wait for one (here, in
+		// another process or by mcp_login) instead of retrying.
+		msg := fmt.Sprintf("%v; not retried until then", cause)
+		s.transition(StateUnauthorized, func(snap *snapshot) {
+			snap.status.Attempts = n
+			snap.status.LastError = msg
+			snap.status.NextAttempt = time.Time{}
+		}, events.KindUnauthorized, events.Fields{"challenge": login.Challenge(), "error": msg, "login": oauth.LoginCommand(s.name)})
+		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
+		return s.parkUnauthorized()
+	}
 	var unauthorized *endpoint.UnauthorizedError
 	if errors.As(cause, &unauthorized) {
 		// Retrying with the same credentials cannot succeed: wait for new
@@ -383,6 +397,38 @@ func (s *supervisor) pause(until time.Time) bool {
 				return false
 			}
 			if s.takeReconnect() {
+				return true
+			}
+		}
+	}
+}
+
+// loginPoll is how often a server waiting for a login looks whether one
+// landed in the state directory (mcpvisor login in another process). It
+// reads a file's metadata; nothing goes to the server.
+const loginPoll = 2 * time.Second
+
+// parkUnauthorized waits in StateUnauthorized for a login (Manager.Login
+// reconnects; a login by another process is found in the state
+// directory), mcp_reconnect or mcp_enable. It reports as pause does.
+func (s *supervisor) parkUnauthorized() bool {
+	src := s.m.authSource(s.name, s.spec)
+	poll := time.NewTicker(loginPoll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return false
+		case <-s.kick:
+			if s.disabled.Load() {
+				return false
+			}
+			if s.takeReconnect() {
+				return true
+			}
+		case <-poll.C:
+			if src != nil && src.Reload() {
+				s.resetFailures()
 				return true
 			}
 		}

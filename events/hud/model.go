@@ -1,6 +1,7 @@
 package hud
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
@@ -160,6 +161,10 @@ func (s *server) apply(e events.Event) {
 		s.state = StateUnauthorized
 		s.retryAt = time.Time{}
 		s.setErr(e)
+		if login := e.Text("login"); login != "" {
+			// What to run comes first, where a narrow line still shows it.
+			s.err = oneLine(fmt.Sprintf("run %s or mcp_login(%q) · %s", login, e.Server, s.err))
+		}
 	case events.KindFailed:
 		s.state = StateFailed
 		s.attempt = int(e.Int("attempts"))

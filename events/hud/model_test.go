@@ -2,6 +2,7 @@ package hud_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -403,4 +404,14 @@ func TestHUDModelClientSessions(t *testing.T) {
 	assert.Equal(t, "● pc  stdio  1 tool   2.0ms  2 client sessions", line(t, m, t0.Add(2*time.Second), "pc"))
 	s.at(3*time.Second, events.KindSessionClosed, "pc", events.Fields{"client": "a", "reason": "client left", "sessions": 1})
 	assert.Equal(t, "● pc  stdio  1 tool   2.0ms  1 client session", line(t, s.model(), t0.Add(4*time.Second), "pc"))
+}
+
+// A server waiting for a login shows the command first on its line.
+func TestUnauthorizedShowsLoginCommand(t *testing.T) {
+	var m hud.Model
+	m.Apply(events.Event{Kind: events.KindUnauthorized, Server: "saas", Time: time.Now(),
+		Fields: events.Fields{"error": "server \"saas\": initialize: not logged in; …", "login": "mcpvisor login saas"}})
+	rows := m.View(time.Now())
+	require.Len(t, rows, 1)
+	require.True(t, strings.HasPrefix(rows[0].Error, `run mcpvisor login saas or mcp_login("saas") · server "saas": initialize: not logged in`), rows[0].Error)
 }
