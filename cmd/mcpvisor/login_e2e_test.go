@@ -26,7 +26,9 @@ func TestLoginLogoutE2E(t *testing.T) {
 	state := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "startup.lua"),
 		[]byte(fmt.Sprintf("mcp_add(%q, {url = %q})\n", "saas", rs.URL())), 0o644))
-	env := []string{"BROWSER=" + oauthtest.BrowserScript(t), "XDG_STATE_HOME=" + state}
+	// Spans are exported to stderr too, so the search for tokens below
+	// covers them.
+	env := []string{"BROWSER=" + oauthtest.BrowserScript(t), "XDG_STATE_HOME=" + state, "OTEL_TRACES_EXPORTER=console"}
 	var outputs []string
 	run := func(args ...string) outcome {
 		o := runBinary(t, invocation{dir: dir, args: args, env: env})
@@ -74,6 +76,7 @@ return "in"`
 	second := storedGrant(t, file)
 
 	all := strings.Join(outputs, "\n")
+	require.Contains(t, all, `"Name":"mcp.tool_call"`, "spans were not exported, so not searched")
 	for _, g := range []oauth.Grant{first, second} {
 		for _, secret := range []string{g.Token.Access, g.Token.Refresh} {
 			require.NotEmpty(t, secret)
