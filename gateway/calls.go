@@ -15,9 +15,9 @@ import (
 )
 
 // toolHandler forwards calls of one exposed tool to its server.
-func (g *Gateway) toolHandler(server, tool string) mcp.ToolHandler {
+func (ep *endpoint) toolHandler(server, tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return g.forward(ctx, req, server, tool), nil
+		return ep.forward(ctx, req, server, tool), nil
 	}
 }
 
@@ -26,21 +26,47 @@ func (g *Gateway) toolHandler(server, tool string) mcp.ToolHandler {
 // rejects) comes back as an isError result whose text names the server
 // and the operation: the model reads it, and no request ever hangs past
 // the call's timeout.
-func (g *Gateway) forward(ctx context.Context, req *mcp.CallToolRequest, server, tool string) *mcp.CallToolResult {
+func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, server, tool string) *mcp.CallToolResult {
+	op := fmt.Sprintf("server %q: tools/call %q", server, tool)
 	var args map[string]any
 	if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &args); err != nil {
-			return errorResult(fmt.Sprintf("server %q: tools/call %q: arguments must be a JSON object: %v", server, tool, err))
+			return errorResult(fmt.Sprintf("%s: arguments must be a JSON object: %v", op, err))
 		}
 	}
+	if req.Session == nil {
+		return errorResult(op + ": no client session")
+	}
 	ctx = traceContext(ctx, req.Params.Meta)
-	opts := manager.CallOptions{FailFast: true, Client: g.clients.label(req.Session)}
+	s := ep.g.clients.session(ep, req.Session)
+	c := upstreamCall{name: server + "." + tool, args: args, token: req.Params.GetProgressToken()}
+	if !s.begin() {
+		return errorResult(op + ": " + errClientGone.Error())
+	}
+	defer s.done()
+	return ep.g.call(ctx, s, c)
+}
+
+// upstreamCall is what a client's tools/call asks of the source.
+type upstreamCall struct {
+	name  string // "server.tool"
+	args  map[string]any
+	token any // the client's progress token, if any
+}
+
+// call makes a client's call upstream, with progress going back under the
+// client's token. It ends when the client's session does.
+func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall) *mcp.CallToolResult {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })()
+	opts := manager.CallOptions{FailFast: true, Client: s.label}
 	var fw *progressForwarder
-	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
-		fw = newProgressForwarder(ctx, req.Session, token)
+	if c.token != nil {
+		fw = newProgressForwarder(ctx, s.ss, c.token)
 		opts.Progress = fw.send
 	}
-	res, err := g.src.Call(ctx, server+"."+tool, args, opts)
+	res, err := g.src.Call(ctx, c.name, c.args, opts)
 	if fw != nil {
 		fw.finish() // the progress it has goes out before the result
 	}
@@ -125,7 +151,7 @@ func (ep *endpoint) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok {
 			return next(ctx, method, req)
 		}
-		return ep.g.forward(ctx, call, server, tool), nil
+		return ep.forward(ctx, call, server, tool), nil
 	}
 }
 
