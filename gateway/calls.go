@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
 )
 
 // toolHandler forwards calls of one exposed tool to its server.
@@ -25,7 +26,8 @@ func (ep *endpoint) toolHandler(server, tool string) mcp.ToolHandler {
 // (the server down, its circuit open, a timeout, arguments its schema
 // rejects) comes back as an isError result whose text names the server
 // and the operation: the model reads it, and no request ever hangs past
-// the call's timeout.
+// the call's timeout. What the server asks during the call goes to the
+// client (clientAnswerer).
 func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, server, tool string) *mcp.CallToolResult {
 	op := fmt.Sprintf("server %q: tools/call %q", server, tool)
 	var args map[string]any
@@ -40,11 +42,14 @@ func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, serve
 	ctx = traceContext(ctx, req.Params.Meta)
 	s := ep.g.clients.session(ep, req.Session)
 	c := upstreamCall{name: server + "." + tool, args: args, token: req.Params.GetProgressToken()}
+	if req.ProtocolVersion() >= multiRoundTripVersion {
+		return ep.g.roundTrip(ctx, req, s, c, op)
+	}
 	if !s.begin() {
 		return errorResult(op + ": " + errClientGone.Error())
 	}
 	defer s.done()
-	return ep.g.call(ctx, s, c)
+	return ep.g.call(ctx, s, c, newClientAnswerer(ctx, s, req.ClientCapabilities(), nil))
 }
 
 // upstreamCall is what a client's tools/call asks of the source.
@@ -56,11 +61,11 @@ type upstreamCall struct {
 
 // call makes a client's call upstream, with progress going back under the
 // client's token. It ends when the client's session does.
-func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall) *mcp.CallToolResult {
+func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall, a ask.Answerer) *mcp.CallToolResult {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })()
-	opts := manager.CallOptions{FailFast: true, Client: s.label}
+	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
 	var fw *progressForwarder
 	if c.token != nil {
 		fw = newProgressForwarder(ctx, s.ss, c.token)
@@ -72,6 +77,40 @@ func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall) *mcp.Cal
 	}
 	if err != nil {
 		return errorResult(err.Error())
+	}
+	return res
+}
+
+// roundTrip serves a call of a client on 2026-07-28 or later. Its first
+// request starts the call upstream on its own goroutine; that and every
+// retry carrying the request state return the result, or what the server
+// has asked meanwhile (see roundTrip).
+func (g *Gateway) roundTrip(ctx context.Context, req *mcp.CallToolRequest, s *session, c upstreamCall, op string) *mcp.CallToolResult {
+	p := req.Params
+	var rt *roundTrip
+	if p.RequestState != "" {
+		rt = s.trip(p.RequestState)
+		if rt == nil || rt.tool != p.Name {
+			return errorResult(op + ": the request state names no call of this client that waits for answers (it ended, or was given up); call again without it")
+		}
+		rt.answer(p.InputResponses)
+	} else {
+		if !s.begin() {
+			return errorResult(op + ": " + errClientGone.Error())
+		}
+		if rt = s.addTrip(ctx, p.Name); rt == nil {
+			s.done()
+			return errorResult(op + ": " + errClientGone.Error())
+		}
+		a := newClientAnswerer(ctx, s, req.ClientCapabilities(), rt)
+		go func() {
+			defer s.done()
+			rt.finish(g.call(rt.ctx, s, c, a))
+		}()
+	}
+	res, finished := rt.await(ctx)
+	if finished {
+		s.dropTrip(rt)
 	}
 	return res
 }

@@ -58,10 +58,12 @@ type session struct {
 
 	mu sync.Mutex
 	// mu guards the following.
-	listed bool // client_connected was published
-	calls  int  // calls in flight upstream
-	ended  bool
-	idle   chan struct{} // closed once ended with no call in flight
+	listed    bool // client_connected was published
+	calls     int  // calls in flight upstream
+	ended     bool
+	idle      chan struct{}         // closed once ended with no call in flight
+	trips     map[string]*roundTrip // calls waiting on this client's answers, by request state
+	tripsSeen int                   // round trips so far, to order them
 }
 
 // errClientGone ends what a client had in flight when its session ends.
@@ -92,6 +94,7 @@ func (s *session) end() {
 	s.cancel(errClientGone)
 	s.mu.Lock()
 	s.ended = true
+	s.trips = nil
 	s.closeIfIdleLocked()
 	s.mu.Unlock()
 	<-s.idle
@@ -163,7 +166,7 @@ func (t *clientTable) session(ep *endpoint, ss *mcp.ServerSession) *session {
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
 		c.Name, c.Version = p.ClientInfo.Name, p.ClientInfo.Version
 	}
-	s := &session{ss: ss, client: c, label: c.Label(), idle: make(chan struct{})}
+	s := &session{ss: ss, client: c, label: c.Label(), idle: make(chan struct{}), trips: map[string]*roundTrip{}}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	t.bySession[ss] = s
 	t.wg.Add(1)
