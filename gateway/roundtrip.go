@@ -99,11 +99,20 @@ func (rt *roundTrip) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputRe
 		return a.res, a.err
 	case <-ctx.Done():
 		rt.withdraw(q)
-		return nil, ctx.Err()
+		return nil, ended(ctx)
 	case <-rt.ctx.Done():
 		rt.withdraw(q)
-		return nil, context.Cause(rt.ctx)
+		return nil, ended(rt.ctx)
 	}
+}
+
+// ended is why ctx ended: its error, with its cause when that says more.
+func ended(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || errors.Is(cause, err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, cause)
 }
 
 func (rt *roundTrip) withdraw(q *question) {
