@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpvisor/mcpvisor/manager/ask"
@@ -22,15 +24,22 @@ import (
 // gets what the server asks as the input requests of its call's result,
 // and answers by calling again (see roundTrip).
 //
+// The manager may keep a per-client session's answerer after its call
+// returned, for what the server asks between calls: the client is then
+// asked on its session, outside any call's stream, if it can still be
+// reached; one on 2026-07-28 cannot be.
+//
 // Requests go to the client untouched and its answers and errors come
 // back as they are: the client validates what it is sent, and the
 // manager what it answers.
 type clientAnswerer struct {
-	ss    *mcp.ServerSession
-	label string // the client, for errors
-	caps  *mcp.ClientCapabilities
-	// call is the context of the client's tools/call: requests to the
-	// client carry its values (the SDK finds the call's stream by them).
+	ss      *mcp.ServerSession
+	label   string          // the client, for errors
+	session context.Context // ends when the client's session does
+	caps    *mcp.ClientCapabilities
+	// call has the values of the client's tools/call, which requests to
+	// the client carry (the SDK finds the call's stream by them), and ends
+	// when the call returns.
 	call context.Context
 	// trip, if set, is the client's call on 2026-07-28: what the server
 	// asks goes out as input requests.
@@ -41,7 +50,7 @@ func newClientAnswerer(call context.Context, s *session, caps *mcp.ClientCapabil
 	if caps == nil {
 		caps = &mcp.ClientCapabilities{}
 	}
-	return &clientAnswerer{ss: s.ss, label: s.label, caps: caps, call: call, trip: trip}
+	return &clientAnswerer{ss: s.ss, label: s.label, session: s.ctx, caps: caps, call: call, trip: trip}
 }
 
 // Offers is what the client declared.
@@ -66,9 +75,13 @@ func (a *clientAnswerer) Elicit(ctx context.Context, _ ask.From, p *mcp.ElicitPa
 	if a.trip != nil {
 		return answerAs[*mcp.ElicitResult](a.trip.ask(ctx, p))
 	}
-	ctx, cancel := a.linked(ctx)
+	ctx, cancel, err := a.reach(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer cancel()
-	return a.ss.Elicit(ctx, p)
+	res, err := a.ss.Elicit(ctx, p)
+	return res, a.undelivered(err)
 }
 
 // CreateMessage asks the client for a completion. The SDK's with-tools
@@ -86,9 +99,13 @@ func (a *clientAnswerer) CreateMessage(ctx context.Context, _ ask.From, p *mcp.C
 	if a.trip != nil {
 		return answerAs[*mcp.CreateMessageWithToolsResult](a.trip.ask(ctx, p))
 	}
-	ctx, cancel := a.linked(ctx)
+	ctx, cancel, err := a.reach(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer cancel()
-	return a.ss.CreateMessageWithTools(ctx, p)
+	res, err := a.ss.CreateMessageWithTools(ctx, p)
+	return res, a.undelivered(err)
 }
 
 func (a *clientAnswerer) ListRoots(ctx context.Context, _ ask.From) ([]*mcp.Root, error) {
@@ -96,16 +113,20 @@ func (a *clientAnswerer) ListRoots(ctx context.Context, _ ask.From) ([]*mcp.Root
 		return nil, fmt.Errorf("client %s declared no roots: %w", a.label, ask.ErrNoAnswer)
 	}
 	var res *mcp.ListRootsResult
-	var err error
 	if a.trip != nil {
-		res, err = answerAs[*mcp.ListRootsResult](a.trip.ask(ctx, &mcp.ListRootsParams{}))
-	} else {
-		ctx, cancel := a.linked(ctx)
-		defer cancel()
-		res, err = a.ss.ListRoots(ctx, nil)
+		var err error
+		if res, err = answerAs[*mcp.ListRootsResult](a.trip.ask(ctx, &mcp.ListRootsParams{})); err != nil {
+			return nil, err
+		}
+		return res.Roots, nil
 	}
+	ctx, cancel, err := a.reach(ctx)
 	if err != nil {
 		return nil, err
+	}
+	defer cancel()
+	if res, err = a.ss.ListRoots(ctx, nil); err != nil {
+		return nil, a.undelivered(err)
 	}
 	return res.Roots, nil
 }
@@ -149,14 +170,38 @@ func answerAs[T mcp.InputResponse](r mcp.InputResponse, err error) (T, error) {
 	return got, nil
 }
 
-// linked is the context of one request to the client: it has the call's
-// values and ends when the server's request (ctx) does or the client's
-// call does. On streamable HTTP the SDK sends a request made with the
-// context of a request it is handling on that request's response stream,
-// which the client is reading; made with any other, it would go to the
-// standalone stream, which a client need not open.
-func (a *clientAnswerer) linked(ctx context.Context) (context.Context, context.CancelFunc) {
-	return linked(a.call, ctx, a.call)
+// reach is the context of one request to the client, or ErrNoAnswer if
+// its session has ended. During the call, it has the call's values and
+// ends when the server's request (ctx) does or the call does: on
+// streamable HTTP the SDK sends a request made with the context of a
+// request it is handling on that request's response stream, which the
+// client is reading; made with any other, it goes to the standalone
+// stream, which a client need not open. After the call, it goes there.
+func (a *clientAnswerer) reach(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if a.session.Err() != nil {
+		return nil, nil, fmt.Errorf("client %s has gone: %w", a.label, ask.ErrNoAnswer)
+	}
+	if a.call.Err() == nil {
+		ctx, cancel := linked(a.call, ctx, a.call, a.session)
+		return ctx, cancel, nil
+	}
+	ctx, cancel := linked(context.Background(), ctx, a.session)
+	return ctx, cancel, nil
+}
+
+// codeRejected is the code of the SDK's error for a message its transport
+// could not deliver (a request with no stream open to carry it).
+const codeRejected = -32005
+
+// undelivered makes a request that never reached the client (its session
+// closed, or no stream to send it on) ErrNoAnswer, so that the host may
+// answer; what the client answered is left as it is.
+func (a *clientAnswerer) undelivered(err error) error {
+	var je *jsonrpc.Error
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.As(err, &je) && je.Code == codeRejected {
+		return fmt.Errorf("client %s could not be sent the request: %v: %w", a.label, err, ask.ErrNoAnswer)
+	}
+	return err
 }
 
 // linked returns a context with the values of values that ends when any

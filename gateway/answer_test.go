@@ -102,7 +102,7 @@ func askingServer(ctx context.Context, name string, opts manager.CallOptions) (*
 func askingGateway(t *testing.T) (*Gateway, *fakeSource, string) {
 	t.Helper()
 	src := newFakeSource(t)
-	src.set("srv", manager.Spec{}, "elicit", "elicit-url", "sample", "sample-tools", "roots", "offers", "all", "hold", "withdraw")
+	src.set("srv", manager.Spec{}, "elicit", "elicit-url", "sample", "sample-tools", "roots", "offers", "all", "hold", "withdraw", "keep")
 	src.answerWith(askingServer)
 	g := newGateway(t, src)
 	srv, err := g.Listen(HTTPOptions{Addr: "127.0.0.1:0"})
@@ -552,5 +552,48 @@ func TestEachClientIsNamedApartAndReleasedOnce(t *testing.T) {
 	}
 	for c := range want {
 		assert.True(t, connected[c], "client_connected for %q", c)
+	}
+}
+
+// The manager may ask a per-client session's client between its calls,
+// with the answerer of its last call: the client is asked on its
+// session, where it can be reached (on streamable HTTP that takes the
+// standalone stream), and otherwise, as once it has left, it is left to
+// the host.
+func TestClientAskedBetweenItsCalls(t *testing.T) {
+	g, src, base := askingGateway(t)
+	kept := make(chan ask.Answerer, 1)
+	src.answerWith(func(_ context.Context, _ string, opts manager.CallOptions) (*mcp.CallToolResult, error) {
+		kept <- opts.Answerer
+		return outcomeResult("kept"), nil
+	})
+	reachable := map[string]bool{"stdio": false, "stdio 2025-11-25": true, "http": true,
+		"http without the standalone stream": false, "sse": true}
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			client := &answering{}
+			cs := dial(t, g, base, tr.name, client.options())
+			var o string
+			asked(t, cs, "keep", &o)
+			a := <-kept
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			res, err := a.Elicit(ctx, ask.From{Server: "srv"}, elicitation)
+			if reachable[tr.name] {
+				require.NoError(t, err)
+				assert.Equal(t, map[string]any{"name": "Ada"}, res.Content)
+			} else {
+				require.ErrorIs(t, err, ask.ErrNoAnswer)
+			}
+
+			_, released := src.seen()
+			require.NoError(t, cs.Close())
+			require.Eventually(t, func() bool {
+				_, now := src.seen()
+				return len(now) > len(released)
+			}, 10*time.Second, 5*time.Millisecond, "released")
+			_, err = a.Elicit(ctx, ask.From{Server: "srv"}, elicitation)
+			require.ErrorIs(t, err, ask.ErrNoAnswer, "once the client left")
+		})
 	}
 }

@@ -49,7 +49,12 @@ func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, serve
 		return errorResult(op + ": " + errClientGone.Error())
 	}
 	defer s.done()
-	return ep.g.call(ctx, s, c, newClientAnswerer(ctx, s, req.ClientCapabilities(), nil))
+	// call ends as the call returns, before its result goes out: the
+	// answerer, which the manager may keep, asks outside the call from
+	// then on.
+	call, over := context.WithCancel(ctx)
+	defer over()
+	return ep.g.call(call, s, c, newClientAnswerer(call, s, req.ClientCapabilities(), nil))
 }
 
 // upstreamCall is what a client's tools/call asks of the source.

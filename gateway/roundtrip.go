@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpvisor/mcpvisor/manager/ask"
 )
 
 // multiRoundTripVersion is the first protocol on which a server cannot
@@ -76,14 +78,19 @@ func newRoundTrip(call context.Context, s *session, tool string, seq int) *round
 // finish records the call's result.
 func (rt *roundTrip) finish(res *mcp.CallToolResult) {
 	rt.res = res
+	rt.cancel(errFinished) // before the result goes out: from now on the client cannot be asked
 	close(rt.done)
-	rt.cancel(errFinished) // questions still open are moot
 }
 
 // ask puts req to the client and waits for its answer, until ctx (the
 // server's request) or the call ends. The client cannot be told that a
 // question it was given is withdrawn: its answer is then dropped.
 func (rt *roundTrip) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
+	if rt.ctx.Err() != nil {
+		// Between calls, or once the client left: a client on this
+		// protocol can be asked only during a call.
+		return nil, fmt.Errorf("%w (a client on %s can be asked only during its call): %w", ended(rt.ctx), multiRoundTripVersion, ask.ErrNoAnswer)
+	}
 	q := &question{req: req, answer: make(chan answer, 1)}
 	rt.mu.Lock()
 	rt.asked++
