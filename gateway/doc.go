@@ -51,8 +51,11 @@
 // client on 2026-07-28 (its default over stdio): such a client gets what
 // the server asks as the input requests of its call's result, and
 // answers by calling again with the request state, while the call runs
-// on upstream. Prompts and resources carry no answerer: what a server
-// asks while serving them goes to the host.
+// on upstream. A per-client server that asks between its client's calls
+// (the manager keeps the last call's answerer) reaches the client on its
+// session where the transport can carry it, and the host otherwise.
+// Prompts and resources carry no answerer: what a server asks while
+// serving them goes to the host.
 //
 // Each client session is named "name/version (id)", with an id unique
 // among the gateway's sessions, for all its calls: a per-client server
