@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -596,4 +597,27 @@ func TestClientAskedBetweenItsCalls(t *testing.T) {
 			require.ErrorIs(t, err, ask.ErrNoAnswer, "once the client left")
 		})
 	}
+}
+
+// An HTTP client that goes quiet past the session timeout is released
+// like one that said goodbye.
+func TestHTTPSessionTimeoutReleasesTheClient(t *testing.T) {
+	src := newFakeSource(t)
+	src.set("srv", manager.Spec{}, "echo")
+	g := newGateway(t, src)
+	srv, err := g.Listen(HTTPOptions{Addr: "127.0.0.1:0", SessionTimeout: 200 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, srv.Close(ctx))
+	})
+	cs := dial(t, g, "http://"+srv.Addr(), "http", nil)
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "srv__echo", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	callers, _ := src.seen()
+	require.Eventually(t, func() bool {
+		_, released := src.seen()
+		return slices.Equal(released, callers[:1])
+	}, 10*time.Second, 10*time.Millisecond, "the quiet client released, once, as its call named it")
 }
