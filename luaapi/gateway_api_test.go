@@ -45,6 +45,8 @@ func (g *fakeGateway) ServeHTTP(addr, tokenFile string) error {
 	return nil
 }
 
+func (g *fakeGateway) Start() {}
+
 func (g *fakeGateway) SetToolsets(sets map[string]luaapi.Toolset) {
 	g.mu.Lock()
 	g.latest = sets
