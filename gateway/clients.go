@@ -64,6 +64,7 @@ type session struct {
 	idle      chan struct{}         // closed once ended with no call in flight
 	trips     map[string]*roundTrip // calls waiting on this client's answers, by request state
 	tripsSeen int                   // round trips so far, to order them
+	subs      map[subKey]bool       // resource subscriptions held upstream
 }
 
 // errClientGone ends what a client had in flight when its session ends.
@@ -166,7 +167,7 @@ func (t *clientTable) session(ep *endpoint, ss *mcp.ServerSession) *session {
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
 		c.Name, c.Version = p.ClientInfo.Name, p.ClientInfo.Version
 	}
-	s := &session{ss: ss, client: c, label: c.Label(), idle: make(chan struct{}), trips: map[string]*roundTrip{}}
+	s := &session{ss: ss, client: c, label: c.Label(), idle: make(chan struct{}), trips: map[string]*roundTrip{}, subs: map[subKey]bool{}}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	t.bySession[ss] = s
 	t.wg.Add(1)
@@ -180,6 +181,7 @@ func (t *clientTable) watch(s *session) {
 	defer t.wg.Done()
 	_ = s.ss.Wait()
 	s.end()
+	t.dropSubscriptions(s)
 	t.mu.Lock()
 	delete(t.bySession, s.ss)
 	t.mu.Unlock()

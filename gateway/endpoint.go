@@ -134,9 +134,11 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 			Logging:   &mcp.LoggingCapabilities{},
 		},
+		SubscribeHandler:   ep.subscribe,
+		UnsubscribeHandler: ep.unsubscribe,
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
 			g.clients.connected(ep, req.Session)
 		},

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,6 +56,8 @@ type Gateway struct {
 	// logs carries server log messages to deliverLogs.
 	logs     chan logEntry
 	logsDone chan struct{}
+	// updates are the resource updates being sent to clients.
+	updates sync.WaitGroup
 
 	// Owned by the run goroutine.
 	names     namers
@@ -130,8 +133,13 @@ func (g *Gateway) run(sub *events.Subscription) {
 				break
 			}
 			dirty = dirty || changesLists(e.Kind)
-			if e.Kind == events.KindNotification && e.Text("method") == "notifications/message" {
-				g.forwardLog(e)
+			if e.Kind == events.KindNotification {
+				switch e.Text("method") {
+				case "notifications/message":
+					g.forwardLog(e)
+				case "notifications/resources/updated":
+					g.forwardUpdate(e)
+				}
 			}
 		}
 		if dirty {
@@ -278,6 +286,7 @@ func (g *Gateway) Close() {
 	g.cancel()
 	<-g.done
 	<-g.logsDone
+	g.updates.Wait()
 	for _, ep := range g.endpoints {
 		for ss := range ep.srv.Sessions() {
 			_ = ss.Close()

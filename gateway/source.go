@@ -25,6 +25,8 @@ type Source interface {
 	Call(ctx context.Context, name string, args any, opts manager.CallOptions) (*mcp.CallToolResult, error)
 	ReadResource(ctx context.Context, uri, server string, timeout time.Duration) (*mcp.ReadResourceResult, error)
 	GetPrompt(ctx context.Context, name string, args map[string]string, timeout time.Duration) (*mcp.GetPromptResult, error)
+	Subscribe(server, uri string) error
+	Unsubscribe(server, uri string) error
 	Bus() *events.Bus
 	// CallersAnswer declares what the gateway's clients may answer when a
 	// server asks (see CallOptions.Answerer).

@@ -36,6 +36,7 @@ type fakeSource struct {
 	callers  []string // the Client of each call, in order
 	answers  ask.Kind // what CallersAnswer declared
 	released []string // ReleaseClient's clients, in order
+	subs     []string // "+server uri" per Subscribe, "-server uri" per Unsubscribe
 }
 
 func newFakeSource(t testing.TB) *fakeSource {
@@ -137,6 +138,20 @@ func (f *fakeSource) GetPrompt(context.Context, string, map[string]string, time.
 }
 
 func (f *fakeSource) Bus() *events.Bus { return f.bus }
+
+func (f *fakeSource) Subscribe(server, uri string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subs = append(f.subs, "+"+server+" "+uri)
+	return nil
+}
+
+func (f *fakeSource) Unsubscribe(server, uri string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subs = append(f.subs, "-"+server+" "+uri)
+	return nil
+}
 
 func (f *fakeSource) CallersAnswer(kinds ask.Kind) {
 	f.mu.Lock()

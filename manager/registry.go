@@ -92,36 +92,14 @@ func (m *Manager) Resources(server string) ([]ResourceInfo, error) {
 // server that lists that URI.
 func (m *Manager) ReadResource(ctx context.Context, uri, server string, timeout time.Duration) (*mcp.ReadResourceResult, error) {
 	op := fmt.Sprintf("resources/read %q", uri)
-	var s *supervisor
-	if server != "" {
-		var err error
-		if s, err = m.target(server, op); err != nil {
-			return nil, err
-		}
-	} else {
-		var owners []*supervisor
-		for _, sup := range m.supervisors() {
-			if cat := sup.snap.Load().cat; cat != nil && cat.hasResource(uri) {
-				owners = append(owners, sup)
-			}
-		}
-		switch len(owners) {
-		case 0:
-			return nil, errorf(CodeServerNotFound, "", op, "no server lists this resource; pass {server = name} to read it from a given server")
-		case 1:
-			s = owners[0]
-		default:
-			names := make([]string, len(owners))
-			for i, o := range owners {
-				names[i] = o.name
-			}
-			return nil, errorf(CodeAmbiguousTool, "", op, "several servers list this resource: %s; pass {server = name}", strings.Join(names, ", "))
-		}
+	s, err := m.resourceServer(server, uri, op)
+	if err != nil {
+		return nil, err
 	}
 	ctx, req, cancel := s.requestContext(ctx, timeout)
 	defer s.inflight.end(req, cancel)
 	var res *mcp.ReadResourceResult
-	err := s.request(ctx, op, false, func(ctx context.Context, snap *snapshot) (bool, error) {
+	err = s.request(ctx, op, false, func(ctx context.Context, snap *snapshot) (bool, error) {
 		var err error
 		res, err = snap.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 		if err != nil {
@@ -320,14 +298,40 @@ type ToolInfo struct {
 	Tool *mcp.Tool
 }
 
-// Subscribe asks server to tell when the resource at uri changes, and
+// resourceServer is the server named server, or if "" the one server
+// that lists uri.
+func (m *Manager) resourceServer(server, uri, op string) (*supervisor, error) {
+	if server != "" {
+		return m.target(server, op)
+	}
+	var owners []*supervisor
+	for _, sup := range m.supervisors() {
+		if cat := sup.snap.Load().cat; cat != nil && cat.hasResource(uri) {
+			owners = append(owners, sup)
+		}
+	}
+	switch len(owners) {
+	case 0:
+		return nil, errorf(CodeServerNotFound, "", op, "no server lists this resource; pass {server = name} to read it from a given server")
+	case 1:
+		return owners[0], nil
+	}
+	names := make([]string, len(owners))
+	for i, o := range owners {
+		names[i] = o.name
+	}
+	return nil, errorf(CodeAmbiguousTool, "", op, "several servers list this resource: %s; pass {server = name}", strings.Join(names, ", "))
+}
+
+// Subscribe asks server (if "", the one server that lists uri) to tell
+// when the resource at uri changes, and
 // keeps asking across reconnects until as many Unsubscribe calls: each
 // change comes as a notification event (method
 // notifications/resources/updated, params {uri}). Subscriptions are
 // counted, so several callers may hold one each. It returns at once; a
 // server that does not offer subscriptions gets none.
 func (m *Manager) Subscribe(server, uri string) error {
-	s, err := m.target(server, fmt.Sprintf("resources/subscribe %q", uri))
+	s, err := m.resourceServer(server, uri, fmt.Sprintf("resources/subscribe %q", uri))
 	if err != nil {
 		return err
 	}
@@ -339,7 +343,7 @@ func (m *Manager) Subscribe(server, uri string) error {
 
 // Unsubscribe drops one subscription to uri taken with Subscribe.
 func (m *Manager) Unsubscribe(server, uri string) error {
-	s, err := m.target(server, fmt.Sprintf("resources/unsubscribe %q", uri))
+	s, err := m.resourceServer(server, uri, fmt.Sprintf("resources/unsubscribe %q", uri))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,107 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A client's resource subscription is passed on to the server that lists
+// the resource, which the manager keeps subscribed across its reconnects;
+// the server's notifications/resources/updated come back as events, and
+// the go-sdk server sends them to the sessions subscribed to that URI.
+// Each session's subscriptions are dropped upstream when it ends.
+
+// subKey is one subscription of a client session.
+type subKey struct{ server, uri string }
+
+// subscribe handles resources/subscribe (and, on 2026-07-28, the
+// resources of a subscriptions/listen).
+func (ep *endpoint) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+	s := ep.g.clients.session(ep, req.Session)
+	k := subKey{ep.resourceServer(req.Params.URI), req.Params.URI}
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return errClientGone
+	}
+	if s.subs[k] {
+		s.mu.Unlock()
+		return nil
+	}
+	s.subs[k] = true
+	s.mu.Unlock()
+	if err := ep.g.src.Subscribe(k.server, k.uri); err != nil {
+		s.mu.Lock()
+		delete(s.subs, k)
+		s.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// unsubscribe handles resources/unsubscribe.
+func (ep *endpoint) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
+	s := ep.g.clients.session(ep, req.Session)
+	k := subKey{ep.resourceServer(req.Params.URI), req.Params.URI}
+	s.mu.Lock()
+	held := s.subs[k]
+	delete(s.subs, k)
+	s.mu.Unlock()
+	if !held {
+		return nil
+	}
+	return ep.g.src.Unsubscribe(k.server, k.uri)
+}
+
+// resourceServer is the server whose resource uri is on this endpoint,
+// or "" to let the manager find the one that lists it (a URI made from a
+// template).
+func (ep *endpoint) resourceServer(uri string) string {
+	if ep.sel == oneServer {
+		return ep.name
+	}
+	for _, r := range ep.g.view.Load().resources {
+		if r.URI == uri && !r.Template {
+			return r.Server // the first by name, as the listing does
+		}
+	}
+	return ""
+}
+
+// dropSubscriptions gives back what an ended session held.
+func (t *clientTable) dropSubscriptions(s *session) {
+	s.mu.Lock()
+	subs := s.subs
+	s.subs = nil
+	s.mu.Unlock()
+	for k := range subs {
+		_ = t.g.src.Unsubscribe(k.server, k.uri)
+	}
+}
+
+// forwardUpdate sends a server's notifications/resources/updated to the
+// endpoints serving that server; the go-sdk server delivers it to the
+// sessions subscribed to the URI. Only the run goroutine calls it.
+func (g *Gateway) forwardUpdate(e events.Event) {
+	params, _ := e.Fields["params"].(map[string]any)
+	uri, _ := params["uri"].(string)
+	if uri == "" {
+		return
+	}
+	for key, ep := range g.endpoints {
+		if key.sel == oneToolset || key.sel == oneServer && key.name != e.Server {
+			continue
+		}
+		g.updates.Go(func() {
+			ctx, cancel := context.WithTimeout(g.ctx, 5*time.Second)
+			defer cancel()
+			if err := ep.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+				g.log.Debug("resource update not forwarded", "server", e.Server, "uri", uri, "endpoint", ep.path, "error", fmt.Sprint(err))
+			}
+		})
+	}
+}

@@ -1,0 +1,81 @@
+package gateway_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// inProcess serves srv to the manager through in-memory transports.
+type inProcess struct{ srv *mcp.Server }
+
+func (d *inProcess) Dial(ctx context.Context) (mcp.Transport, error) {
+	client, server := mcp.NewInMemoryTransports()
+	if _, err := d.srv.Connect(ctx, server, nil); err != nil {
+		return nil, err
+	}
+	return client, nil
+}
+
+// A client's resource subscription reaches the server behind the gateway,
+// the server's updates reach the client, on /mcp and on the server's own
+// endpoint, and a client that leaves takes its subscription with it.
+func TestResourceSubscriptionsReachTheServer(t *testing.T) {
+	var subscribed, unsubscribed atomic.Int32
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sub", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error {
+			subscribed.Add(1)
+			return nil
+		},
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error {
+			unsubscribed.Add(1)
+			return nil
+		},
+	})
+	srv.AddResource(&mcp.Resource{URI: "test://r", Name: "r"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://r", Text: "x"}}}, nil
+	})
+	r := newRig(t, map[string]manager.Spec{"sub": {Transport: manager.TransportInProcess, Dial: &inProcess{srv: srv}}}, gateway.HTTPOptions{})
+	r.wait("sub")
+
+	for _, path := range []string{"/mcp", "/servers/sub/mcp"} {
+		updates := make(chan string, 10)
+		c := mcp.NewClient(&mcp.Implementation{Name: "sub-test", Version: "1"}, &mcp.ClientOptions{
+			ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+				updates <- req.Params.URI
+			},
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cs, err := c.Connect(ctx, r.streamable(path), nil)
+		require.NoError(t, err)
+		pollUntil(t, 10*time.Second, "the resource listed on "+path, func() bool {
+			res, err := cs.ListResources(ctx, nil)
+			return err == nil && len(res.Resources) == 1
+		})
+		before := subscribed.Load()
+		subCtx, stop := context.WithCancel(ctx)
+		go func() { _ = cs.Subscribe(subCtx, &mcp.SubscribeParams{URI: "test://r"}) }()
+		pollUntil(t, 10*time.Second, "the subscription upstream", func() bool { return subscribed.Load() > before })
+
+		require.NoError(t, srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://r"}))
+		select {
+		case uri := <-updates:
+			require.Equal(t, "test://r", uri)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no resource update reached the client", path)
+		}
+
+		gone := unsubscribed.Load()
+		stop()
+		require.NoError(t, cs.Close())
+		pollUntil(t, 10*time.Second, "the subscription dropped upstream when the client left", func() bool { return unsubscribed.Load() > gone })
+		cancel()
+	}
+}
