@@ -112,7 +112,10 @@ func TestServerEndpointOwnNames(t *testing.T) {
 	r.wait("two")
 	own := connect(t, r.streamable("/servers/one/mcp"), nil)
 	require.ElementsMatch(t, []string{"echo", "add", "sleep", "fail", "block"}, toolNames(t, own))
-	require.Equal(t, "mcpvisor-demo", own.InitializeResult().ServerInfo.Name)
+	init := own.InitializeResult()
+	require.Equal(t, "mcpvisor-demo", init.ServerInfo.Name)
+	require.Contains(t, init.Instructions, "A demo server built into mcpvisor", "the server's own instructions")
+	require.False(t, init.Capabilities.Resources.Subscribe, "the demo server offers no subscriptions, so neither does its endpoint")
 	res := call(t, own, "add", map[string]any{"a": 2, "b": 3})
 	require.False(t, res.IsError, text(res))
 	require.Equal(t, map[string]any{"sum": float64(5)}, res.StructuredContent)
@@ -120,6 +123,7 @@ func TestServerEndpointOwnNames(t *testing.T) {
 	all := connect(t, r.streamable("/mcp"), nil)
 	require.ElementsMatch(t, []string{"one__echo", "one__add", "one__sleep", "one__fail", "one__block",
 		"two__echo", "two__add", "two__sleep", "two__fail", "two__block"}, toolNames(t, all))
+	require.True(t, all.InitializeResult().Capabilities.Resources.Subscribe, "/mcp passes subscriptions to whichever server lists the resource")
 }
 
 // Killing a server process during a call ends that call with an error

@@ -123,29 +123,63 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 	}
 	ep.routes.Store(&routeTable{tools: map[string]toolRoute{}})
 	impl := &mcp.Implementation{Name: "mcpvisor", Version: g.opts.Version}
+	// Clients may list before any server has connected: the lists exist
+	// from the start and grow with list_changed.
+	caps := &mcp.ServerCapabilities{
+		Tools:     &mcp.ToolCapabilities{ListChanged: true},
+		Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+		Logging:   &mcp.LoggingCapabilities{},
+	}
+	var instructions string
 	if sel == oneServer {
+		// A server's own endpoint looks like the server, as far as it has
+		// been seen: its name, instructions and the kinds of things it
+		// offers (list changes are announced whether or not it does:
+		// mcpvisor's own lists change as it reconnects).
 		if st, err := g.src.Status(name); err == nil && st.ServerName != "" {
 			impl = &mcp.Implementation{Name: st.ServerName, Version: st.ServerVersion}
+			instructions = st.Instructions
+			caps = mirrored(caps, st.Capabilities)
 		}
 	}
-	ep.srv = mcp.NewServer(impl, &mcp.ServerOptions{
-		// Clients may list before any server has connected: the lists
-		// exist from the start and grow with list_changed.
-		Capabilities: &mcp.ServerCapabilities{
-			Tools:     &mcp.ToolCapabilities{ListChanged: true},
-			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
-			Logging:   &mcp.LoggingCapabilities{},
-		},
-		SubscribeHandler:   ep.subscribe,
-		UnsubscribeHandler: ep.unsubscribe,
+	opts := &mcp.ServerOptions{
+		Capabilities: caps,
+		Instructions: instructions,
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
 			g.clients.connected(ep, req.Session)
 		},
 		KeepAlive: g.opts.KeepAlive,
-	})
+	}
+	if caps.Resources != nil && caps.Resources.Subscribe {
+		// The SDK declares subscriptions whenever it has the handlers.
+		opts.SubscribeHandler, opts.UnsubscribeHandler = ep.subscribe, ep.unsubscribe
+	}
+	ep.srv = mcp.NewServer(impl, opts)
 	ep.srv.AddReceivingMiddleware(ep.unknownTools, ep.announce)
 	return ep
+}
+
+// mirrored keeps of caps what the server declared in its own: a client
+// of the server's endpoint sees no prompts capability from a server that
+// has no prompts. Logging stays: mcpvisor answers logging/setLevel itself.
+func mirrored(caps, server *mcp.ServerCapabilities) *mcp.ServerCapabilities {
+	if server == nil {
+		return caps
+	}
+	out := *caps
+	if server.Tools == nil {
+		out.Tools = nil
+	}
+	if server.Prompts == nil {
+		out.Prompts = nil
+	}
+	if server.Resources == nil {
+		out.Resources = nil
+	} else if !server.Resources.Subscribe {
+		out.Resources = &mcp.ResourceCapabilities{ListChanged: true}
+	}
+	return &out
 }
 
 // apply makes the endpoint's lists match v. Only the run goroutine calls it.

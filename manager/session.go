@@ -242,6 +242,8 @@ func (s *supervisor) connected(c *conn) {
 		n.status.setCatalog(c.cat)
 		if init != nil {
 			n.status.Protocol = init.ProtocolVersion
+			n.status.Instructions = init.Instructions
+			n.status.Capabilities = init.Capabilities
 			if init.ServerInfo != nil {
 				n.status.ServerName = init.ServerInfo.Name
 				n.status.ServerVersion = init.ServerInfo.Version

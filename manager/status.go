@@ -41,6 +41,11 @@ type Status struct {
 	ServerVersion string
 	// Protocol is the negotiated MCP protocol version.
 	Protocol string
+	// Instructions and Capabilities are what the server declared at its
+	// last handshake (nil capabilities before the first); shared, never
+	// modified.
+	Instructions string
+	Capabilities *mcp.ServerCapabilities
 	// PID is the process id of a stdio server while it runs.
 	PID int
 	// Circuit is the breaker's state.
