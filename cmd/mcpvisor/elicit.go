@@ -69,9 +69,9 @@ type opener func(target string) ([]string, error)
 // cause.
 func elicit(ctx context.Context, q questioner, from ask.From, params *mcp.ElicitParams, open opener) (*mcp.ElicitResult, error) {
 	url := params.Mode == "url" || (params.Mode == "" && (params.URL != "" || params.ElicitationID != ""))
-	who := fmt.Sprintf("server %q", textsafe.Line(from.Server))
+	who := `server "` + textsafe.Line(from.Server) + `"`
 	if from.Client != "" {
-		who += fmt.Sprintf(" (for client %q)", textsafe.Line(from.Client))
+		who += ` (for client "` + textsafe.Line(from.Client) + `")`
 	}
 	var res *mcp.ElicitResult
 	var err error

@@ -65,23 +65,7 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 	// after a Ctrl-D hangs.
 	tty := readline.NewCancelableStdin(ttyReader{os.Stdin})
 	shared := &editorState{}
-	rl, err := readline.NewEx(&readline.Config{
-		Stdin:             tty,
-		Prompt:            "mcp> ",
-		HistoryFile:       historyFile(),
-		InterruptPrompt:   "^C",
-		EOFPrompt:         "",
-		HistorySearchFold: true,
-		// The console records the REPL's lines; a question's answers
-		// (names, addresses) stay out of the history file.
-		DisableAutoSaveHistory: true,
-		AutoComplete:           completer{rt: h.rt, off: shared.asking},
-		Listener:               shared.listener(),
-		// Through the terminal's lock, which HUD frames take too.
-		Stdout:              stdout,
-		Stderr:              stderr,
-		FuncFilterInputRune: h.hud.filterKey,
-	})
+	rl, err := readline.NewEx(replEditorConfig(tty, stdout, stderr, shared, completer{rt: h.rt, off: shared.asking}, h.hud.filterKey))
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpvisor: cannot start the REPL: %v\n", err)
 		return 1
@@ -160,6 +144,29 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 		cancel()
 	}
 	return 0
+}
+
+// replEditorConfig is the REPL's line editor reading in: history, Ctrl-C
+// and Ctrl-D as the REPL wants them, output to stdout and stderr, and the
+// console's listener.
+func replEditorConfig(in io.ReadCloser, stdout, stderr io.Writer, shared *editorState, complete readline.AutoCompleter, filter func(rune) (rune, bool)) *readline.Config {
+	return &readline.Config{
+		Stdin:             in,
+		Prompt:            "mcp> ",
+		HistoryFile:       historyFile(),
+		InterruptPrompt:   "^C",
+		EOFPrompt:         "",
+		HistorySearchFold: true,
+		// The console records the REPL's lines; a question's answers
+		// (names, addresses) stay out of the history file.
+		DisableAutoSaveHistory: true,
+		AutoComplete:           complete,
+		Listener:               shared.listener(),
+		// Through the terminal's lock, which HUD frames take too.
+		Stdout:              stdout,
+		Stderr:              stderr,
+		FuncFilterInputRune: filter,
+	}
 }
 
 // ttyReader is the terminal as readline reads it. Between lines readline
