@@ -12,12 +12,13 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
 )
 
 // toolHandler forwards calls of one exposed tool to its server.
-func (g *Gateway) toolHandler(server, tool string) mcp.ToolHandler {
+func (ep *endpoint) toolHandler(server, tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return g.forward(ctx, req, server, tool), nil
+		return ep.forward(ctx, req, server, tool), nil
 	}
 }
 
@@ -25,27 +26,96 @@ func (g *Gateway) toolHandler(server, tool string) mcp.ToolHandler {
 // (the server down, its circuit open, a timeout, arguments its schema
 // rejects) comes back as an isError result whose text names the server
 // and the operation: the model reads it, and no request ever hangs past
-// the call's timeout.
-func (g *Gateway) forward(ctx context.Context, req *mcp.CallToolRequest, server, tool string) *mcp.CallToolResult {
+// the call's timeout. What the server asks during the call goes to the
+// client (clientAnswerer).
+func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, server, tool string) *mcp.CallToolResult {
+	op := fmt.Sprintf("server %q: tools/call %q", server, tool)
 	var args map[string]any
 	if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &args); err != nil {
-			return errorResult(fmt.Sprintf("server %q: tools/call %q: arguments must be a JSON object: %v", server, tool, err))
+			return errorResult(fmt.Sprintf("%s: arguments must be a JSON object: %v", op, err))
 		}
 	}
+	if req.Session == nil {
+		return errorResult(op + ": no client session")
+	}
 	ctx = traceContext(ctx, req.Params.Meta)
-	opts := manager.CallOptions{FailFast: true, Client: g.clients.label(req.Session)}
+	s := ep.g.clients.session(ep, req.Session)
+	c := upstreamCall{name: server + "." + tool, args: args, token: req.Params.GetProgressToken()}
+	if req.ProtocolVersion() >= multiRoundTripVersion {
+		return ep.g.roundTrip(ctx, req, s, c, op)
+	}
+	if !s.begin() {
+		return errorResult(op + ": " + errClientGone.Error())
+	}
+	defer s.done()
+	// call ends as the call returns, before its result goes out: the
+	// answerer, which the manager may keep, asks outside the call from
+	// then on.
+	call, over := context.WithCancel(ctx)
+	defer over()
+	return ep.g.call(call, s, c, newClientAnswerer(call, s, req.ClientCapabilities(), nil))
+}
+
+// upstreamCall is what a client's tools/call asks of the source.
+type upstreamCall struct {
+	name  string // "server.tool"
+	args  map[string]any
+	token any // the client's progress token, if any
+}
+
+// call makes a client's call upstream, with progress going back under the
+// client's token. It ends when the client's session does.
+func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall, a ask.Answerer) *mcp.CallToolResult {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })()
+	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
 	var fw *progressForwarder
-	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
-		fw = newProgressForwarder(ctx, req.Session, token)
+	if c.token != nil {
+		fw = newProgressForwarder(ctx, s.ss, c.token)
 		opts.Progress = fw.send
 	}
-	res, err := g.src.Call(ctx, server+"."+tool, args, opts)
+	res, err := g.src.Call(ctx, c.name, c.args, opts)
 	if fw != nil {
 		fw.finish() // the progress it has goes out before the result
 	}
 	if err != nil {
 		return errorResult(err.Error())
+	}
+	return res
+}
+
+// roundTrip serves a call of a client on 2026-07-28 or later. Its first
+// request starts the call upstream on its own goroutine; that and every
+// retry carrying the request state return the result, or what the server
+// has asked meanwhile (see roundTrip).
+func (g *Gateway) roundTrip(ctx context.Context, req *mcp.CallToolRequest, s *session, c upstreamCall, op string) *mcp.CallToolResult {
+	p := req.Params
+	var rt *roundTrip
+	if p.RequestState != "" {
+		rt = s.trip(p.RequestState)
+		if rt == nil || rt.tool != p.Name {
+			return errorResult(op + ": the request state names no call of this client that waits for answers (it ended, or was given up); call again without it")
+		}
+		rt.answer(p.InputResponses)
+	} else {
+		if !s.begin() {
+			return errorResult(op + ": " + errClientGone.Error())
+		}
+		if rt = s.addTrip(ctx, p.Name); rt == nil {
+			s.done()
+			return errorResult(op + ": " + errClientGone.Error())
+		}
+		a := newClientAnswerer(ctx, s, req.ClientCapabilities(), rt)
+		go func() {
+			defer s.done()
+			rt.finish(g.call(rt.ctx, s, c, a))
+		}()
+	}
+	res, finished := rt.await(ctx)
+	if finished {
+		s.dropTrip(rt)
 	}
 	return res
 }
@@ -125,7 +195,7 @@ func (ep *endpoint) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok {
 			return next(ctx, method, req)
 		}
-		return ep.g.forward(ctx, call, server, tool), nil
+		return ep.forward(ctx, call, server, tool), nil
 	}
 }
 

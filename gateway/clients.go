@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -15,8 +16,10 @@ import (
 
 // Client is one MCP client session of the gateway.
 type Client struct {
-	// ID is the client's MCP session id ("stdio" for the stdio client;
-	// one made up here for an SSE client, whose transport has none).
+	// ID names the session among all the gateway's: the client's MCP
+	// session id over streamable HTTP; "stdio" for the first stdio
+	// client, "stdio-2" for the next and so on; one made up here for an
+	// SSE client, whose transport has none.
 	ID        string
 	Name      string // from initialize's clientInfo
 	Version   string
@@ -25,7 +28,10 @@ type Client struct {
 	Since     time.Time
 }
 
-// Label is how events and spans name the client: "name/version (id)".
+// Label is how events, spans and the manager name the client:
+// "name/version (id)". It is unique among the gateway's clients, so two
+// clients of the same name and version are told apart (and get sessions
+// of their own on a per-client server).
 func (c Client) Label() string {
 	s := c.Name
 	if s == "" {
@@ -34,35 +40,98 @@ func (c Client) Label() string {
 	if c.Version != "" {
 		s += "/" + c.Version
 	}
-	if c.ID != "" && c.ID != "stdio" {
-		id := c.ID
-		if len(id) > 8 {
-			id = id[:8]
-		}
-		s += " (" + id + ")"
-	}
-	return s
+	return s + " (" + c.ID + ")"
 }
 
-// clientTable tracks the connected clients: a session joins when it has
-// initialized and leaves when it ends, each with an event.
+// session is what the gateway keeps of one client session, from the
+// first time it sees it (initialized, or a first call) until it ends.
+type session struct {
+	ss     *mcp.ServerSession
+	client Client
+	// label is client.Label(), fixed when the session is first seen: the
+	// Client of every call it makes and what ReleaseClient is given.
+	label string
+	// ctx ends when the session does, and with it every call the session
+	// still has upstream.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu sync.Mutex
+	// mu guards the following.
+	listed    bool // client_connected was published
+	calls     int  // calls in flight upstream
+	ended     bool
+	idle      chan struct{}         // closed once ended with no call in flight
+	trips     map[string]*roundTrip // calls waiting on this client's answers, by request state
+	tripsSeen int                   // round trips so far, to order them
+}
+
+// errClientGone ends what a client had in flight when its session ends.
+var errClientGone = errors.New("the client went away")
+
+// begin counts a call in flight; it is refused once the session ended.
+func (s *session) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return false
+	}
+	s.calls++
+	return true
+}
+
+// done ends a call begun.
+func (s *session) done() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls--
+	s.closeIfIdleLocked()
+}
+
+// end cancels what the session has in flight and waits for its calls to
+// return.
+func (s *session) end() {
+	s.cancel(errClientGone)
+	s.mu.Lock()
+	s.ended = true
+	s.trips = nil
+	s.closeIfIdleLocked()
+	s.mu.Unlock()
+	<-s.idle
+}
+
+func (s *session) closeIfIdleLocked() {
+	if s.ended && s.calls == 0 {
+		select {
+		case <-s.idle:
+		default:
+			close(s.idle)
+		}
+	}
+}
+
+// clientTable tracks the client sessions: one joins when it has
+// initialized (or first calls, if that comes first) and leaves when it
+// ends; it is announced with events, and the manager is told when it
+// leaves.
 type clientTable struct {
 	g  *Gateway
 	wg sync.WaitGroup // the watchers of sessions
 
 	mu sync.Mutex
-	// mu guards bySession and stdio.
-	bySession map[*mcp.ServerSession]Client
+	// mu guards the following.
+	bySession map[*mcp.ServerSession]*session
 	stdio     map[*mcp.ServerSession]bool // sessions ServeStdio serves
+	stdioSeen int                         // stdio sessions so far, to number them
 }
 
 func (t *clientTable) init(g *Gateway) {
 	t.g = g
-	t.bySession = map[*mcp.ServerSession]Client{}
+	t.bySession = map[*mcp.ServerSession]*session{}
 	t.stdio = map[*mcp.ServerSession]bool{}
 }
 
-// serveStdio marks ss as the stdio session, until done is called.
+// serveStdio marks ss as a stdio session, until done is called.
 func (t *clientTable) serveStdio(ss *mcp.ServerSession) (done func()) {
 	t.mu.Lock()
 	t.stdio[ss] = true
@@ -74,14 +143,22 @@ func (t *clientTable) serveStdio(ss *mcp.ServerSession) (done func()) {
 	}
 }
 
-func (t *clientTable) connected(ep *endpoint, ss *mcp.ServerSession) {
+// session returns the record of ss, making it (and its watcher) the first
+// time ss is seen, on endpoint ep.
+func (t *clientTable) session(ep *endpoint, ss *mcp.ServerSession) *session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.bySession[ss]; ok {
+		return s
+	}
 	c := Client{ID: ss.ID(), Transport: "http", Endpoint: ep.path, Since: time.Now()}
 	if c.ID == "" { // stdio and SSE sessions have none
-		t.mu.Lock()
-		stdio := t.stdio[ss]
-		t.mu.Unlock()
-		if stdio {
+		if t.stdio[ss] {
+			t.stdioSeen++
 			c.ID, c.Transport = "stdio", "stdio"
+			if t.stdioSeen > 1 {
+				c.ID = fmt.Sprintf("stdio-%d", t.stdioSeen)
+			}
 		} else {
 			c.ID, c.Transport = rand.Text()[:16], "sse"
 		}
@@ -89,25 +166,47 @@ func (t *clientTable) connected(ep *endpoint, ss *mcp.ServerSession) {
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
 		c.Name, c.Version = p.ClientInfo.Name, p.ClientInfo.Version
 	}
+	s := &session{ss: ss, client: c, label: c.Label(), idle: make(chan struct{}), trips: map[string]*roundTrip{}}
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	t.bySession[ss] = s
+	t.wg.Add(1)
+	go t.watch(s)
+	return s
+}
+
+// watch waits for a session to end, then lets its calls return, tells
+// the source that the client is gone and publishes client_disconnected.
+func (t *clientTable) watch(s *session) {
+	defer t.wg.Done()
+	_ = s.ss.Wait()
+	s.end()
 	t.mu.Lock()
-	_, known := t.bySession[ss]
-	t.bySession[ss] = c
+	delete(t.bySession, s.ss)
 	t.mu.Unlock()
-	if known {
+	s.mu.Lock()
+	listed := s.listed
+	s.mu.Unlock()
+	if listed {
+		c := s.client
+		t.g.bus.Publish(events.KindClientDisconnected, "", events.Fields{"client": s.label, "client_name": c.Name,
+			"transport": c.Transport, "endpoint": c.Endpoint})
+	}
+	t.g.src.ReleaseClient(s.label)
+}
+
+// connected lists a session's client, once, with client_connected.
+func (t *clientTable) connected(ep *endpoint, ss *mcp.ServerSession) {
+	s := t.session(ep, ss)
+	s.mu.Lock()
+	already := s.listed
+	s.listed = true
+	s.mu.Unlock()
+	if already {
 		return // initialized twice: once is enough
 	}
-	t.g.bus.Publish(events.KindClientConnected, "", events.Fields{"client": c.Label(), "client_name": c.Name,
+	c := s.client
+	t.g.bus.Publish(events.KindClientConnected, "", events.Fields{"client": s.label, "client_name": c.Name,
 		"client_version": c.Version, "transport": c.Transport, "endpoint": c.Endpoint})
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		_ = ss.Wait()
-		t.mu.Lock()
-		delete(t.bySession, ss)
-		t.mu.Unlock()
-		t.g.bus.Publish(events.KindClientDisconnected, "", events.Fields{"client": c.Label(), "client_name": c.Name,
-			"transport": c.Transport, "endpoint": c.Endpoint})
-	}()
 }
 
 // announce lists a client that never sends initialize: one of the newer
@@ -120,41 +219,41 @@ func (ep *endpoint) announce(next mcp.MethodHandler) mcp.MethodHandler {
 		if method == "initialize" {
 			return res, err
 		}
-		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && err == nil && ss.InitializeParams() != nil && !ep.g.clients.known(ss) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && err == nil && ss.InitializeParams() != nil && !ep.g.clients.listed(ss) {
 			ep.g.clients.connected(ep, ss)
 		}
 		return res, err
 	}
 }
 
-func (t *clientTable) known(ss *mcp.ServerSession) bool {
+// listed reports whether ss's client was announced.
+func (t *clientTable) listed(ss *mcp.ServerSession) bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	_, ok := t.bySession[ss]
-	return ok
-}
-
-// label names the client of a session for events, or "" if unknown.
-func (t *clientTable) label(ss *mcp.ServerSession) string {
-	if ss == nil {
-		return ""
-	}
-	t.mu.Lock()
-	c, ok := t.bySession[ss]
+	s, ok := t.bySession[ss]
 	t.mu.Unlock()
 	if !ok {
-		return fmt.Sprintf("client (%s)", ss.ID())
+		return false
 	}
-	return c.Label()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listed
 }
 
 func (t *clientTable) list() []Client {
 	t.mu.Lock()
-	out := make([]Client, 0, len(t.bySession))
-	for _, c := range t.bySession {
-		out = append(out, c)
+	sessions := make([]*session, 0, len(t.bySession))
+	for _, s := range t.bySession {
+		sessions = append(sessions, s)
 	}
 	t.mu.Unlock()
+	var out []Client
+	for _, s := range sessions {
+		s.mu.Lock()
+		if s.listed {
+			out = append(out, s.client)
+		}
+		s.mu.Unlock()
+	}
 	slices.SortFunc(out, func(a, b Client) int { return a.Since.Compare(b.Since) })
 	return out
 }

@@ -35,6 +35,33 @@
 // continues into the upstream call. Server log messages reach the clients
 // of the endpoints that serve that server, at each client's logging level.
 //
+// # What servers ask
+//
+// While a call is in flight its server may ask the client for a form or
+// a visit to a URL (elicitation), a completion (sampling) or its roots.
+// Each call carries an answerer for the client that made it
+// (CallOptions.Answerer), and the gateway declares when it starts that
+// its clients may answer (CallersAnswer), so that servers connecting
+// afterwards are told their client can. The answerer asks only what the
+// client declared it can answer and leaves anything else to the host
+// (ask.ErrNoAnswer); requests and answers pass through untouched. A
+// client on a protocol before 2026-07-28 is sent the request on its
+// call's own response stream, and it is cancelled when the server's
+// request or the call ends. The go-sdk refuses to send a request to a
+// client on 2026-07-28 (its default over stdio): such a client gets what
+// the server asks as the input requests of its call's result, and
+// answers by calling again with the request state, while the call runs
+// on upstream. A per-client server that asks between its client's calls
+// (the manager keeps the last call's answerer) reaches the client on its
+// session where the transport can carry it, and the host otherwise.
+// Prompts and resources carry no answerer: what a server asks while
+// serving them goes to the host.
+//
+// Each client session is named "name/version (id)", with an id unique
+// among the gateway's sessions, for all its calls: a per-client server
+// gives it a session of its own, which ReleaseClient frees when the
+// client's session ends.
+//
 // # Concurrency
 //
 // One goroutine (run) owns the endpoints and the namers: it follows the
@@ -46,6 +73,9 @@
 // toolsets. A toolset's Filter runs on the run goroutine and must return
 // promptly. Log messages are delivered by one goroutine with a bounded
 // queue; each call with a progress token has a goroutine of its own that
-// ends before the call returns; each client session has a watcher that
-// publishes client_disconnected. Close stops them all and waits.
+// ends before the call returns; a call of a client on 2026-07-28 runs
+// upstream on a goroutine of its own, counted among its session's calls.
+// Each client session has a watcher that, when the session ends, cancels
+// its calls, waits for them to return, publishes client_disconnected and
+// calls ReleaseClient, once. Close stops them all and waits.
 package gateway

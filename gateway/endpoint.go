@@ -198,7 +198,7 @@ func (ep *endpoint) addTool(name string, r toolRoute) (err error) {
 	def := *r.from
 	def.Name = name
 	def.InputSchema = objectSchema(def.InputSchema)
-	ep.srv.AddTool(&def, ep.g.toolHandler(r.server, r.tool))
+	ep.srv.AddTool(&def, ep.toolHandler(r.server, r.tool))
 	return nil
 }
 

@@ -7,7 +7,9 @@ package gateway_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/interop"
 	"github.com/mcpvisor/mcpvisor/manager"
@@ -150,6 +153,89 @@ func TestEverything(t *testing.T) {
 				require.NotEmpty(t, got.Messages)
 				assert.Contains(t, got.Messages[0].Content.(*mcp.TextContent).Text, "Paris")
 			})
+		})
+	}
+}
+
+// server-everything asks its client for a form (trigger-elicitation-request),
+// a completion (trigger-sampling-request) and its roots (get-roots-list);
+// behind the gateway, the client that made the call answers, on stdio
+// (2026-07-28: the questions come back as input requests of the call) and
+// over streamable HTTP (2025-11-25: the gateway sends the client the
+// requests). The server is per-client, so each client has an upstream
+// session of its own, opened by its first call and closed when it leaves.
+func TestEverythingAsksTheClient(t *testing.T) {
+	t.Parallel()
+	spec := everythingSpec(t)
+	spec.Session = manager.SessionPerClient
+	r := newRig(t, map[string]manager.Spec{"everything": spec}, gateway.HTTPOptions{})
+	for _, transport := range []string{"stdio", "streamable HTTP"} {
+		t.Run(transport, func(t *testing.T) {
+			log := watchEvents(t, r.m)
+			var mu sync.Mutex
+			var elicited []*mcp.ElicitParams
+			var sampled []*mcp.CreateMessageParams
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			c := mcp.NewClient(&mcp.Implementation{Name: "answering", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					mu.Lock()
+					elicited = append(elicited, req.Params)
+					mu.Unlock()
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "check": true}}, nil
+				},
+				CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+					mu.Lock()
+					sampled = append(sampled, req.Params)
+					mu.Unlock()
+					return &mcp.CreateMessageResult{Role: "assistant", Model: "test-model", Content: &mcp.TextContent{Text: "Hello from the client"}}, nil
+				},
+			})
+			c.AddRoots(&mcp.Root{URI: "file:///home/ada/project", Name: "project"})
+			var tr mcp.Transport
+			if transport == "stdio" {
+				tr = r.stdio(t, "")
+			} else {
+				tr = r.streamable("/mcp")
+			}
+			cs, err := c.Connect(ctx, tr, nil)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = cs.Close() })
+			label := log.next(t, events.KindClientConnected, 10*time.Second, nil).Text("client")
+
+			pollUntil(t, 30*time.Second, "the asking tools listed", func() bool {
+				names := toolNames(t, cs)
+				return slices.Contains(names, "everything__get-roots-list") &&
+					slices.Contains(names, "everything__trigger-elicitation-request") &&
+					slices.Contains(names, "everything__trigger-sampling-request")
+			})
+
+			// Roots first: on a session of its own the server asks for them
+			// during this call, not before.
+			res := call(t, cs, "everything__get-roots-list", map[string]any{})
+			require.False(t, res.IsError, text(res))
+			assert.Contains(t, text(res), "file:///home/ada/project")
+
+			res = call(t, cs, "everything__trigger-elicitation-request", map[string]any{})
+			require.False(t, res.IsError, text(res))
+			assert.Contains(t, text(res), "User provided the requested information")
+			assert.Contains(t, text(res), "- Name: Ada")
+
+			res = call(t, cs, "everything__trigger-sampling-request", map[string]any{"prompt": "Say hello", "maxTokens": 20})
+			require.False(t, res.IsError, text(res))
+			assert.Contains(t, text(res), "Hello from the client")
+
+			mu.Lock()
+			require.Len(t, elicited, 1)
+			assert.Equal(t, "Please provide inputs for the following fields:", elicited[0].Message)
+			require.Len(t, sampled, 1)
+			require.Len(t, sampled[0].Messages, 1)
+			assert.Equal(t, "Resource trigger-sampling-request context: Say hello", sampled[0].Messages[0].Content.(*mcp.TextContent).Text)
+			mu.Unlock()
+
+			require.NoError(t, cs.Close())
+			e := log.next(t, events.KindSessionClosed, 30*time.Second, func(e events.Event) bool { return e.Server == "everything" })
+			assert.Equal(t, label, e.Text("client"), "the client's own session closes when it leaves")
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
 )
 
 // Options configures a Gateway.
@@ -90,6 +91,10 @@ func New(opts Options) *Gateway {
 		endpoints: map[endpointKey]*endpoint{}}
 	g.toolsets.Store(&map[string]Toolset{})
 	g.clients.init(g)
+	// Any client may answer what a server asks: servers that connect from
+	// now on are told their client can (each call's answerer says whether
+	// its client does).
+	opts.Source.CallersAnswer(ask.All)
 	sub := g.bus.Subscribe(events.SubscribeOptions{})
 	g.refresh()
 	go g.run(sub)

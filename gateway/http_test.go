@@ -240,8 +240,13 @@ func TestClientEvents(t *testing.T) {
 			assert.Equal(t, "1.0", e.Text("client_version"))
 			assert.Equal(t, transport, e.Text("transport"))
 			assert.Equal(t, "/mcp", e.Text("endpoint"), "the endpoint serving everything")
-			if transport != "stdio" {
-				assert.Regexp(t, `\([0-9A-Za-z]{8}\)$`, label, "an HTTP client's label has its session id")
+			switch transport {
+			case "http":
+				assert.True(t, strings.HasSuffix(label, " ("+cs.ID()+")"), "an HTTP client's label %q has its whole session id %q", label, cs.ID())
+			case "sse":
+				assert.Regexp(t, `\([0-9A-Z]{16}\)$`, label, "an SSE client's label has an id made up for it")
+			case "stdio":
+				assert.Regexp(t, `\(stdio(-[0-9]+)?\)$`, label, "a stdio client's label")
 			}
 
 			call(t, cs, "demo__echo", map[string]any{"text": "x"})

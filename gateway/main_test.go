@@ -125,7 +125,7 @@ type rig struct {
 	base string // "http://127.0.0.1:PORT"
 }
 
-// newRig starts a manager with servers (not waiting for them), a gateway
+// newRig starts a manager, a gateway, the servers (not waiting for them)
 // and an HTTP listener with opts (its Addr is chosen here).
 func newRig(t testing.TB, servers map[string]manager.Spec, opts gateway.HTTPOptions) *rig {
 	t.Helper()
@@ -147,10 +147,12 @@ func newRig(t testing.TB, servers map[string]manager.Spec, opts gateway.HTTPOpti
 		}
 		require.NoError(t, m.Close(ctx), "manager close")
 	})
+	// The gateway first, as mcpvisor makes it: servers are then told that
+	// their client may answer what they ask.
+	r.gw = gateway.New(gateway.Options{Source: m, Version: "test"})
 	for name, spec := range servers {
 		require.NoError(t, m.Add(name, spec))
 	}
-	r.gw = gateway.New(gateway.Options{Source: m, Version: "test"})
 	opts.Addr = "127.0.0.1:0"
 	srv, err := r.gw.Listen(opts)
 	require.NoError(t, err)

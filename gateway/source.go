@@ -8,11 +8,13 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
 )
 
 // Source is what the gateway serves: the servers a *manager.Manager keeps
 // connected. The gateway only reads lists and forwards requests; it never
-// declares, connects or removes a server.
+// declares, connects or removes a server. It tells the source what its
+// clients may answer and when one goes away.
 type Source interface {
 	Names() []string
 	Status(name string) (manager.Status, error)
@@ -24,6 +26,13 @@ type Source interface {
 	ReadResource(ctx context.Context, uri, server string, timeout time.Duration) (*mcp.ReadResourceResult, error)
 	GetPrompt(ctx context.Context, name string, args map[string]string, timeout time.Duration) (*mcp.GetPromptResult, error)
 	Bus() *events.Bus
+	// CallersAnswer declares what the gateway's clients may answer when a
+	// server asks (see CallOptions.Answerer).
+	CallersAnswer(kinds ask.Kind)
+	// ReleaseClient frees what a client that went away held upstream (its
+	// sessions on per-client servers); client is the CallOptions.Client
+	// its calls were made with.
+	ReleaseClient(client string)
 }
 
 var _ Source = (*manager.Manager)(nil)

@@ -15,20 +15,27 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
 )
 
 // fakeSource is a Source whose servers and tools a test sets by hand; each
 // change publishes the event a manager would. Calls answer
-// "server.tool" as text.
+// "server.tool" as text, unless onCall says otherwise.
 type fakeSource struct {
 	bus  *events.Bus
 	late sync.WaitGroup // progress delivered after a call returned
 
 	mu sync.Mutex
-	// mu guards specs, tools and lastTrace.
+	// mu guards the following.
 	specs     map[string]manager.Spec
 	tools     map[string][]string // server → tool names
 	lastTrace trace.SpanContext   // the trace context the last call came with
+	// onCall, if set, answers calls (as the manager would, asking
+	// opts.Answerer what the server asks).
+	onCall   func(ctx context.Context, name string, opts manager.CallOptions) (*mcp.CallToolResult, error)
+	callers  []string // the Client of each call, in order
+	answers  ask.Kind // what CallersAnswer declared
+	released []string // ReleaseClient's clients, in order
 }
 
 func newFakeSource(t testing.TB) *fakeSource {
@@ -103,7 +110,12 @@ func (f *fakeSource) Prompts(string) ([]manager.PromptInfo, error)     { return 
 func (f *fakeSource) Call(ctx context.Context, name string, _ any, opts manager.CallOptions) (*mcp.CallToolResult, error) {
 	f.mu.Lock()
 	f.lastTrace = trace.SpanContextFromContext(ctx)
+	f.callers = append(f.callers, opts.Client)
+	onCall := f.onCall
 	f.mu.Unlock()
+	if onCall != nil {
+		return onCall(ctx, name, opts)
+	}
 	if opts.Progress != nil {
 		opts.Progress(manager.Progress{Progress: 1, Total: 2})
 		f.late.Add(1)
@@ -125,6 +137,32 @@ func (f *fakeSource) GetPrompt(context.Context, string, map[string]string, time.
 }
 
 func (f *fakeSource) Bus() *events.Bus { return f.bus }
+
+func (f *fakeSource) CallersAnswer(kinds ask.Kind) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers |= kinds
+}
+
+func (f *fakeSource) ReleaseClient(client string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.released = append(f.released, client)
+}
+
+// answerWith makes calls answer with h.
+func (f *fakeSource) answerWith(h func(ctx context.Context, name string, opts manager.CallOptions) (*mcp.CallToolResult, error)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.onCall = h
+}
+
+// seen returns the Client of every call so far and the clients released.
+func (f *fakeSource) seen() (callers, released []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.callers), slices.Clone(f.released)
+}
 
 // client connects an in-memory go-sdk client to one of g's endpoints; it
 // counts the tools/list_changed notifications it receives.

@@ -59,6 +59,7 @@ func (r *Runtime) install() {
 	raw := L.NewTable()
 	raw.RawSetString("call", L.NewFunction(r.luaCall))
 	raw.RawSetString("wait", L.NewFunction(r.luaWait))
+	raw.RawSetString("login", L.NewFunction(r.luaLogin))
 	raw.RawSetString("remove", L.NewFunction(r.luaRemove))
 	raw.RawSetString("sleep", L.NewFunction(r.luaSleep))
 	raw.RawSetString("read", L.NewFunction(r.luaRead))
@@ -104,6 +105,9 @@ mod.read, mod.prompt, mod.discover, mod.call_cb = mcp_read, mcp_prompt, mcp_disc
 local serve = raw.serve
 function mcp_serve(...) local a, b = serve(...) return ret(a, b) end
 mod.serve = mcp_serve
+local login = raw.login
+function mcp_login(...) local a, b = login(...) return ret(a, b) end
+mod.login = mcp_login
 `
 
 // shimChunk names the shims' chunk; tracebacks leave its frames out.

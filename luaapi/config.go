@@ -219,6 +219,9 @@ func (d *desired) list() []Declared {
 // runs on the loop; manager calls return at once.
 func (r *Runtime) apply(want *desired) ConfigResult {
 	var res ConfigResult
+	if want.serve != nil && want.serve.addr != "" && r.opts.Gateway != nil {
+		r.opts.Gateway.Start()
+	}
 	prev, prevNames := r.config.servers, r.config.names
 	next := make(map[string]manager.Spec, len(want.servers))
 	names := make(map[string]string, len(want.servers))

@@ -52,7 +52,26 @@ func statusTable(L *lua.LState, st manager.Status) *lua.LTable {
 		setString(srv, "version", st.ServerVersion)
 		t.RawSetString("server", srv)
 	}
+	if st.Sessions != nil {
+		t.RawSetString("sessions", sessionsTable(L, st.Sessions))
+	}
 	return t
+}
+
+// sessionsTable lists the client sessions of a per-client server.
+func sessionsTable(L *lua.LState, list []manager.ClientSession) *lua.LTable {
+	sessions := L.CreateTable(len(list), 0)
+	for _, cs := range list {
+		c := L.CreateTable(0, 4)
+		c.RawSetString("client", lua.LString(cs.Client))
+		c.RawSetString("state", lua.LString(cs.State.String()))
+		setTime(c, "since", cs.Since)
+		if cs.PID != 0 {
+			c.RawSetString("pid", lua.LNumber(cs.PID))
+		}
+		sessions.Append(c)
+	}
+	return sessions
 }
 
 func toolTable(L *lua.LState, ti manager.ToolInfo) *lua.LTable {

@@ -16,6 +16,11 @@ import (
 // clients: mcp_serve, mcp_toolset and mcp_clients drive it. The command
 // implements it over its own gateway; the runtime never sees that type.
 type Gateway interface {
+	// Start makes the gateway ready to serve, if it is not yet. A config
+	// that serves calls it before adding its servers, so that they are
+	// told from their first connection what the gateway's clients can
+	// answer. It is called on the loop and must return at once.
+	Start()
 	// ServeHTTP listens on addr ("host:port"), replacing a listener on
 	// another address; "" stops listening. The bearer token clients must
 	// send is read from tokenFile, or taken from the environment when

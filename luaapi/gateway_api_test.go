@@ -21,6 +21,8 @@ import (
 
 // fakeGateway records listener requests and the toolsets in force.
 type fakeGateway struct {
+	// started, when set, runs at each Start.
+	started func()
 	serves  chan [2]string // {addr, tokenFile} per ServeHTTP
 	sets    chan map[string]luaapi.Toolset
 	clients []luaapi.Client
@@ -43,6 +45,12 @@ func (g *fakeGateway) ServeHTTP(addr, tokenFile string) error {
 		return errors.New("listen tcp " + addr + ": bind: address already in use")
 	}
 	return nil
+}
+
+func (g *fakeGateway) Start() {
+	if g.started != nil {
+		g.started()
+	}
 }
 
 func (g *fakeGateway) SetToolsets(sets map[string]luaapi.Toolset) {
@@ -309,4 +317,15 @@ func TestMcpClients(t *testing.T) {
 	require.Equal(t, `abc123 claude-ai 0.1 http /mcp 2025-03-01T12:00:00Z`, g.one(t, `
 		local c = mcp_clients()[1]
 		return table.concat({c.id, c.name, c.version, c.transport, c.endpoint, c.since}, " ")`))
+}
+
+// A config that serves starts the gateway before it adds its servers, so
+// that they are told from their first connection what the gateway's
+// clients can answer.
+func TestMcpServeStartsTheGatewayFirst(t *testing.T) {
+	g := newGatewayRuntime(t)
+	serversAtStart := -1
+	g.gw.started = func() { serversAtStart = len(g.m.Names()) }
+	require.NoError(t, g.load(t, "mcp_add(\"demo\", {command = {\"demo\"}})\nmcp_serve{http = \"127.0.0.1:8931\"}"))
+	require.Equal(t, 0, serversAtStart, "the gateway started after the servers were added (or not at all)")
 }

@@ -98,6 +98,9 @@ func metricsTable(L *lua.LState, m manager.Metrics) *lua.LTable {
 	setTime(t, "last_activity", m.LastActivity)
 	t.RawSetString("in_flight", lua.LNumber(m.InFlight))
 	t.RawSetString("reconnects", lua.LNumber(m.Reconnects))
+	if m.Sessions != nil {
+		t.RawSetString("sessions", sessionsTable(L, m.Sessions))
+	}
 	return t
 }
 

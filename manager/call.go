@@ -67,12 +67,16 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 	}
 	span.target(s.name, tool, opts.Client)
 	op := s.snap.Load().cat.callOp(tool)
+	if s, err = s.target(opts.Client, op); err != nil {
+		return nil, err
+	}
 	if !s.callers.enter() {
 		return nil, errorf(CodeClosed, s.name, op, "server is being removed")
 	}
 	defer s.callers.exit() // after its event
 	ctx, req, cancel := s.requestContext(ctx, opts.Timeout)
 	defer s.inflight.end(req, cancel)
+	ctx = s.asking(ctx, req, opts)
 
 	start := time.Now()
 	err = s.request(ctx, op, opts.FailFast, func(ctx context.Context, snap *snapshot) (bool, error) {
@@ -130,7 +134,7 @@ func (s *supervisor) callEvent(tool, client string, start time.Time, res *mcp.Ca
 			f["cancelled"] = true
 		}
 	}
-	s.m.bus.Publish(events.KindToolCall, s.name, f)
+	s.publish(events.KindToolCall, f)
 }
 
 // request runs one request on the server's session: it waits for the
@@ -144,18 +148,19 @@ func (s *supervisor) request(ctx context.Context, op string, failFast bool, fn f
 		return err
 	}
 	defer s.gate.exit()
+	stats := s.callStats()
 	start := time.Now()
-	s.stats.touch(start)
+	stats.touch(start)
 	toolErr, err := fn(ctx, snap)
 	var e *Error
 	if errors.As(err, &e) && (e.Code == CodeInvalidArguments || e.Code == CodeToolNotFound) {
-		s.stats.touch(time.Now()) // rejected before reaching the server
+		stats.touch(time.Now()) // rejected before reaching the server
 		return err
 	}
 	if err == nil || !(errors.Is(err, ErrDisconnected) || errors.Is(err, ErrTimeout)) {
 		s.heard()
 	}
-	s.stats.record(start, time.Now(), err, toolErr)
+	stats.record(start, time.Now(), err, toolErr)
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		// Only the supervisor starts the new session; concurrent failures
 		// of the same session ask once (single-flight).

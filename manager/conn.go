@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 )
@@ -23,6 +23,9 @@ import (
 // conn is one established connection: the SDK session, the transport under
 // it and what discovery found.
 type conn struct {
+	client    *mcp.Client
+	offers    ask.Kind    // what the client declared it answers
+	roots     clientRoots // the client's own list of roots
 	session   *mcp.ClientSession
 	transport mcp.Transport
 	cancel    context.CancelFunc // ends the session's context
@@ -32,11 +35,21 @@ type conn struct {
 	// httpEnded is closed when the SDK gives the streamable HTTP session
 	// up; nil for other transports.
 	httpEnded <-chan struct{}
+	// auth is the login of a server that logs in, nil for others; needLogin
+	// is its channel that closes when only a new login helps, as of the
+	// attempt's start.
+	auth      *oauth.Source
+	needLogin <-chan struct{}
 	// waited is closed once the session's Wait has returned: the session
 	// is over. It is nil until the handshake succeeds and watch starts
 	// the goroutine that waits.
 	waited chan struct{}
 	lost   chan error // what Wait returned; buffered, written once
+	// subscribed are the resources the session is subscribed to (owned by
+	// the supervisor goroutine); requests are the goroutines that
+	// subscribe and unsubscribe, which close waits for.
+	subscribed map[string]bool
+	requests   sync.WaitGroup
 }
 
 // proc is the process under a stdio connection, or nil.
@@ -89,6 +102,7 @@ func (c *conn) close() {
 	if c.waited != nil {
 		<-c.waited // Wait returns once Close has
 	}
+	c.requests.Wait() // they end with the session
 	c.slot.giveBack()
 }
 
@@ -135,6 +149,9 @@ func (s *supervisor) connect() (*conn, error) {
 	if s.spec.Transport == TransportStdio {
 		dialOp = "spawn"
 	}
+	if c.auth = s.m.authSource(s.name, s.spec); c.auth != nil {
+		c.needLogin = c.auth.LoginNeeded()
+	}
 	var t mcp.Transport
 	var err error
 	if s.spec.Transport == TransportInProcess {
@@ -148,7 +165,8 @@ func (s *supervisor) connect() (*conn, error) {
 		return fail(dialOp, err)
 	}
 	c.transport, c.httpEnded = t, endpoint.Ended(t)
-	c.session, err = s.m.newClient(s).Connect(ctx, t, nil)
+	c.client, c.offers = s.m.newClient(s)
+	c.session, err = c.client.Connect(ctx, t, nil)
 	if err != nil {
 		return fail("initialize", err)
 	}
@@ -225,18 +243,21 @@ func (c *conn) awaitExit(ctx context.Context) error {
 // exitGrace bounds awaitExit.
 const exitGrace = 500 * time.Millisecond
 
-// newClient builds the SDK client of one supervisor: no roots capability
-// (advertising roots invites a roots/list from the server, and closing the
-// session before it is answered makes Close wait out the SDK's 5s terminate
-// timeout), and server notifications published as events, which never
-// block the session whatever subscribers do.
-func (m *Manager) newClient(s *supervisor) *mcp.Client {
+// newClient builds the SDK client of one connection. It declares the
+// capabilities something can answer (elicitation, sampling, roots; see
+// package ask) and no others: advertising roots invites a roots/list from
+// the server, and closing the session before it is answered makes Close
+// wait out the SDK's 5s terminate timeout. Server notifications are
+// published as events, which never block the session whatever subscribers
+// do.
+func (m *Manager) newClient(s *supervisor) (*mcp.Client, ask.Kind) {
 	notify := func(method string, params any) {
 		s.heard()
 		s.publishNotification(method, params)
 	}
-	return mcp.NewClient(&mcp.Implementation{Name: "mcpvisor", Version: m.opts.Version}, &mcp.ClientOptions{
-		Capabilities: &mcp.ClientCapabilities{},
+	caps := &mcp.ClientCapabilities{}
+	opts := &mcp.ClientOptions{
+		Capabilities: caps,
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			notify("notifications/message", map[string]any{"level": string(r.Params.Level), "logger": r.Params.Logger, "data": r.Params.Data})
 		},
@@ -260,7 +281,28 @@ func (m *Manager) newClient(s *supervisor) *mcp.Client {
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
 			notify("notifications/resources/updated", map[string]any{"uri": r.Params.URI})
 		},
-	})
+	}
+	offers := m.offers(s)
+	if offers&ask.Elicitation != 0 {
+		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
+		opts.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return s.elicit(ctx, r.Params)
+		}
+	}
+	if offers&ask.Sampling != 0 {
+		caps.Sampling = &mcp.SamplingCapabilities{} // plain text sampling: no tools
+		opts.CreateMessageWithToolsHandler = func(ctx context.Context, r *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+			return s.sample(ctx, r.Params)
+		}
+	}
+	if offers&ask.Roots != 0 {
+		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpvisor", Version: m.opts.Version}, opts)
+	if offers != 0 {
+		client.AddReceivingMiddleware(s.answering)
+	}
+	return client, offers
 }
 
 // Bounds on what one server's notifications may cost. Each becomes an
@@ -307,10 +349,10 @@ func (l *notifyLimiter) allow(now time.Time) (ok bool, dropped int) {
 func (s *supervisor) publishNotification(method string, params any) {
 	ok, dropped := s.notify.allow(time.Now())
 	if dropped > 0 {
-		s.m.bus.Publish(events.KindNotificationsDropped, s.name, events.Fields{"dropped": dropped, "rate": notifyRate})
+		s.publish(events.KindNotificationsDropped, events.Fields{"dropped": dropped, "rate": notifyRate})
 	}
 	if ok {
-		s.m.bus.Publish(events.KindNotification, s.name, events.Fields{"method": method, "params": params})
+		s.publish(events.KindNotification, events.Fields{"method": method, "params": params})
 	}
 }
 
@@ -347,37 +389,10 @@ func explainReach(err error, spec Spec) error {
 	return err
 }
 
-// SetAnswerer sets the host's answerer: what a server asks that no caller
-// answers goes to it (Lua handlers, the person at the REPL). Its offers
-// are read at each connection: a kind it starts offering later is
-// declared to sessions that connect afterwards.
-func (m *Manager) SetAnswerer(a ask.Answerer) {
-	m.answers.host.Store(&a)
-}
-
-// CallersAnswer declares that callers passing [CallOptions.Answerer] may
-// answer kinds: sessions that connect afterwards declare those
-// capabilities to their servers. The gateway declares what its clients
-// may answer.
-func (m *Manager) CallersAnswer(kinds ask.Kind) {
-	for {
-		old := m.answers.callers.Load()
-		if m.answers.callers.CompareAndSwap(old, old|uint32(kinds)) {
-			return
-		}
+// loginError is why the connection's login no longer helps.
+func (c *conn) loginError() error {
+	if e := c.auth.LoginError(); e != nil {
+		return e
 	}
-}
-
-// RootsChanged tells every connected server that declared roots that the
-// host's roots changed (notifications/roots/list_changed); each asks
-// again.
-func (m *Manager) RootsChanged() {
-	// TODO
-}
-
-// answers is who answers what servers ask: the host's answerer and the
-// kinds callers may answer.
-type answers struct {
-	host    atomic.Pointer[ask.Answerer]
-	callers atomic.Uint32 // ask.Kind
+	return errNoLogin
 }

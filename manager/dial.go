@@ -2,12 +2,17 @@ package manager
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
+	"github.com/mcpvisor/mcpvisor/manager/oauth"
 )
 
 // DialFunc opens the transport for one connection attempt of server. ctx
@@ -38,14 +43,14 @@ func (m *Manager) defaultDial(ctx context.Context, server string, spec Spec) (mc
 		}
 		return proc.NewTransport(p), nil
 	case TransportSSE:
-		client, url := m.httpClient(ctx, spec)
+		client, url := m.httpClient(ctx, server, spec)
 		return &mcp.SSEClientTransport{
 			Endpoint:     url,
 			HTTPClient:   client,
 			MaxEventSize: spec.MaxFrameBytes,
 		}, nil
 	default:
-		client, url := m.httpClient(ctx, spec)
+		client, url := m.httpClient(ctx, server, spec)
 		return &mcp.StreamableClientTransport{
 			Endpoint:     url,
 			HTTPClient:   client,
@@ -58,11 +63,104 @@ func (m *Manager) defaultDial(ctx context.Context, server string, spec Spec) (mc
 // httpClient returns the client of one connection to spec's server, whose
 // requests end when life does, and the endpoint to give the SDK. Requests
 // without a deadline of their own get the longer of the request and
-// connect timeouts for their response headers.
-func (m *Manager) httpClient(life context.Context, spec Spec) (*http.Client, string) {
-	return endpoint.NewClient(life, m.http, endpoint.Config{
+// connect timeouts for their response headers. A server that logs in
+// gets its access token on every request (see package oauth).
+func (m *Manager) httpClient(life context.Context, server string, spec Spec) (*http.Client, string) {
+	var base http.RoundTripper = m.http
+	if src := m.authSource(server, spec); src != nil {
+		base = src.Transport(base)
+	}
+	return endpoint.NewClient(life, base, endpoint.Config{
 		URL:           spec.URL,
 		Headers:       spec.Headers,
 		HeaderTimeout: max(spec.Timeouts.Request, spec.Timeouts.Connect),
 	})
 }
+
+// logsIn reports whether the server logs in with OAuth when it asks to:
+// an http or sse server, unless its declaration gives an Authorization
+// header (those credentials are the user's, and never replaced).
+func (s Spec) logsIn() bool {
+	if s.Transport != TransportHTTP && s.Transport != TransportSSE {
+		return false
+	}
+	for k := range s.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			return false
+		}
+	}
+	return true
+}
+
+// authSource is the login state of server, or nil if it does not log in.
+func (m *Manager) authSource(server string, spec Spec) *oauth.Source {
+	if !spec.logsIn() {
+		return nil
+	}
+	return m.auth.Source(NameKey(server), server, spec.Auth)
+}
+
+// LoginOptions configures [Manager.Login].
+type LoginOptions struct {
+	// Out receives the authorization URL to open and what happens. If
+	// nil, nothing is shown.
+	Out io.Writer
+	// Browser is the list of browser commands, as $BROWSER (which is used
+	// if empty); "none" only shows the URL.
+	Browser string
+}
+
+// Login runs the OAuth authorization code flow for server (see package
+// oauth): it shows the authorization URL, opens it in a browser, waits for
+// the redirect, keeps the tokens and reconnects the server with them. It
+// returns once the server is connected, or with why not; ctx bounds the
+// whole (if it has no deadline, the login alone gets
+// oauth.DefaultLoginTimeout).
+func (m *Manager) Login(ctx context.Context, server string, opts LoginOptions) error {
+	s, err := m.lookup(server, "login")
+	if err != nil {
+		return err
+	}
+	if !s.spec.logsIn() {
+		why := "only http and sse servers log in"
+		if s.spec.Transport == TransportHTTP || s.spec.Transport == TransportSSE {
+			why = "it is given an Authorization header, which is used instead"
+		}
+		return errorf(CodeInvalidConfig, s.name, "login", "this server does not log in: %s", why)
+	}
+	err = m.auth.Login(ctx, oauth.LoginRequest{
+		Name: s.name, Key: NameKey(s.name), URL: s.spec.URL, Headers: s.spec.Headers,
+		SSE: s.spec.Transport == TransportSSE, Config: s.spec.Auth, Out: opts.Out, Browser: opts.Browser,
+	})
+	if err != nil {
+		return newError(CodeConnectionFailed, s.name, "login", err)
+	}
+	if s.disabled.Load() {
+		return nil // logged in; it connects when enabled
+	}
+	if err := m.Reconnect(s.name); err != nil {
+		return err
+	}
+	if _, err := m.Wait(ctx, s.name, StateConnected); err != nil {
+		return fmt.Errorf("logged in, but not connected: %w", err)
+	}
+	return nil
+}
+
+// Logout forgets server's OAuth tokens and client registration, here and
+// in the state directory; its session ends and it waits for a login. It
+// reports whether anything was stored.
+func (m *Manager) Logout(server string) (bool, error) {
+	s, err := m.lookup(server, "logout")
+	if err != nil {
+		return false, err
+	}
+	had, err := m.auth.Logout(NameKey(s.name), s.name)
+	if err != nil {
+		return had, newError(CodeInvalidConfig, s.name, "logout", err)
+	}
+	return had, nil
+}
+
+// errNoLogin is the cause of a connection ended because only a login helps.
+var errNoLogin = errors.New("the server needs a login")

@@ -83,7 +83,7 @@ func (s *supervisor) publishChanges(prev, next *catalog, kinds listKind) {
 		}
 		added, removed := diffNames(k.names(prev), k.names(next))
 		if len(added) > 0 || len(removed) > 0 {
-			s.m.bus.Publish(k.event, s.name, events.Fields{"added": added, "removed": removed})
+			s.publish(k.event, events.Fields{"added": added, "removed": removed})
 		}
 	}
 }

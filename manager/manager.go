@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/manager/oauth"
+
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -71,6 +73,10 @@ type Options struct {
 	// MeterProvider makes the manager's metric instruments. If nil, the
 	// otel global provider (otel.GetMeterProvider).
 	MeterProvider metric.MeterProvider
+	// StateDir is where logins to OAuth servers are kept (in its oauth
+	// directory). If empty, $XDG_STATE_HOME/mcpvisor, or
+	// ~/.local/state/mcpvisor.
+	StateDir string
 }
 
 // Manager keeps a set of MCP servers connected. Create it with [New]; it is
@@ -81,6 +87,7 @@ type Manager struct {
 	ownsBus  bool
 	log      *slog.Logger
 	http     *http.Transport
+	auth     *oauth.Keeper // logins to OAuth servers
 	dial     DialFunc
 	rand     func() float64
 	tel      *telemetry
@@ -128,6 +135,7 @@ func New(opts Options) *Manager {
 	}
 	m.attempts = newSlots(m.opts.MaxConnecting, "max connecting (%d) reached")
 	m.http = endpoint.NewPool()
+	m.auth = oauth.NewKeeper(oauth.KeeperOptions{Dir: opts.StateDir, Transport: m.http})
 	m.tel = newTelemetry(opts.TracerProvider, opts.MeterProvider, m.Statuses, m.log)
 	if m.dial == nil {
 		m.dial = m.defaultDial
@@ -167,6 +175,9 @@ func (m *Manager) Add(name string, spec Spec) (err error) {
 		return m.conflict(n, old.name)
 	}
 	s := newSupervisor(m, n, spec)
+	if spec.Session == SessionPerClient {
+		s.clients = newClientSessions(s)
+	}
 	if !spec.Disabled {
 		s.slot = m.slots.take() // in line in the order of declaration
 		if s.slot == nil || s.slot.ready() {
@@ -322,16 +333,26 @@ func (m *Manager) Status(name string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	return s.snap.Load().status, nil
+	return s.status(), nil
 }
 
 // Statuses returns every server's status, sorted by name.
 func (m *Manager) Statuses() []Status {
 	var out []Status
 	for _, s := range m.supervisors() {
-		out = append(out, s.snap.Load().status)
+		out = append(out, s.status())
 	}
 	return out
+}
+
+// status is s's published status with, for a per-client server, its
+// clients' sessions.
+func (s *supervisor) status() Status {
+	st := s.snap.Load().status
+	if s.clients != nil {
+		st.Sessions = s.clients.sessions()
+	}
+	return st
 }
 
 // Spec returns the spec a server was declared with (defaults applied).
@@ -463,11 +484,4 @@ func (m *Manager) Disable(name string) error {
 		s.wake()
 	}
 	return nil
-}
-
-// ReleaseClient ends the sessions client holds on per-client servers
-// (stopping their processes), freeing their places: the gateway calls it
-// when one of its clients goes away.
-func (m *Manager) ReleaseClient(client string) {
-	// TODO
 }

@@ -29,6 +29,18 @@ type Metrics struct {
 	InFlight int
 	// Reconnects counts sessions established after the first.
 	Reconnects uint64
+	// Sessions are the clients' sessions of a per-client server; the
+	// counters above include their requests.
+	Sessions []ClientSession
+}
+
+// callStats is where s's requests are counted: a client's session counts
+// in its server's.
+func (s *supervisor) callStats() *callStats {
+	if s.home != nil {
+		return &s.home.stats
+	}
+	return &s.stats
 }
 
 // ErrorCounts splits the requests that did not succeed by cause.
@@ -143,6 +155,12 @@ func (s *supervisor) metrics() Metrics {
 		out.ConnectedFor = time.Since(st.ConnectedAt)
 	}
 	s.stats.fill(&out)
+	if s.clients != nil {
+		out.Sessions = s.clients.sessions()
+		for _, c := range s.clients.list() {
+			out.InFlight += c.gate.inFlight()
+		}
+	}
 	return out
 }
 

@@ -181,6 +181,6 @@ func screenNames[T any](kind string, items []T, name func(T) string) ([]T, []ref
 // publishRefused tells what a discovery refused, an event per item.
 func (s *supervisor) publishRefused(c *catalog) {
 	for _, r := range c.refused {
-		s.m.bus.Publish(events.KindRefused, s.name, events.Fields{"item": r.kind, "name": fmt.Sprintf("%+q", r.name), "reason": r.reason})
+		s.publish(events.KindRefused, events.Fields{"item": r.kind, "name": fmt.Sprintf("%+q", r.name), "reason": r.reason})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/internal/suggest"
@@ -317,4 +318,101 @@ type ToolInfo struct {
 	// output schema, _meta and all), for those who relay it. Shared: do
 	// not modify it.
 	Tool *mcp.Tool
+}
+
+// Subscribe asks server to tell when the resource at uri changes, and
+// keeps asking across reconnects until as many Unsubscribe calls: each
+// change comes as a notification event (method
+// notifications/resources/updated, params {uri}). Subscriptions are
+// counted, so several callers may hold one each. It returns at once; a
+// server that does not offer subscriptions gets none.
+func (m *Manager) Subscribe(server, uri string) error {
+	s, err := m.target(server, fmt.Sprintf("resources/subscribe %q", uri))
+	if err != nil {
+		return err
+	}
+	s.subs.change(uri, +1)
+	s.subsDirty.Store(true)
+	s.wake()
+	return nil
+}
+
+// Unsubscribe drops one subscription to uri taken with Subscribe.
+func (m *Manager) Unsubscribe(server, uri string) error {
+	s, err := m.target(server, fmt.Sprintf("resources/unsubscribe %q", uri))
+	if err != nil {
+		return err
+	}
+	s.subs.change(uri, -1)
+	s.subsDirty.Store(true)
+	s.wake()
+	return nil
+}
+
+// subscriptions counts the subscriptions callers hold, by URI.
+type subscriptions struct {
+	mu sync.Mutex
+	// mu guards uris.
+	uris map[string]int
+}
+
+func (t *subscriptions) change(uri string, by int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.uris == nil {
+		t.uris = map[string]int{}
+	}
+	if n := t.uris[uri] + by; n > 0 {
+		t.uris[uri] = n
+	} else {
+		delete(t.uris, uri)
+	}
+}
+
+func (t *subscriptions) wanted() map[string]bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]bool, len(t.uris))
+	for u := range t.uris {
+		out[u] = true
+	}
+	return out
+}
+
+// syncSubscriptions brings the session's subscriptions in line with what
+// callers hold. It runs on the supervisor goroutine; the requests run on
+// goroutines of the connection, which close waits for: on 2026-07-28 a
+// subscription is a stream that lasts until it is dropped.
+func (s *supervisor) syncSubscriptions(c *conn) {
+	init := c.session.InitializeResult()
+	if init == nil || init.Capabilities == nil || init.Capabilities.Resources == nil || !init.Capabilities.Resources.Subscribe {
+		return
+	}
+	want := s.subs.wanted()
+	if c.subscribed == nil {
+		c.subscribed = map[string]bool{}
+	}
+	for uri := range want {
+		if c.subscribed[uri] {
+			continue
+		}
+		c.subscribed[uri] = true
+		c.requests.Go(func() {
+			err := c.session.Subscribe(context.WithoutCancel(s.ctx), &mcp.SubscribeParams{URI: uri})
+			if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, context.Canceled) {
+				s.m.log.Warn("resource subscription failed", "server", s.name, "uri", uri, "error", err)
+			}
+		})
+	}
+	for uri := range c.subscribed {
+		if want[uri] {
+			continue
+		}
+		delete(c.subscribed, uri)
+		c.requests.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), s.spec.Timeouts.Request)
+			defer cancel()
+			_ = c.session.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+		})
+	}
 }

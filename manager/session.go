@@ -117,6 +117,10 @@ func (s *supervisor) hold(c *conn) ending {
 			return ending{kind: endLost, err: c.lostReason(s.ctx, err)}
 		case <-exited:
 			return ending{kind: endLost, err: c.lostReason(s.ctx, nil)}
+		case <-c.needLogin:
+			// Its token was refused for good, or a request needs more
+			// scopes: calls would only fail until someone logs in.
+			return ending{kind: endLost, err: c.loginError()}
 		case <-c.httpEnded:
 			// The SDK is ending the HTTP session. Its Wait says why once the
 			// DELETE is answered, which a server may hold until its
@@ -174,7 +178,7 @@ func (s *supervisor) hold(c *conn) ending {
 					}
 				}
 				err := fmt.Errorf("health check failed: ping: %w", r.err)
-				s.m.bus.Publish(events.KindHealthFailed, s.name, events.Fields{"error": newError(CodeConnectionFailed, s.name, "ping", r.err).Error()})
+				s.publish(events.KindHealthFailed, events.Fields{"error": newError(CodeConnectionFailed, s.name, "ping", r.err).Error()})
 				return ending{kind: endLost, err: err}
 			}
 		case <-silence.C:
@@ -196,6 +200,9 @@ func (s *supervisor) hold(c *conn) ending {
 			}
 			if s.reinit.CompareAndSwap(c.session, nil) {
 				return ending{kind: endReinit}
+			}
+			if s.subsDirty.Swap(false) {
+				s.syncSubscriptions(c)
 			}
 			s.demand.Store(false)
 			_ = s.rediscover(c, listKind(s.dirty.Swap(0)))
@@ -242,13 +249,15 @@ func (s *supervisor) connected(c *conn) {
 		}
 	}, events.KindConnected, connectedFields(c, init))
 	if was != CircuitClosed {
-		s.m.bus.Publish(events.KindCircuit, s.name, events.Fields{"from": was.String(), "to": "closed"})
+		s.publish(events.KindCircuit, events.Fields{"from": was.String(), "to": "closed"})
 	}
 	s.reinited = s.reiniting
 	if s.reiniting {
 		s.reiniting = false
-		s.m.bus.Publish(events.KindSessionReinitialized, s.name, nil)
+		s.publish(events.KindSessionReinitialized, nil)
 	}
+	s.subsDirty.Store(false)
+	s.syncSubscriptions(c)
 	if prev != nil { // a reconnect: the server may have new tools, say what changed
 		s.publishChanges(prev, c.cat, listAll)
 	}

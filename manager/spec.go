@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/manager/oauth"
+
 	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -79,6 +81,11 @@ type Spec struct {
 	// Roots are the roots (file:// URIs) the server is told it may work
 	// in, before the host's own (Manager.SetAnswerer).
 	Roots []string
+	// Auth is how an http or sse server's client logs in when the server
+	// asks for OAuth (see package manager/oauth); the zero value discovers
+	// everything and registers dynamically. A server given an
+	// Authorization header never logs in.
+	Auth oauth.Config
 	// Written is the command line or URL as declared, with its ${VAR}
 	// references unexpanded, when it had any: what Endpoint shows, so
 	// that a value from the environment (a token) is never displayed.
@@ -146,6 +153,7 @@ const (
 	DefaultMultiplier     = 2.0
 	DefaultJitter         = 0.25
 	DefaultMaxFrameBytes  = 16 << 20
+	DefaultMaxSessions    = 5
 
 	DefaultHealthInterval = 10 * time.Second
 	DefaultHealthTimeout  = 5 * time.Second
@@ -197,6 +205,9 @@ func (s Spec) WithDefaults() Spec {
 	if s.MaxFrameBytes == 0 {
 		s.MaxFrameBytes = DefaultMaxFrameBytes
 	}
+	if s.MaxSessions == 0 && s.Session == SessionPerClient {
+		s.MaxSessions = DefaultMaxSessions
+	}
 	return s
 }
 
@@ -230,6 +241,10 @@ func (s Spec) Problems() []string {
 		p.add("transport", "must be stdio, http or sse, got %q", s.Transport)
 	}
 	s.Expose.problems(&p)
+	if !reflect.DeepEqual(s.Auth, oauth.Config{}) && s.Transport != TransportHTTP && s.Transport != TransportSSE {
+		p.add("auth", "only an http or sse server logs in, this one is %s", s.Transport)
+	}
+	p = append(p, s.Auth.Problems()...)
 	if s.Dial != nil && s.Transport != TransportInProcess {
 		p.add("dial", "only an in-process server has a Dialer, this one is %s", s.Transport)
 	}
@@ -268,6 +283,23 @@ func (s Spec) Problems() []string {
 	}
 	if s.MaxFrameBytes < 1024 || s.MaxFrameBytes > 1<<30 {
 		p.add("max_frame_bytes", "must be within 1024..1073741824, got %d", s.MaxFrameBytes)
+	}
+	switch s.Session {
+	case SessionShared:
+		if s.MaxSessions != 0 {
+			p.add("max_sessions", "applies only to session = \"per_client\" (this server is shared by every caller)")
+		}
+	case SessionPerClient:
+		if s.MaxSessions < 1 || s.MaxSessions > 1000 {
+			p.add("max_sessions", "must be within 1..1000, got %d", s.MaxSessions)
+		}
+	default:
+		p.add("session", "must be \"shared\" or \"per_client\", got %q", s.Session)
+	}
+	for i, r := range s.Roots {
+		if err := CheckRoot(r); err != nil {
+			p.add(fmt.Sprintf("roots[%d]", i+1), "%v", err)
+		}
 	}
 	return p
 }
@@ -377,3 +409,16 @@ func (s Spec) Startable(server string) error {
 // ErrCannotStart is in the chain of errors about a program or working
 // directory that is not there: see [Spec.Startable].
 var ErrCannotStart = proc.ErrCannotStart
+
+// CheckRoot reports why uri cannot be a root, or nil: roots are absolute
+// file:// URIs ("file:///home/me/project").
+func CheckRoot(uri string) error {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "file" || !strings.HasPrefix(u.Path, "/") || u.Opaque != "" {
+		return fmt.Errorf("must be an absolute file:// URI such as \"file:///home/me/project\", got %q", uri)
+	}
+	if u.Host != "" && u.Host != "localhost" {
+		return fmt.Errorf("must name a local directory (file:///path), got host %q in %q", u.Host, uri)
+	}
+	return nil
+}

@@ -56,6 +56,9 @@ type Status struct {
 	// Waiting, while connecting, says what the attempt waits for before it
 	// can start: "max connections (N) reached" ([Options.MaxConnections]).
 	Waiting string
+	// Sessions are the clients' sessions of a per-client server, by
+	// client; the fields above describe its own session.
+	Sessions []ClientSession
 }
 
 // snapshot is a supervisor's published view: its status and what a caller

@@ -14,6 +14,8 @@ import (
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -28,6 +30,16 @@ type supervisor struct {
 	order string // lower-cased name: how it is sorted for display
 	spec  Spec   // defaults applied
 	m     *Manager
+	// clients are the client sessions of a per-client server; nil if it
+	// is shared or s is itself a client session.
+	clients *clientSessions
+	// owner is the client whose session s runs, and home the server it
+	// is a session of; "" and nil for a server's own supervisor.
+	owner string
+	home  *supervisor
+	// ownerAnswerer answers for the owner between its calls: the
+	// answerer its last call gave.
+	ownerAnswerer atomic.Pointer[ask.Candidate]
 	// notify bounds the notification events the server can cause.
 	notify *notifyLimiter
 
@@ -51,6 +63,8 @@ type supervisor struct {
 	demand         atomic.Bool                       // a caller waits for the idle server
 	wanted         atomic.Int32                      // callers waiting for a session now
 	reinit         atomic.Pointer[mcp.ClientSession] // this session's HTTP session expired
+	subsDirty      atomic.Bool                       // callers' resource subscriptions changed
+	subs           subscriptions                     // resource subscriptions callers hold
 	kick           chan struct{}                     // capacity 1: some flag is set
 	requests       chan refreshReq                   // forced discovery from callers
 	progress       progressRoutes                    // progress tokens of calls in flight
@@ -179,7 +193,7 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 	// publishes (its tool_call) comes after it: one server's events arrive
 	// in the order they happened.
 	if kind != "" {
-		s.m.bus.Publish(kind, s.name, fields)
+		s.publish(kind, fields)
 	}
 	close(ch)
 }
@@ -189,6 +203,9 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 func (s *supervisor) run() {
 	defer close(s.done)
 	defer s.m.forget(s)
+	if s.home != nil {
+		defer s.home.clients.gone(s)
+	}
 	defer s.finish()
 	for s.ctx.Err() == nil {
 		if s.disabled.Load() {
@@ -200,6 +217,12 @@ func (s *supervisor) run() {
 			continue
 		}
 		end := s.holdSafely(c)
+		if end.kind == endIdle && s.home != nil {
+			// A client's session that idles out is given back: the
+			// client gets a new one if it calls again.
+			s.reason.Store("idle")
+			end.kind = endStop
+		}
 		if end.kind == endStop {
 			s.dispose(c)
 			return
@@ -223,7 +246,7 @@ func (s *supervisor) connectLoop() *conn {
 			}
 			if s.brk.state == CircuitOpen { // not reset by mcp_reconnect meanwhile
 				s.brk.halfOpen()
-				s.m.bus.Publish(events.KindCircuit, s.name, events.Fields{"from": "open", "to": "half_open"})
+				s.publish(events.KindCircuit, events.Fields{"from": "open", "to": "half_open"})
 				probe = true
 			}
 		}
@@ -266,6 +289,19 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 	s.failures++
 	n := s.failures
 	s.reiniting = false
+	var login *oauth.LoginRequiredError
+	if errors.As(cause, &login) {
+		// Only a login helps, which needs a person: wait for one (here, in
+		// another process or by mcp_login) instead of retrying.
+		msg := fmt.Sprintf("%v; not retried until then", cause)
+		s.transition(StateUnauthorized, func(snap *snapshot) {
+			snap.status.Attempts = n
+			snap.status.LastError = msg
+			snap.status.NextAttempt = time.Time{}
+		}, events.KindUnauthorized, events.Fields{"challenge": login.Challenge(), "error": msg, "login": oauth.LoginCommand(s.name)})
+		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
+		return s.parkUnauthorized()
+	}
 	var unauthorized *endpoint.UnauthorizedError
 	if errors.As(cause, &unauthorized) {
 		// Retrying with the same credentials cannot succeed: wait for new
@@ -367,6 +403,38 @@ func (s *supervisor) pause(until time.Time) bool {
 	}
 }
 
+// loginPoll is how often a server waiting for a login looks whether one
+// landed in the state directory (mcpvisor login in another process). It
+// reads a file's metadata; nothing goes to the server.
+const loginPoll = 2 * time.Second
+
+// parkUnauthorized waits in StateUnauthorized for a login (Manager.Login
+// reconnects; a login by another process is found in the state
+// directory), mcp_reconnect or mcp_enable. It reports as pause does.
+func (s *supervisor) parkUnauthorized() bool {
+	src := s.m.authSource(s.name, s.spec)
+	poll := time.NewTicker(loginPoll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return false
+		case <-s.kick:
+			if s.disabled.Load() {
+				return false
+			}
+			if s.takeReconnect() {
+				return true
+			}
+		case <-poll.C:
+			if src != nil && src.Reload() {
+				s.resetFailures()
+				return true
+			}
+		}
+	}
+}
+
 // parkFailed waits in StateFailed for mcp_reconnect or mcp_enable.
 func (s *supervisor) parkFailed() bool { return s.pause(time.Time{}) }
 
@@ -424,7 +492,7 @@ func (s *supervisor) resetFailures() {
 	was := s.brk.state
 	s.brk.reset()
 	if was != CircuitClosed {
-		s.m.bus.Publish(events.KindCircuit, s.name, events.Fields{"from": was.String(), "to": "closed", "reason": "reset"})
+		s.publish(events.KindCircuit, events.Fields{"from": was.String(), "to": "closed", "reason": "reset"})
 	}
 }
 
@@ -545,6 +613,9 @@ var errAbandoned = errors.New("the server was closed while the request ran")
 
 // finish publishes closing (if not yet) and removed, last of all.
 func (s *supervisor) finish() {
+	if s.clients != nil {
+		s.clients.closeAll(s.reason.Load().(string))
+	}
 	s.dropSlot()
 	s.trace.stopped(s.reason.Load().(string))
 	if st := s.snap.Load().status.State; st != StateClosing {

@@ -12,6 +12,10 @@ type gatewayAPI struct{ g *gatewayHost }
 
 var _ luaapi.Gateway = gatewayAPI{}
 
+// Start makes the gateway now, so that servers added next declare what
+// its clients can answer.
+func (a gatewayAPI) Start() { a.g.get() }
+
 // ServeHTTP listens on addr with the token of tokenFile (else
 // $MCPVISOR_TOKEN), or stops listening for "".
 func (a gatewayAPI) ServeHTTP(addr, tokenFile string) error {

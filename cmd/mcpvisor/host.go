@@ -179,6 +179,9 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 // stdin). Code that is not interactive starts once the servers have
 // settled. It returns the exit code.
 func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, src string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if cfg.http != "" {
+		h.gateway.get() // before the servers connect: see serve
+	}
 	if _, err := h.rt.LoadConfigSource(ctx, path, src); err != nil {
 		printError(stderr, err)
 		return 1

@@ -31,6 +31,13 @@ Usage:
                            anything; print the servers it declares and what
                            would keep each from starting here (a program not
                            on PATH, a missing cwd); exit 1 on errors
+  mcpvisor login [-c FILE] NAME
+                           log in to an OAuth server of the config: show the
+                           authorization URL and open it ($BROWSER, else
+                           xdg-open), wait for the browser, keep the tokens
+                           (a running mcpvisor picks them up) and connect
+  mcpvisor logout [-c FILE] NAME
+                           forget a server's tokens
   mcpvisor serve [flags]    serve every server to AI clients as one MCP server:
                            on stdin/stdout (the command a client starts), or
                            with --http ADDR on streamable HTTP and SSE
@@ -106,7 +113,7 @@ Examples:
 
 In Lua (see README.md):
   declare  mcp_add, mcp_remove, mcp_import
-  control  mcp_enable, mcp_disable, mcp_reconnect
+  control  mcp_enable, mcp_disable, mcp_reconnect, mcp_login
   look     mcp_status, mcp_servers, mcp_events, mcp_wait, mcp_metrics,
            mcp_hud, mcp_hud_model
   use      mcp_tools, mcp_call, mcp_call_cb, mcp_discover, mcp_resources,
@@ -150,6 +157,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 0
 		case "check":
 			return runCheck(args[1:], stdout, stderr)
+		case "login":
+			return runLogin(args[1:], stdout, stderr)
+		case "logout":
+			return runLogout(args[1:], stdout, stderr)
 		case "serve":
 			cfg, err := parseFlags(args[1:], stderr)
 			if err == nil {

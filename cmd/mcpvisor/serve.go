@@ -51,6 +51,9 @@ func runServe(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func (h *host) serve(ctx context.Context, cfg config, token, path, src string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Made before the config's servers connect, so they are told what the
+	// gateway's clients can answer (elicitation, sampling, roots).
+	h.gateway.get()
 	if _, err := h.rt.LoadConfigSource(ctx, path, src); err != nil {
 		printError(stderr, err)
 		return 1

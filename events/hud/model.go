@@ -1,6 +1,7 @@
 package hud
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
@@ -36,6 +37,7 @@ type server struct {
 	probeAt     time.Time // circuit open: when the probe is due
 	err         string    // last error, one line
 	waiting     string    // connecting: what the attempt waits for
+	sessions    int       // per-client server: its clients' sessions
 }
 
 // createdBy are the kinds that give an unknown server a row: those the
@@ -82,6 +84,14 @@ func (m *Model) Apply(e events.Event) {
 	}
 	if e.Kind == events.KindRemoved {
 		delete(m.servers, e.Server)
+		return
+	}
+	if e.Text("client") != "" && e.Kind != events.KindToolCall {
+		// A client's own session of a per-client server: its lifecycle is
+		// not the server's; the row counts the sessions.
+		if s := m.servers[e.Server]; s != nil && (e.Kind == events.KindSessionOpened || e.Kind == events.KindSessionClosed) {
+			s.sessions = int(e.Int("sessions"))
+		}
 		return
 	}
 	s := m.servers[e.Server]
@@ -151,6 +161,10 @@ func (s *server) apply(e events.Event) {
 		s.state = StateUnauthorized
 		s.retryAt = time.Time{}
 		s.setErr(e)
+		if login := e.Text("login"); login != "" {
+			// What to run comes first, where a narrow line still shows it.
+			s.err = oneLine(fmt.Sprintf("run %s or mcp_login(%q) · %s", login, e.Server, s.err))
+		}
 	case events.KindFailed:
 		s.state = StateFailed
 		s.attempt = int(e.Int("attempts"))

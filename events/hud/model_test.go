@@ -2,6 +2,7 @@ package hud_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -386,4 +387,31 @@ func TestHUDModelAddedDisabled(t *testing.T) {
 	m := s.model()
 	assert.Equal(t, hud.StateDisabled, row(t, m, t0, "off").State)
 	assert.Equal(t, hud.StateConnecting, row(t, m, t0, "on").State)
+}
+
+// A per-client server's row is its own session's; its clients' sessions
+// only count, whatever their own lifecycle does.
+func TestHUDModelClientSessions(t *testing.T) {
+	var s script
+	s.at(0, events.KindAdded, "pc", events.Fields{"transport": "stdio"})
+	s.at(0, events.KindConnected, "pc", events.Fields{"attempt": 1, "tools": 1})
+	s.at(time.Second, events.KindSessionOpened, "pc", events.Fields{"client": "a", "sessions": 1, "max_sessions": 2})
+	s.at(time.Second, events.KindConnecting, "pc", events.Fields{"client": "a", "attempt": 1})
+	s.at(time.Second, events.KindSessionOpened, "pc", events.Fields{"client": "b", "sessions": 2, "max_sessions": 2})
+	s.at(time.Second, events.KindBackoff, "pc", events.Fields{"client": "b", "attempt": 1, "delay_ms": 100, "error": "boom"})
+	s.at(time.Second, events.KindToolCall, "pc", events.Fields{"client": "a", "tool": "t", "duration_ms": 2.0, "is_error": false})
+	m := s.model()
+	assert.Equal(t, "● pc  stdio  1 tool   2.0ms  2 client sessions", line(t, m, t0.Add(2*time.Second), "pc"))
+	s.at(3*time.Second, events.KindSessionClosed, "pc", events.Fields{"client": "a", "reason": "client left", "sessions": 1})
+	assert.Equal(t, "● pc  stdio  1 tool   2.0ms  1 client session", line(t, s.model(), t0.Add(4*time.Second), "pc"))
+}
+
+// A server waiting for a login shows the command first on its line.
+func TestUnauthorizedShowsLoginCommand(t *testing.T) {
+	var m hud.Model
+	m.Apply(events.Event{Kind: events.KindUnauthorized, Server: "saas", Time: time.Now(),
+		Fields: events.Fields{"error": "server \"saas\": initialize: not logged in; …", "login": "mcpvisor login saas"}})
+	rows := m.View(time.Now())
+	require.Len(t, rows, 1)
+	require.True(t, strings.HasPrefix(rows[0].Error, `run mcpvisor login saas or mcp_login("saas") · server "saas": initialize: not logged in`), rows[0].Error)
 }

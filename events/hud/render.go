@@ -236,6 +236,9 @@ func status(r Row) string {
 	case StateIdle, StateDisabled, StateClosing, StateUnauthorized:
 		parts = append(parts, string(r.State))
 	}
+	if r.Sessions > 0 {
+		parts = append(parts, fmt.Sprintf("%d client %s", r.Sessions, plural(r.Sessions, "session", "sessions")))
+	}
 	if r.Circuit == CircuitHalfOpen && !r.Probe {
 		parts = append(parts, "circuit half-open")
 	}

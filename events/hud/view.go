@@ -43,6 +43,9 @@ type Row struct {
 	// Waiting, while connecting, is what the attempt waits for before it
 	// starts ("max connections (2) reached").
 	Waiting string
+	// Sessions is how many clients hold a session of their own on a
+	// per-client server.
+	Sessions int
 }
 
 // View returns a row per server, sorted by name, with countdowns computed
@@ -63,6 +66,7 @@ func (m *Model) View(now time.Time) []Row {
 			Probe:       s.probe && s.state == StateConnecting,
 			Circuit:     s.circuit,
 			Error:       s.err,
+			Sessions:    s.sessions,
 		}
 		if s.state == StateConnecting {
 			r.Waiting = s.waiting

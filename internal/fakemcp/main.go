@@ -29,7 +29,8 @@
 //	                            interleaved: after every message
 //	--huge-message=SIZE         echo answers a text of SIZE bytes (KiB, MiB, GiB, KB, MB, GB)
 //	--reply=TEXT                echo and t0..t{N-1} answer TEXT instead of {text}; Go
-//	                            escapes in it are decoded (\x1b, \u202e, \n)
+//	                            escapes in it are decoded (\x1b, \u202e, \n), and
+//	                            {pid} becomes the server's process id
 //	--invalid-utf8              tools/call results carry raw invalid UTF-8 bytes
 //	--partial-frame             first tools/call writes `{"jsonrpc":"2.0",` and stdout stalls
 //	--stderr-flood=SIZE|continuous
@@ -48,6 +49,9 @@
 //	--record=FILE               append one line per received message: "initialize id=1",
 //	                            "notifications/initialized", "tools/call id=3",
 //	                            "notifications/cancelled requestId=3"
+//	--ask                       add tools ask {method, params} (sends that request to
+//	                            the client, answers {"result"|"error"} as JSON text)
+//	                            and capabilities (the client's, from initialize)
 //	--pidfile=FILE              append own pid and a newline at start (one line per
 //	                            process, so restarts of a server add lines)
 package main
@@ -78,6 +82,7 @@ type config struct {
 	hangInitialize bool
 	slowInitialize time.Duration
 	hangTool       string
+	ask            bool
 	slow           time.Duration
 
 	garbage       string // "", before-init, after-init, interleaved
@@ -129,6 +134,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.hangInitialize, "hang-initialize", false, "")
 	fs.DurationVar(&c.slowInitialize, "slow-initialize", 0, "")
 	fs.StringVar(&c.hangTool, "hang-tool", "", "")
+	fs.BoolVar(&c.ask, "ask", false, "")
 	fs.DurationVar(&c.slow, "slow", 0, "")
 	fs.Func("garbage-stdout", "", func(v string) error {
 		switch v {

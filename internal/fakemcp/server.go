@@ -61,6 +61,7 @@ type server struct {
 	inflight map[string]context.CancelCauseFunc // by compact request id
 	handlers sync.WaitGroup
 
+	asks         asks         // --ask: requests to the client awaiting answers
 	answered     atomic.Int64 // tools/call responses written
 	garbageOnce  sync.Once    // --garbage-stdout=after-init
 	partialOnce  sync.Once
@@ -104,7 +105,8 @@ func (s *server) handleLine(line []byte) {
 	}
 	if m.Method == "" {
 		s.recordLine("<response id=" + compact(m.ID) + ">")
-		return // we send no requests, so responses are unexpected; ignore them
+		s.deliverAnswer(&m) // unexpected ones are ignored
+		return
 	}
 	s.recordMessage(&m)
 	if s.cfg.hangInitialize {
@@ -223,9 +225,13 @@ func (s *server) handleRequest(ctx context.Context, m *message) {
 
 func (s *server) initialize(params json.RawMessage) any {
 	var p struct {
-		ProtocolVersion string `json:"protocolVersion"`
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
 	}
 	_ = json.Unmarshal(params, &p)
+	s.asks.mu.Lock()
+	s.asks.caps = p.Capabilities
+	s.asks.mu.Unlock()
 	version := defaultProtocolVersion
 	if slices.Contains(knownProtocolVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
@@ -267,6 +273,10 @@ func (s *server) tools() []map[string]any {
 	}
 	for i := range s.cfg.tools {
 		list = append(list, tool("t"+strconv.Itoa(i), "Echo text back.", textSchema))
+	}
+	if s.cfg.ask {
+		list = append(list, tool("ask", "Send a request to the client; answer what came back.", askSchema),
+			tool("capabilities", "The client's declared capabilities.", map[string]any{"type": "object"}))
 	}
 	if h := s.cfg.hangTool; h != "" && !s.hasTool(h) {
 		list = append(list, tool(h, "Never returns.", map[string]any{"type": "object"}))
@@ -310,6 +320,18 @@ func (s *server) callTool(ctx context.Context, m *message) {
 		<-ctx.Done()
 		return
 	}
+	if s.cfg.ask && (p.Name == "ask" || p.Name == "capabilities") {
+		var raw struct {
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		_ = json.Unmarshal(m.Params, &raw)
+		text, ok := s.askTool(ctx, p.Name, raw.Arguments)
+		if !ok || cancelledByPeer(ctx) {
+			return
+		}
+		s.answerTool(m.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}, "isError": false}, nil)
+		return
+	}
 	if s.cfg.stderrPerCall > 0 {
 		floodStderr(s.cfg.stderrPerCall)
 	}
@@ -324,7 +346,7 @@ func (s *server) callTool(ctx context.Context, m *message) {
 		}
 		text = fmt.Sprintf("slept %dms", p.Arguments.Ms)
 	case s.hasTool(p.Name) && s.cfg.reply != nil:
-		text = *s.cfg.reply
+		text = strings.ReplaceAll(*s.cfg.reply, "{pid}", strconv.Itoa(os.Getpid()))
 	case s.hasTool(p.Name):
 		text = p.Arguments.Text
 	default:

@@ -55,7 +55,10 @@
 //   - get-env returns the server's whole environment: do not hand the server
 //     secrets.
 //   - With the roots capability advertised the server sends roots/list ~350 ms
-//     after initialization; clients here advertise no capabilities.
+//     after initialization. mcpvisor advertises elicitation, sampling and
+//     roots only when something can answer them (a Lua handler, global
+//     roots, a gateway whose clients may): with none, the server hides the
+//     tools that need them.
 //   - Output: stdio mode writes one banner line to stderr and exits 0 on stdin
 //     EOF; streamableHttp logs every request to stdout; sse logs every message
 //     to stderr. Both HTTP modes print their "listening" line even when the

@@ -24,8 +24,9 @@ type DecodeOptions struct {
 // specFields are the accepted keys of a declaration, for unknown-field
 // errors and did-you-mean suggestions.
 var specFields = map[string][]string{
-	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "breaker", "max_retries", "max_frame_bytes", "expose"},
+	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "breaker", "max_retries", "max_frame_bytes", "expose", "session", "max_sessions", "roots", "auth"},
 	"expose":   {"prefix", "hide", "rename"},
+	"auth":     {"client_id", "client_secret", "scopes", "redirect_port", "client_metadata_url"},
 	"timeouts": {"connect", "request", "health_interval", "health_timeout", "keepalive", "server", "idle"},
 	"breaker":  {"failures", "window", "open_for"},
 	"backoff":  {"initial", "max", "multiplier", "jitter"},
@@ -211,9 +212,41 @@ func (d *decoder) spec(raw map[string]any) manager.Spec {
 			s.Expose.Rename = d.stringMap("expose.rename", v)
 		}
 	}
+	if a, ok := d.table("auth", raw["auth"]); ok {
+		if v, ok := a["client_id"]; ok {
+			s.Auth.ClientID = d.str("auth.client_id", v)
+		}
+		if v, ok := a["client_secret"]; ok {
+			s.Auth.ClientSecret = d.str("auth.client_secret", v)
+		}
+		if v, ok := a["scopes"]; ok {
+			s.Auth.Scopes = d.strings("auth.scopes", v)
+		}
+		if v, ok := a["redirect_port"]; ok {
+			s.Auth.RedirectPort = d.whole("auth.redirect_port", v)
+			if s.Auth.RedirectPort == 0 {
+				d.probs.add("auth.redirect_port", "must be a port number (1-65535); leave it out for any free port")
+			}
+		}
+		if v, ok := a["client_metadata_url"]; ok {
+			s.Auth.ClientMetadataURL = d.str("auth.client_metadata_url", v)
+		}
+	}
 	if v, ok := raw["max_frame_bytes"]; ok {
 		s.MaxFrameBytes = d.whole("max_frame_bytes", v)
 		d.notZero("max_frame_bytes", v, manager.DefaultMaxFrameBytes)
+	}
+	if v, ok := raw["session"]; ok {
+		if mode := d.str("session", v); mode != "shared" {
+			s.Session = manager.SessionMode(mode) // validated with the spec
+		}
+	}
+	if v, ok := raw["max_sessions"]; ok {
+		s.MaxSessions = d.whole("max_sessions", v)
+		d.notZero("max_sessions", v, manager.DefaultMaxSessions)
+	}
+	if v, ok := raw["roots"]; ok {
+		s.Roots = d.strings("roots", v)
 	}
 	return s
 }

@@ -179,7 +179,7 @@ func TestDecodeSpecInvalid(t *testing.T) {
 		{
 			name: "unknown field, nothing close",
 			raw:  map[string]any{"command": cmd, "zzzzzz": 1},
-			want: []string{`zzzzzz: unknown field; known fields: command, url, transport, env, cwd, headers, enabled, timeouts, backoff, breaker, max_retries, max_frame_bytes, expose`},
+			want: []string{`zzzzzz: unknown field; known fields: command, url, transport, env, cwd, headers, enabled, timeouts, backoff, breaker, max_retries, max_frame_bytes, expose, session, max_sessions, roots, auth`},
 		},
 		{
 			name: "expose",
@@ -452,4 +452,35 @@ func FuzzDecodeSpec(f *testing.F) {
 		}
 		require.Empty(t, s.Problems())
 	})
+}
+
+// The auth table is decoded field by field, with ${VAR} in the secret, and
+// its mistakes are reported by name.
+func TestDecodeAuth(t *testing.T) {
+	env := func(k string) (string, bool) { return map[string]string{"SECRET": "s3cret"}[k], k == "SECRET" }
+	s, err := config.DecodeSpec("saas", map[string]any{"url": "https://example.com/mcp", "auth": map[string]any{
+		"client_id": "abc", "client_secret": "${SECRET}", "scopes": []any{"read", "write"},
+		"redirect_port": float64(8765), "client_metadata_url": "https://example.com/client.json",
+	}}, config.DecodeOptions{LookupEnv: env})
+	require.NoError(t, err)
+	require.Equal(t, "abc", s.Auth.ClientID)
+	require.Equal(t, "s3cret", s.Auth.ClientSecret)
+	require.Equal(t, []string{"read", "write"}, s.Auth.Scopes)
+	require.Equal(t, 8765, s.Auth.RedirectPort)
+	require.Equal(t, "https://example.com/client.json", s.Auth.ClientMetadataURL)
+
+	for _, tc := range []struct {
+		auth map[string]any
+		want string
+	}{
+		{map[string]any{"client_secret": "x"}, "auth.client_secret: needs auth.client_id"},
+		{map[string]any{"redirect_port": float64(70000)}, "auth.redirect_port: must be a port number"},
+		{map[string]any{"client_metadata_url": "http://example.com/c.json"}, "auth.client_metadata_url: must be an https URL"},
+		{map[string]any{"scope": []any{"x"}}, `auth.scope: unknown field; did you mean "scopes"?`},
+	} {
+		_, err := config.DecodeSpec("saas", map[string]any{"url": "https://example.com/mcp", "auth": tc.auth}, config.DecodeOptions{})
+		require.ErrorContains(t, err, tc.want)
+	}
+	_, err = config.DecodeSpec("local", map[string]any{"command": []any{"x"}, "auth": map[string]any{"client_id": "a"}}, config.DecodeOptions{})
+	require.ErrorContains(t, err, "auth: only an http or sse server logs in")
 }

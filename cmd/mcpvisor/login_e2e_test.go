@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
+	"github.com/mcpvisor/mcpvisor/manager/oauth"
+)
+
+// The whole login story through the binary: `mcpvisor login` with the
+// flag after the name opens $BROWSER and connects; the tokens are kept
+// 0600 in a 0700 directory; a restart uses them without a new
+// authorization; mcp_login does the same from Lua; logout forgets them;
+// and no token shows in any output, even at debug level.
+func TestLoginLogoutE2E(t *testing.T) {
+	as := oauthtest.NewAuthServer(t, nil)
+	rs := oauthtest.NewResourceServer(t, as, nil)
+	dir := t.TempDir()
+	state := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "startup.lua"),
+		[]byte(fmt.Sprintf("mcp_add(%q, {url = %q})\n", "saas", rs.URL())), 0o644))
+	// Spans are exported to stderr too, so the search for tokens below
+	// covers them.
+	env := []string{"BROWSER=" + oauthtest.BrowserScript(t), "XDG_STATE_HOME=" + state, "OTEL_TRACES_EXPORTER=console"}
+	var outputs []string
+	run := func(args ...string) outcome {
+		o := runBinary(t, invocation{dir: dir, args: args, env: env})
+		outputs = append(outputs, o.stdout, o.stderr)
+		return o
+	}
+
+	o := run("login", "saas", "-c", "startup.lua")
+	require.Equal(t, 0, o.code, o.stderr)
+	require.Contains(t, o.stdout, "To log in to saas, open this URL in a browser:")
+	require.Contains(t, o.stdout, "Connected to saas (2 tools).")
+	require.Equal(t, 1, as.Stats().Authorizations)
+
+	fi, err := os.Stat(filepath.Join(state, "mcpvisor", "oauth"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	file := filepath.Join(state, "mcpvisor", "oauth", "saas.json")
+	fi, err = os.Stat(file)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	first := storedGrant(t, file)
+
+	code := `assert(mcp_wait("saas", "connected")); assert(mcp_call("saas.whoami")); return "ok"`
+	o = run("-c", "startup.lua", "--log-level", "debug", "-e", code)
+	require.Equal(t, 0, o.code, o.stderr)
+	require.Equal(t, "ok\n", o.stdout)
+	require.Equal(t, 1, as.Stats().Authorizations, "a restart must use the stored token")
+
+	o = run("logout", "-c", "startup.lua", "saas")
+	require.Equal(t, 0, o.code, o.stderr)
+	require.Contains(t, o.stdout, "Logged out of saas")
+	require.NoFileExists(t, file)
+
+	code = `local ok, why = mcp_wait("saas", "unauthorized")
+assert(ok, why)
+assert(mcp_status("saas").last_error:find("mcpvisor login saas", 1, true), mcp_status("saas").last_error)
+assert(mcp_login("saas"))
+assert(mcp_call("saas.whoami"))
+return "in"`
+	o = run("-c", "startup.lua", "--log-level", "debug", "-e", code)
+	require.Equal(t, 0, o.code, o.stderr)
+	require.Contains(t, o.stdout, "open this URL")
+	require.True(t, strings.HasSuffix(o.stdout, "in\n"), o.stdout)
+	require.Equal(t, 2, as.Stats().Authorizations)
+	second := storedGrant(t, file)
+
+	all := strings.Join(outputs, "\n")
+	require.Contains(t, all, `"Name":"mcp.tool_call"`, "spans were not exported, so not searched")
+	for _, g := range []oauth.Grant{first, second} {
+		for _, secret := range []string{g.Token.Access, g.Token.Refresh} {
+			require.NotEmpty(t, secret)
+			require.NotContains(t, all, secret)
+		}
+	}
+}
+
+func storedGrant(t *testing.T, file string) oauth.Grant {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var rec oauth.Record
+	require.NoError(t, json.Unmarshal(data, &rec))
+	return *rec.Grants[rec.Current]
+}

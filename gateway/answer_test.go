@@ -1,0 +1,623 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
+)
+
+// What the fake server asks its client in these tests.
+var (
+	nameSchema  = map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}, "required": []any{"name"}}
+	elicitation = &mcp.ElicitParams{Message: "What is your name?", RequestedSchema: nameSchema}
+	urlElicit   = &mcp.ElicitParams{Mode: "url", Message: "Sign in", URL: "https://example.com/login", ElicitationID: "e1"}
+	sampling    = &mcp.CreateMessageWithToolsParams{MaxTokens: 50, SystemPrompt: "Be brief.",
+		Messages: []*mcp.SamplingMessageV2{{Role: "user", Content: []mcp.Content{&mcp.TextContent{Text: "Say hello"}}}}}
+	samplingWithTools = &mcp.CreateMessageWithToolsParams{MaxTokens: 50, Tools: []*mcp.Tool{{Name: "t", InputSchema: map[string]any{"type": "object"}}},
+		Messages: []*mcp.SamplingMessageV2{{Role: "user", Content: []mcp.Content{&mcp.TextContent{Text: "Use t"}}}}}
+	projectRoot = &mcp.Root{URI: "file:///home/ada/project", Name: "project"}
+)
+
+// outcome is what the fake server got when it asked: an answer, or an
+// error (NoAnswer if the answerer left it to the host).
+type outcome struct {
+	Answer   json.RawMessage `json:"answer,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	NoAnswer bool            `json:"noAnswer,omitempty"`
+}
+
+func report(v any, err error) outcome {
+	if err != nil {
+		return outcome{Error: err.Error(), NoAnswer: errors.Is(err, ask.ErrNoAnswer)}
+	}
+	b, _ := json.Marshal(v)
+	return outcome{Answer: b}
+}
+
+func outcomeResult(o any) *mcp.CallToolResult {
+	b, _ := json.Marshal(o)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
+}
+
+// askingServer answers calls of srv's tools as a server that asks its
+// client would, through opts.Answerer, as the manager will; each result
+// is the outcome as JSON ("all" asks all three at once: a map of them).
+func askingServer(ctx context.Context, name string, opts manager.CallOptions) (*mcp.CallToolResult, error) {
+	a := opts.Answerer
+	if a == nil {
+		return errorResult("the call came without an answerer"), nil
+	}
+	from := ask.From{Server: "srv", Client: opts.Client}
+	switch strings.TrimPrefix(name, "srv.") {
+	case "elicit":
+		return outcomeResult(report(a.Elicit(ctx, from, elicitation))), nil
+	case "elicit-url":
+		return outcomeResult(report(a.Elicit(ctx, from, urlElicit))), nil
+	case "sample":
+		return outcomeResult(report(a.CreateMessage(ctx, from, sampling))), nil
+	case "sample-tools":
+		return outcomeResult(report(a.CreateMessage(ctx, from, samplingWithTools))), nil
+	case "roots":
+		return outcomeResult(report(a.ListRoots(ctx, from))), nil
+	case "offers":
+		return outcomeResult(a.Offers().String()), nil
+	case "all":
+		var mu sync.Mutex
+		all := map[string]outcome{}
+		var wg sync.WaitGroup
+		for kind, f := range map[string]func() outcome{
+			"elicit": func() outcome { return report(a.Elicit(ctx, from, elicitation)) },
+			"sample": func() outcome { return report(a.CreateMessage(ctx, from, sampling)) },
+			"roots":  func() outcome { return report(a.ListRoots(ctx, from)) },
+		} {
+			wg.Go(func() {
+				o := f()
+				mu.Lock()
+				all[kind] = o
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return outcomeResult(all), nil
+	}
+	return errorResult("no tool " + name), nil
+}
+
+// askingGateway is a gateway over a fake server srv whose tools ask the
+// client, served over HTTP (its base URL returned) and stdio.
+func askingGateway(t *testing.T) (*Gateway, *fakeSource, string) {
+	t.Helper()
+	src := newFakeSource(t)
+	src.set("srv", manager.Spec{}, "elicit", "elicit-url", "sample", "sample-tools", "roots", "offers", "all", "hold", "withdraw", "keep")
+	src.answerWith(askingServer)
+	g := newGateway(t, src)
+	srv, err := g.Listen(HTTPOptions{Addr: "127.0.0.1:0"})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, srv.Close(ctx))
+	})
+	return g, src, "http://" + srv.Addr()
+}
+
+// The ways a client reaches the gateway in these tests, and the protocol
+// each negotiates: a go-sdk client on stdio speaks 2026-07-28, on which
+// the gateway cannot send it requests; over HTTP it falls back to
+// 2025-11-25 (the gateway's sessions are stateful), as over SSE.
+var transports = []struct {
+	name, version string
+}{
+	{"stdio", "2026-07-28"},
+	{"stdio 2025-11-25", "2025-11-25"},
+	{"http", "2025-11-25"},
+	{"http without the standalone stream", "2025-11-25"},
+	{"sse", "2025-11-25"},
+}
+
+// dial connects a go-sdk client with opts to g's /mcp in the way named;
+// it is closed when the test ends.
+func dial(t *testing.T, g *Gateway, base, how string, opts *mcp.ClientOptions, roots ...*mcp.Root) *mcp.ClientSession {
+	t.Helper()
+	var tr mcp.Transport
+	var version string
+	switch how {
+	case "stdio", "stdio 2025-11-25":
+		if how != "stdio" {
+			version = "2025-11-25"
+		}
+		inR, inW := io.Pipe()   // client → gateway
+		outR, outW := io.Pipe() // gateway → client
+		done := make(chan error, 1)
+		go func() { done <- g.ServeStdio(context.Background(), inR, outW, "", "") }()
+		t.Cleanup(func() {
+			_ = inW.Close()
+			_ = outR.Close()
+			if err := <-done; !errors.Is(err, io.ErrClosedPipe) {
+				assert.NoError(t, err, "ServeStdio")
+			}
+		})
+		tr = &mcp.IOTransport{Reader: outR, Writer: inW}
+	case "http":
+		tr = &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1}
+	case "http without the standalone stream":
+		tr = &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1, DisableStandaloneSSE: true}
+	case "sse":
+		tr = &mcp.SSEClientTransport{Endpoint: base + "/sse"}
+	default:
+		t.Fatalf("no transport %q", how)
+	}
+	// An SSE client's session lives as long as the context it connected
+	// with: this one ends with the test.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	bound := time.AfterFunc(10*time.Second, cancel)
+	c := mcp.NewClient(&mcp.Implementation{Name: "answering", Version: "1"}, opts)
+	c.AddRoots(roots...)
+	cs, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	require.NoError(t, err, "connect over %s", how)
+	bound.Stop()
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// asked calls one of srv's tools and returns what the server got.
+func asked(t *testing.T, cs *mcp.ClientSession, tool string, into any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "srv__" + tool, Arguments: map[string]any{}})
+	require.NoError(t, err, "tools/call %s", tool)
+	require.False(t, res.IsError, "tools/call %s: %s", tool, resultText(res))
+	require.NoError(t, json.Unmarshal([]byte(resultText(res)), into), "tools/call %s: %s", tool, resultText(res))
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// answering is a client that answers every kind, recording what it was
+// asked.
+type answering struct {
+	mu       sync.Mutex
+	elicited []*mcp.ElicitParams
+	sampled  []*mcp.CreateMessageParams
+}
+
+func (a *answering) options() *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			a.mu.Lock()
+			a.elicited = append(a.elicited, req.Params)
+			a.mu.Unlock()
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		},
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			a.mu.Lock()
+			a.sampled = append(a.sampled, req.Params)
+			a.mu.Unlock()
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "test-model", Content: &mcp.TextContent{Text: "Hello!"}}, nil
+		},
+	}
+}
+
+// requireAnswered checks the answers the fake server got.
+func requireAnswered(t *testing.T, got map[string]outcome) {
+	t.Helper()
+	for kind, want := range map[string]string{
+		"elicit": `{"action":"accept","content":{"name":"Ada"}}`,
+		"sample": `{"content":{"type":"text","text":"Hello!"},"model":"test-model","role":"assistant"}`,
+		"roots":  `[{"uri":"file:///home/ada/project","name":"project"}]`,
+	} {
+		o := got[kind]
+		require.Empty(t, o.Error, kind)
+		require.JSONEq(t, want, string(o.Answer), kind)
+	}
+}
+
+// A client that can answer elicitation, sampling and roots answers what a
+// server asks during its call, on every transport and protocol: asked one
+// at a time and all at once, the server gets the client's answers, and
+// the client gets the server's requests as they were.
+func TestClientAnswersWhatServersAsk(t *testing.T) {
+	g, src, base := askingGateway(t)
+	require.Equal(t, ask.All, src.answers, "the gateway declares at once that its clients may answer anything")
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			client := &answering{}
+			cs := dial(t, g, base, tr.name, client.options(), projectRoot)
+			require.Equal(t, tr.version, cs.InitializeResult().ProtocolVersion)
+
+			one := map[string]outcome{}
+			for _, kind := range []string{"elicit", "sample", "roots"} {
+				var o outcome
+				asked(t, cs, kind, &o)
+				one[kind] = o
+			}
+			requireAnswered(t, one)
+			var all map[string]outcome
+			asked(t, cs, "all", &all)
+			requireAnswered(t, all)
+			var offers string
+			asked(t, cs, "offers", &offers)
+			assert.Equal(t, "elicitation+sampling+roots", offers)
+
+			client.mu.Lock()
+			defer client.mu.Unlock()
+			require.Len(t, client.elicited, 2)
+			e := client.elicited[0]
+			assert.Equal(t, "What is your name?", e.Message)
+			assert.Equal(t, "form", e.Mode)
+			schema, _ := json.Marshal(e.RequestedSchema)
+			assert.JSONEq(t, `{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`, string(schema))
+			require.Len(t, client.sampled, 2)
+			s := client.sampled[0]
+			assert.Equal(t, "Be brief.", s.SystemPrompt)
+			assert.Equal(t, int64(50), s.MaxTokens)
+			require.Len(t, s.Messages, 1)
+			assert.Equal(t, "Say hello", s.Messages[0].Content.(*mcp.TextContent).Text)
+		})
+	}
+}
+
+// What a client did not declare it can answer is left to the host: the
+// answerer returns ErrNoAnswer without asking the client (which would
+// refuse, or be sent what it cannot take).
+func TestClientThatCannotAnswerLeavesItToTheHost(t *testing.T) {
+	g, _, base := askingGateway(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Run("declares nothing", func(t *testing.T) {
+				cs := dial(t, g, base, tr.name, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+				var offers string
+				asked(t, cs, "offers", &offers)
+				assert.Equal(t, "none", offers)
+				for _, kind := range []string{"elicit", "sample", "roots"} {
+					var o outcome
+					asked(t, cs, kind, &o)
+					assert.True(t, o.NoAnswer, "%s: %+v", kind, o)
+					assert.Contains(t, o.Error, "answering/1", "%s: the error names the client", kind)
+				}
+			})
+			t.Run("form elicitation and plain sampling only", func(t *testing.T) {
+				client := &answering{}
+				cs := dial(t, g, base, tr.name, client.options())
+				var offers string
+				asked(t, cs, "offers", &offers)
+				assert.Equal(t, "elicitation+sampling+roots", offers, "the SDK's client declares roots by default")
+				for _, kind := range []string{"elicit-url", "sample-tools"} {
+					var o outcome
+					asked(t, cs, kind, &o)
+					assert.True(t, o.NoAnswer, "%s: %+v", kind, o)
+				}
+				client.mu.Lock()
+				defer client.mu.Unlock()
+				assert.Empty(t, client.elicited, "the client was not asked")
+				assert.Empty(t, client.sampled, "the client was not asked")
+			})
+		})
+	}
+}
+
+// A request to the client ends when the server withdraws it, and when the
+// client cancels the call it came with; the client is sent
+// notifications/cancelled for it on the call's stream. (A client on
+// 2026-07-28 is never sent a request: it has nothing to cancel.)
+func TestClientRequestsEndWithTheServersAndTheCall(t *testing.T) {
+	g, src, base := askingGateway(t)
+	for _, how := range []string{"http", "stdio 2025-11-25"} {
+		t.Run(how, func(t *testing.T) {
+			started := make(chan struct{}, 1)
+			ended := make(chan error, 1)    // how the client's handler ended
+			answered := make(chan error, 1) // what the server got
+			release := make(chan struct{})
+			opts := &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				started <- struct{}{}
+				select { // answers only when told to stop
+				case <-ctx.Done():
+					ended <- ctx.Err()
+					return nil, ctx.Err()
+				case <-release:
+					return nil, errors.New("released")
+				}
+			}}
+			src.answerWith(func(ctx context.Context, name string, opts manager.CallOptions) (*mcp.CallToolResult, error) {
+				// The server's request has a life of its own, as the
+				// manager's has: it is not the call's context.
+				askCtx, withdraw := context.WithTimeout(context.Background(), 30*time.Second)
+				defer withdraw()
+				if name == "srv.withdraw" {
+					go func() {
+						<-started
+						withdraw()
+					}()
+				}
+				_, err := opts.Answerer.Elicit(askCtx, ask.From{Server: "srv"}, elicitation)
+				answered <- err
+				if name == "srv.withdraw" {
+					// The call goes on after the server withdrew its request,
+					// until the client has heard of it.
+					select {
+					case e := <-ended:
+						ended <- e
+					case <-time.After(5 * time.Second):
+					}
+				}
+				return outcomeResult(report(nil, err)), nil
+			})
+			cs := dial(t, g, base, how, opts)
+			t.Cleanup(func() { close(release) }) // before the client closes
+
+			t.Run("the server withdraws", func(t *testing.T) {
+				var o outcome
+				asked(t, cs, "withdraw", &o)
+				require.ErrorIs(t, <-answered, context.Canceled)
+				select {
+				case err := <-ended:
+					require.ErrorIs(t, err, context.Canceled)
+				case <-time.After(5 * time.Second):
+					t.Fatal("the client's request was not cancelled")
+				}
+			})
+
+			t.Run("the client cancels its call", func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				go func() {
+					<-started
+					cancel()
+				}()
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "srv__hold", Arguments: map[string]any{}})
+				require.ErrorIs(t, err, context.Canceled)
+				select {
+				case err := <-answered:
+					require.ErrorIs(t, err, context.Canceled, "the server's request is answered at once")
+				case <-time.After(5 * time.Second):
+					t.Fatal("the server's request outlived the call")
+				}
+				if how == "http" {
+					// The go-sdk client closes the call's stream when it
+					// cancels the call, and with it the way to tell it.
+					return
+				}
+				select {
+				case err := <-ended:
+					require.ErrorIs(t, err, context.Canceled)
+				case <-time.After(5 * time.Second):
+					t.Fatal("the client's request outlived its call")
+				}
+			})
+		})
+	}
+}
+
+// A client on 2026-07-28 gets what the server asks as the input requests
+// of its call's result and answers by calling again with the request
+// state; a state that names no call of its own, or a retry without the
+// answers, is an error, and a call it never comes back to ends with its
+// session.
+func TestRoundTripsOfTheNewProtocol(t *testing.T) {
+	g, src, _ := askingGateway(t)
+	returned := make(chan outcome, 1)
+	src.answerWith(func(ctx context.Context, name string, opts manager.CallOptions) (*mcp.CallToolResult, error) {
+		o := report(opts.Answerer.Elicit(ctx, ask.From{Server: "srv"}, elicitation))
+		returned <- o
+		return outcomeResult(o), nil
+	})
+	// A client that does the round trips by hand.
+	cs := dial(t, g, "", "stdio", &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("not asked this way")
+		}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	callAgain := func(state string, answers mcp.InputResponseMap) *mcp.CallToolResult {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "srv__elicit", Arguments: map[string]any{}, RequestState: state, InputResponses: answers})
+		require.NoError(t, err)
+		return res
+	}
+
+	res := callAgain("", nil)
+	require.True(t, res.NeedsInput(), "%+v", res)
+	require.NotEmpty(t, res.RequestState)
+	require.Len(t, res.InputRequests, 1)
+	var id string
+	for k, r := range res.InputRequests {
+		id = k
+		require.IsType(t, &mcp.ElicitParams{}, r)
+		assert.Equal(t, "What is your name?", r.(*mcp.ElicitParams).Message)
+	}
+
+	other := dial(t, g, "", "stdio", &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+	stolen, err := other.CallTool(ctx, &mcp.CallToolParams{Name: "srv__elicit", Arguments: map[string]any{}, RequestState: res.RequestState})
+	require.NoError(t, err)
+	require.True(t, stolen.IsError, "another session's state: %+v", stolen)
+	assert.Contains(t, resultText(stolen), "request state")
+	bogus := callAgain("not-a-state", nil)
+	require.True(t, bogus.IsError)
+	assert.Contains(t, resultText(bogus), "request state")
+
+	done := callAgain(res.RequestState, mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "decline"}})
+	require.False(t, done.NeedsInput())
+	var o outcome
+	require.NoError(t, json.Unmarshal([]byte(resultText(done)), &o))
+	assert.JSONEq(t, `{"action":"decline"}`, string(o.Answer))
+	<-returned
+
+	res = callAgain("", nil)
+	require.True(t, res.NeedsInput())
+	res = callAgain(res.RequestState, nil)
+	require.False(t, res.NeedsInput())
+	require.NoError(t, json.Unmarshal([]byte(resultText(res)), &o))
+	assert.Contains(t, o.Error, "without answering", "a retry without the answer")
+	<-returned
+
+	res = callAgain("", nil)
+	require.True(t, res.NeedsInput())
+	require.NoError(t, cs.Close())
+	select {
+	case o := <-returned:
+		assert.Contains(t, o.Error, errClientGone.Error(), "the question ends with the session")
+	case <-time.After(5 * time.Second):
+		t.Fatal("a call its client left waiting outlived the session")
+	}
+}
+
+// Each client session's calls are made as one name, its own, for the
+// whole session, however many clients share a name and version, and the
+// source is told once, under that name, when the session ends: on DELETE
+// over HTTP, when stdin closes on stdio, when the stream closes on SSE.
+func TestEachClientIsNamedApartAndReleasedOnce(t *testing.T) {
+	g, src, base := askingGateway(t)
+	src.answerWith(nil) // plain answers
+	sub := src.bus.Subscribe(events.SubscribeOptions{QueueSize: 1024})
+	t.Cleanup(sub.Close)
+	var calls atomic.Int64
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			var labels []string
+			var sessions []*mcp.ClientSession
+			for range 2 {
+				cs := dial(t, g, base, tr.name, nil)
+				for range 2 {
+					_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "srv__elicit", Arguments: map[string]any{}})
+					require.NoError(t, err)
+					calls.Add(1)
+				}
+				callers, _ := src.seen()
+				require.Len(t, callers, int(calls.Load()))
+				label := callers[len(callers)-1]
+				require.Equal(t, label, callers[len(callers)-2], "one name for the session's calls")
+				assert.True(t, strings.HasPrefix(label, "answering/1 ("), label)
+				if strings.HasPrefix(tr.name, "http") {
+					assert.True(t, strings.HasSuffix(label, "("+cs.ID()+")"), "%q has the whole session id %q", label, cs.ID())
+				}
+				labels = append(labels, label)
+				sessions = append(sessions, cs)
+			}
+			require.NotEqual(t, labels[0], labels[1], "two clients of the same name and version")
+			for i, cs := range sessions {
+				require.NoError(t, cs.Close())
+				require.Eventually(t, func() bool {
+					_, released := src.seen()
+					return len(released) > 0 && released[len(released)-1] == labels[i]
+				}, 10*time.Second, 5*time.Millisecond, "%s released", labels[i])
+			}
+		})
+	}
+
+	g.Close() // waits for every session's end
+	callers, released := src.seen()
+	want := map[string]int{}
+	for _, c := range callers {
+		want[c] = 1
+	}
+	got := map[string]int{}
+	for _, r := range released {
+		got[r]++
+	}
+	require.Equal(t, want, got, "every client released once, under the name its calls were made with")
+
+	// The events name the clients as the calls did.
+	connected := map[string]bool{}
+	for {
+		e, ok, err := sub.TryRecv()
+		require.NoError(t, err)
+		if !ok {
+			break
+		}
+		if e.Kind == events.KindClientConnected {
+			connected[e.Text("client")] = true
+		}
+	}
+	for c := range want {
+		assert.True(t, connected[c], "client_connected for %q", c)
+	}
+}
+
+// The manager may ask a per-client session's client between its calls,
+// with the answerer of its last call: the client is asked on its
+// session, where it can be reached (on streamable HTTP that takes the
+// standalone stream), and otherwise, as once it has left, it is left to
+// the host.
+func TestClientAskedBetweenItsCalls(t *testing.T) {
+	g, src, base := askingGateway(t)
+	kept := make(chan ask.Answerer, 1)
+	src.answerWith(func(_ context.Context, _ string, opts manager.CallOptions) (*mcp.CallToolResult, error) {
+		kept <- opts.Answerer
+		return outcomeResult("kept"), nil
+	})
+	reachable := map[string]bool{"stdio": false, "stdio 2025-11-25": true, "http": true,
+		"http without the standalone stream": false, "sse": true}
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			client := &answering{}
+			cs := dial(t, g, base, tr.name, client.options())
+			var o string
+			asked(t, cs, "keep", &o)
+			a := <-kept
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			res, err := a.Elicit(ctx, ask.From{Server: "srv"}, elicitation)
+			if reachable[tr.name] {
+				require.NoError(t, err)
+				assert.Equal(t, map[string]any{"name": "Ada"}, res.Content)
+			} else {
+				require.ErrorIs(t, err, ask.ErrNoAnswer)
+			}
+
+			_, released := src.seen()
+			require.NoError(t, cs.Close())
+			require.Eventually(t, func() bool {
+				_, now := src.seen()
+				return len(now) > len(released)
+			}, 10*time.Second, 5*time.Millisecond, "released")
+			_, err = a.Elicit(ctx, ask.From{Server: "srv"}, elicitation)
+			require.ErrorIs(t, err, ask.ErrNoAnswer, "once the client left")
+		})
+	}
+}
+
+// An HTTP client that goes quiet past the session timeout is released
+// like one that said goodbye.
+func TestHTTPSessionTimeoutReleasesTheClient(t *testing.T) {
+	src := newFakeSource(t)
+	src.set("srv", manager.Spec{}, "echo")
+	g := newGateway(t, src)
+	srv, err := g.Listen(HTTPOptions{Addr: "127.0.0.1:0", SessionTimeout: 200 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, srv.Close(ctx))
+	})
+	cs := dial(t, g, "http://"+srv.Addr(), "http", nil)
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "srv__echo", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	callers, _ := src.seen()
+	require.Eventually(t, func() bool {
+		_, released := src.seen()
+		return slices.Equal(released, callers[:1])
+	}, 10*time.Second, 10*time.Millisecond, "the quiet client released, once, as its call named it")
+}

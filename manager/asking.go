@@ -1,0 +1,294 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// What a server asks of its client (elicitation, sampling, roots) goes,
+// in order, to: the caller whose call carries the request (2026-07-28
+// input requests come back inside the call's result, in the call's
+// context), the callers with calls in flight on the session, most recent
+// first, the client owning a per-client session (its last answerer), the
+// server's own roots (its spec), and the host's answerer. See package ask.
+
+// answers is who may answer what servers ask: the host's answerer and the
+// kinds callers may answer.
+type answers struct {
+	host    atomic.Pointer[ask.Answerer]
+	callers atomic.Uint32 // ask.Kind
+}
+
+// SetAnswerer sets the host's answerer: what a server asks that no caller
+// answers goes to it (Lua handlers, the person at the REPL). Its offers
+// are read at each connection: a kind it starts offering later is
+// declared to sessions that connect afterwards.
+func (m *Manager) SetAnswerer(a ask.Answerer) {
+	m.answers.host.Store(&a)
+}
+
+// CallersAnswer declares that callers passing [CallOptions.Answerer] may
+// answer kinds: sessions that connect afterwards declare those
+// capabilities to their servers. The gateway declares what its clients
+// may answer.
+func (m *Manager) CallersAnswer(kinds ask.Kind) {
+	for {
+		old := m.answers.callers.Load()
+		if m.answers.callers.CompareAndSwap(old, old|uint32(kinds)) {
+			return
+		}
+	}
+}
+
+// offers is what a new session of s declares it can answer.
+func (m *Manager) offers(s *supervisor) ask.Kind {
+	k := ask.Kind(m.answers.callers.Load())
+	if h := m.answers.host.Load(); h != nil {
+		k |= (*h).Offers()
+	}
+	if len(s.spec.Roots) > 0 {
+		k |= ask.Roots
+	}
+	return k
+}
+
+// askingKey is the context key of a call's answerer.
+type askingKey struct{}
+
+// asking registers the answerer of call req (if the caller gave one) and
+// returns the call's context carrying it.
+func (s *supervisor) asking(ctx context.Context, req uint64, opts CallOptions) context.Context {
+	if opts.Answerer == nil {
+		return ctx
+	}
+	c := &ask.Candidate{Answerer: opts.Answerer, By: "client", Client: opts.Client}
+	s.inflight.answerBy(req, c)
+	if s.home != nil {
+		s.ownerAnswerer.Store(c)
+	}
+	return context.WithValue(ctx, askingKey{}, c)
+}
+
+// candidates lists who may answer a request that arrived with ctx, in
+// the order they are asked.
+func (s *supervisor) candidates(ctx context.Context) []ask.Candidate {
+	var out []ask.Candidate
+	if c, ok := ctx.Value(askingKey{}).(*ask.Candidate); ok {
+		out = append(out, *c)
+	}
+	out = append(out, s.inflight.answerers()...)
+	if c := s.ownerAnswerer.Load(); c != nil {
+		out = append(out, *c)
+	}
+	if len(s.spec.Roots) > 0 {
+		out = append(out, ask.Candidate{Answerer: ask.FixedRoots(s.spec.Roots), By: "server", Client: s.owner})
+	}
+	if h := s.m.answers.host.Load(); h != nil {
+		out = append(out, ask.Candidate{Answerer: *h, By: "host", Client: s.owner})
+	}
+	return out
+}
+
+// answering is the client middleware that answers elicitation and roots
+// requests itself: the SDK's own handling refuses some valid elicitation
+// forms before any handler runs, and lists only roots fixed in advance.
+// Answers are checked here instead.
+func (s *supervisor) answering(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch r := req.(type) {
+		case *mcp.ElicitRequest:
+			res, err := s.elicit(ctx, r.Params)
+			if err != nil {
+				return nil, err
+			}
+			return res, nil
+		case *mcp.ListRootsRequest:
+			res, err := s.listRoots(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return res, nil
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// elicit answers elicitation/create.
+func (s *supervisor) elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.spec.Timeouts.Request)
+	defer cancel()
+	var res *mcp.ElicitResult
+	by, err := ask.First(s.candidates(ctx), ask.Elicitation, func(c ask.Candidate) (err error) {
+		res, err = c.Answerer.Elicit(ctx, s.from(c), p)
+		if err == nil {
+			err = ask.CheckElicitation(p, res)
+		}
+		return err
+	})
+	mode := p.Mode
+	if mode == "" {
+		mode = "form"
+	}
+	f := events.Fields{"mode": mode, "message": p.Message}
+	if err == nil {
+		f["action"] = res.Action
+	}
+	if err = s.asked(ctx, events.KindElicitation, by, f, err); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// sample answers sampling/createMessage. The request's messages are
+// logged at DEBUG only: they are the user's conversation.
+func (s *supervisor) sample(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.spec.Timeouts.Request)
+	defer cancel()
+	s.m.log.Debug("sampling request", "server", s.name, "messages", p.Messages, "system_prompt", p.SystemPrompt)
+	var res *mcp.CreateMessageWithToolsResult
+	by, err := ask.First(s.candidates(ctx), ask.Sampling, func(c ask.Candidate) (err error) {
+		res, err = c.Answerer.CreateMessage(ctx, s.from(c), p)
+		if err == nil && res == nil {
+			err = errors.New("the answer was empty")
+		}
+		return err
+	})
+	f := events.Fields{}
+	if err == nil {
+		f["model"] = res.Model
+	}
+	if err = s.asked(ctx, events.KindSampling, by, f, err); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// listRoots answers roots/list.
+func (s *supervisor) listRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.spec.Timeouts.Request)
+	defer cancel()
+	var roots []*mcp.Root
+	by, err := ask.First(s.candidates(ctx), ask.Roots, func(c ask.Candidate) (err error) {
+		roots, err = c.Answerer.ListRoots(ctx, s.from(c))
+		return err
+	})
+	if err = s.asked(ctx, events.KindRoots, by, events.Fields{"roots": len(roots)}, err); err != nil {
+		return nil, err
+	}
+	if roots == nil {
+		roots = []*mcp.Root{}
+	}
+	return &mcp.ListRootsResult{Roots: roots}, nil
+}
+
+func (s *supervisor) from(c ask.Candidate) ask.From {
+	return ask.From{Server: s.name, Client: c.Client}
+}
+
+// asked publishes the event of one answered (or unanswered) request and
+// returns the error the server gets, if any.
+func (s *supervisor) asked(ctx context.Context, kind events.Kind, by ask.Candidate, f events.Fields, err error) error {
+	if by.By != "" {
+		f["answered_by"] = by.By
+		if by.Client != "" {
+			f["client"] = by.Client
+		}
+	}
+	if err == nil {
+		s.publish(kind, f)
+		return nil
+	}
+	what := string(kind)
+	var rpcErr *jsonrpc.Error
+	switch {
+	case errors.Is(err, ask.ErrNoAnswer):
+		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+			"mcpvisor: nobody can answer %s for server %q (no client that supports it has a call in flight, and no mcp_handle(%q, …) handler)", what, s.name, what)}
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()) || errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+			"mcpvisor: no answer to %s within %s (timeouts.request of server %q)", what, s.spec.Timeouts.Request, s.name)}
+	case errors.As(err, &rpcErr):
+	default:
+		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("mcpvisor: %s for server %q: %v", what, s.name, err)}
+	}
+	f["error"] = rpcErr.Message
+	s.publish(kind, f)
+	return rpcErr
+}
+
+// RootsChanged tells every connected server that declared roots that the
+// host's roots changed (notifications/roots/list_changed); each asks
+// again. It does not wait for them.
+func (m *Manager) RootsChanged() {
+	for _, s := range m.supervisors() {
+		s.rootsChanged()
+		if s.clients != nil {
+			for _, c := range s.clients.list() {
+				c.rootsChanged()
+			}
+		}
+	}
+}
+
+// rootsChanged notifies s's session, if it declared roots. The SDK
+// notifies when the client's own list of roots changes; that list is what
+// it answers input requests for roots with, so it is brought up to date
+// (asking the host's answerer, which may run Lua: not on the caller's
+// goroutine).
+func (s *supervisor) rootsChanged() {
+	c := s.snap.Load().conn
+	if c == nil || c.client == nil || c.offers&ask.Roots == 0 {
+		return
+	}
+	go c.roots.update(s, c.client)
+}
+
+// clientRoots is the roots list of one connection's SDK client.
+type clientRoots struct {
+	mu sync.Mutex
+	// mu serializes updates and guards uris.
+	uris []string
+}
+
+// update replaces the client's roots with the current answer, which
+// notifies the server.
+func (r *clientRoots) update(s *supervisor, client *mcp.Client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var roots []*mcp.Root
+	_, err := ask.First(s.candidates(ctx), ask.Roots, func(c ask.Candidate) (err error) {
+		roots, err = c.Answerer.ListRoots(ctx, s.from(c))
+		return err
+	})
+	if err != nil && !errors.Is(err, ask.ErrNoAnswer) {
+		s.m.log.Warn("roots not updated", "server", s.name, "error", err)
+		return
+	}
+	uris := make([]string, len(roots))
+	for i, root := range roots {
+		uris[i] = root.URI
+	}
+	var gone []string
+	for _, u := range r.uris {
+		if !slices.Contains(uris, u) {
+			gone = append(gone, u)
+		}
+	}
+	r.uris = uris
+	client.AddRoots(roots...) // notifies, whether or not they were there
+	if len(gone) > 0 {
+		client.RemoveRoots(gone...)
+	}
+}

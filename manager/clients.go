@@ -1,0 +1,183 @@
+package manager
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpvisor/mcpvisor/events"
+)
+
+// A server declared session = "per_client" keeps one session of its own
+// (the home session: it discovers the server's tools and serves the host's
+// own calls, from Lua) and opens one more per client that calls it
+// (CallOptions.Client), at most MaxSessions. Each client's session is run
+// by a supervisor of its own, the same code as every server's, so it has
+// the whole lifecycle: backoff, breaker, health, idle, disposal, events.
+// Its events carry the client ("client" field); it is never in the
+// manager's table of servers. It ends when its client is released
+// (Manager.ReleaseClient), when it idles out, or with its server.
+
+// clientSessions is the table of a per-client server's client sessions.
+type clientSessions struct {
+	home *supervisor
+	max  int
+
+	mu sync.Mutex
+	// mu guards the following.
+	byClient map[string]*supervisor
+	closed   bool // the server is going: no new session
+}
+
+func newClientSessions(home *supervisor) *clientSessions {
+	return &clientSessions{home: home, max: home.spec.MaxSessions, byClient: make(map[string]*supervisor)}
+}
+
+// forClient returns client's session supervisor, starting one if the
+// client has none and the limit allows. Beyond the limit it returns
+// CONNECTION_LIMIT naming the limit and the clients holding the sessions.
+func (t *clientSessions) forClient(client, op string) (*supervisor, error) {
+	t.mu.Lock()
+	if s, ok := t.byClient[client]; ok {
+		t.mu.Unlock()
+		return s, nil
+	}
+	if t.closed {
+		t.mu.Unlock()
+		return nil, errorf(CodeClosed, t.home.name, op, "server is being removed")
+	}
+	if len(t.byClient) >= t.max {
+		holders := make([]string, 0, len(t.byClient))
+		for c := range t.byClient {
+			holders = append(holders, fmt.Sprintf("%q", c))
+		}
+		t.mu.Unlock()
+		slices.Sort(holders)
+		return nil, errorf(CodeConnectionLimit, t.home.name, op,
+			"all %d client sessions (max_sessions = %d) are held, by %s; one frees when its client disconnects or idles out (timeouts.idle)",
+			t.max, t.max, strings.Join(holders, ", "))
+	}
+	s := newSupervisor(t.home.m, t.home.name, t.home.spec)
+	s.owner, s.home = client, t.home
+	t.byClient[client] = s
+	n := len(t.byClient)
+	t.mu.Unlock()
+	s.publish(events.KindSessionOpened, events.Fields{"sessions": n, "max_sessions": t.max})
+	go s.run()
+	return s, nil
+}
+
+// release ends client's session, if it has one; its calls in flight are
+// abandoned at once (their client is gone). It does not wait.
+func (t *clientSessions) release(client, reason string) {
+	t.mu.Lock()
+	s := t.byClient[client]
+	t.mu.Unlock()
+	if s != nil {
+		s.inflight.abandon(false)
+		s.stop(reason)
+	}
+}
+
+// gone removes s from the table once its supervisor has finished: its
+// place is free for another client.
+func (t *clientSessions) gone(s *supervisor) {
+	t.mu.Lock()
+	if t.byClient[s.owner] == s {
+		delete(t.byClient, s.owner)
+	}
+	n := len(t.byClient)
+	t.mu.Unlock()
+	s.m.bus.Publish(events.KindSessionClosed, s.name, events.Fields{"client": s.owner, "reason": s.reason.Load(), "sessions": n})
+}
+
+// closeAll ends every client session for the server's own end, and waits
+// for them.
+func (t *clientSessions) closeAll(reason string) {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	list := t.list()
+	for _, s := range list {
+		s.stop(reason)
+	}
+	for _, s := range list {
+		<-s.done
+	}
+}
+
+// ClientSession is one client's session of a per-client server, as
+// [Status] shows it.
+type ClientSession struct {
+	Client string
+	State  State
+	Since  time.Time
+	PID    int // stdio: the session's own process
+}
+
+// list returns the client sessions' supervisors.
+func (t *clientSessions) list() []*supervisor {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	list := make([]*supervisor, 0, len(t.byClient))
+	for _, s := range t.byClient {
+		list = append(list, s)
+	}
+	return list
+}
+
+// sessions lists the client sessions, by client.
+func (t *clientSessions) sessions() []ClientSession {
+	list := t.list()
+	out := make([]ClientSession, 0, len(list))
+	for _, s := range list {
+		st := s.snap.Load().status
+		out = append(out, ClientSession{Client: s.owner, State: st.State, Since: st.Since, PID: st.PID})
+	}
+	slices.SortFunc(out, func(a, b ClientSession) int { return strings.Compare(a.Client, b.Client) })
+	return out
+}
+
+// ReleaseClient ends the sessions client holds on per-client servers
+// (stopping their processes), freeing their places: the gateway calls it
+// when one of its clients goes away. Calls of that client still in flight
+// are abandoned.
+func (m *Manager) ReleaseClient(client string) {
+	if client == "" {
+		return
+	}
+	for _, s := range m.supervisors() {
+		if s.clients != nil {
+			s.clients.release(client, "client left")
+		}
+	}
+}
+
+// publish publishes one of the server's events. A client session's
+// events carry its client; its start and end are session_opened and
+// session_closed (published by its table), not added or removed, which
+// are the server's.
+func (s *supervisor) publish(kind events.Kind, fields events.Fields) {
+	if s.owner != "" {
+		switch kind {
+		case events.KindClosing, events.KindRemoved:
+			return
+		}
+		if fields == nil {
+			fields = events.Fields{}
+		}
+		fields["client"] = s.owner
+	}
+	s.m.bus.Publish(kind, s.name, fields)
+}
+
+// target is the supervisor whose session serves a call from client: the
+// client's own session on a per-client server, else s.
+func (s *supervisor) target(client, op string) (*supervisor, error) {
+	if s.clients == nil || client == "" {
+		return s, nil
+	}
+	return s.clients.forClient(client, op)
+}

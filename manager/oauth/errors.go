@@ -1,0 +1,93 @@
+package oauth
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/oauth2"
+
+	"github.com/mcpvisor/mcpvisor/internal/endpoint"
+)
+
+// LoginRequiredError is a request the server refused for want of a login:
+// there is no token, the authorization server refused to refresh it, the
+// server refused even a fresh one, or the request needs more scopes. Only
+// a login helps; retrying would only hammer the servers.
+type LoginRequiredError struct {
+	Server string
+	Reason string   // why, in a few words, with no secret in it
+	Scopes []string // scopes the server asked for (step-up), if any
+	// Unauthorized is the 401 that said so, if one did (not for a step-up
+	// or a refused refresh): errors.As finds it through this error.
+	Unauthorized *endpoint.UnauthorizedError
+}
+
+func (e *LoginRequiredError) Error() string {
+	return fmt.Sprintf("%s; log in with `%s` or mcp_login(%q)", e.Reason, LoginCommand(e.Server), e.Server)
+}
+
+func (e *LoginRequiredError) Unwrap() error {
+	if e.Unauthorized == nil {
+		return nil
+	}
+	return e.Unauthorized
+}
+
+// Challenge is the WWW-Authenticate header of the refusal, if any.
+func (e *LoginRequiredError) Challenge() string {
+	if e.Unauthorized == nil {
+		return ""
+	}
+	return e.Unauthorized.Challenge
+}
+
+// LoginCommand is the shell command that logs in to server.
+func LoginCommand(server string) string {
+	return "mcpvisor login " + shellWord(server)
+}
+
+// shellWord quotes s for a POSIX shell when it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@+=,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// TokenRefreshedError is a request the server refused with 401 although
+// its token had not expired; a new token was obtained without the user. The
+// request is not sent again here: it may have been a tool call, which the
+// caller decides whether to repeat.
+type TokenRefreshedError struct{ Server string }
+
+func (e *TokenRefreshedError) Error() string {
+	return "the server refused the access token; a new one was obtained, but the request was not sent again: repeat it"
+}
+
+// ErrNotProtected is in the chain of a login to a server that does not ask
+// for authorization.
+var ErrNotProtected = errors.New("the server does not ask for authorization")
+
+// refusal reports whether err is the authorization server refusing a
+// grant (as opposed to not being reached), and describes it without the
+// response body, which is not ours to show.
+func refusal(err error) (string, bool) {
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) {
+		return "", false
+	}
+	desc := re.ErrorCode
+	if desc == "" && re.Response != nil {
+		desc = re.Response.Status
+	}
+	if re.ErrorDescription != "" {
+		desc += ": " + re.ErrorDescription
+	}
+	if re.ErrorCode == "" && re.Response != nil && re.Response.StatusCode >= 500 {
+		return desc, false // the server failed; it may work again
+	}
+	return desc, true
+}

@@ -1,0 +1,269 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+)
+
+// LoginRequest is one server to log in to.
+type LoginRequest struct {
+	Name string // as declared, for messages
+	Key  string // its name key: which Store file
+	// URL, Headers and SSE are the server's endpoint, as declared.
+	URL     string
+	Headers map[string]string
+	SSE     bool
+	Config  Config
+	// Out receives the authorization URL and what happens. If nil,
+	// nothing is shown, which leaves a user without a browser stuck.
+	Out io.Writer
+	// Browser is the list of browser commands, as $BROWSER. If empty,
+	// xdg-open when it is on PATH; "none" opens nothing (the URL is only
+	// shown).
+	Browser string
+}
+
+// DefaultLoginTimeout bounds a login whose context has no deadline: the
+// user has that long to finish in the browser.
+const DefaultLoginTimeout = 5 * time.Minute
+
+// Login runs the authorization code flow for one server: it asks the
+// server what protects it, registers the client unless it has credentials,
+// shows the authorization URL and opens it in a browser, receives the
+// redirect on a loopback listener, redeems the code and stores the grant.
+// The server's connections use it from their next request.
+func (k *Keeper) Login(ctx context.Context, req LoginRequest) error {
+	if k.dirErr != nil {
+		return k.dirErr
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultLoginTimeout)
+		defer cancel()
+	}
+	out := req.Out
+	if out == nil {
+		out = io.Discard
+	}
+	src := k.Source(req.Key, req.Name, req.Config)
+	src.load()
+	src.mu.Lock()
+	prev := src.rec.clone()
+	src.mu.Unlock()
+
+	probeReq, probeResp, err := k.probe(ctx, req)
+	if err != nil {
+		return err
+	}
+	issuer, resource := k.discover(ctx, probeReq, probeResp)
+	old := prev.current()
+	if g := prev.grantOf(issuer); g != nil {
+		old = g
+	}
+
+	cb, err := listen(req.Config.RedirectPort)
+	if err != nil {
+		probeResp.Body.Close()
+		return err
+	}
+	defer cb.close()
+	var browsers opener
+	defer browsers.wait()
+
+	var got struct {
+		cfg *oauth2.Config
+		tok *oauth2.Token
+	}
+	cfg := &auth.AuthorizationCodeHandlerConfig{
+		RedirectURL: cb.url,
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			RedirectURIs:            []string{cb.url},
+			TokenEndpointAuthMethod: "none",
+			GrantTypes:              []string{"authorization_code", "refresh_token"},
+			ResponseTypes:           []string{"code"},
+			ClientName:              "mcpvisor",
+		}},
+		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			fmt.Fprintf(out, "To log in to %s, open this URL in a browser:\n\n  %s\n\n", req.Name, args.URL)
+			browser := req.Browser
+			if browser == "" {
+				browser = os.Getenv("BROWSER")
+			}
+			if browser != "none" {
+				browsers.open(ctx, browserCommands(browser, args.URL))
+			}
+			fmt.Fprintf(out, "Waiting for the browser to come back to %s …\n", cb.url)
+			return cb.wait(ctx)
+		},
+		ScopeFilter: func(discovered []string) []string {
+			scopes := discovered
+			if len(req.Config.Scopes) > 0 {
+				scopes = req.Config.Scopes
+			}
+			if old != nil {
+				scopes = union(scopes, union(old.Scopes, old.Pending))
+			}
+			return scopes
+		},
+		RequestRefreshToken: true,
+		Client:              k.client,
+		NewTokenSource: func(_ context.Context, c *oauth2.Config, t *oauth2.Token) (oauth2.TokenSource, error) {
+			got.cfg, got.tok = c, t
+			return oauth2.StaticTokenSource(t), nil
+		},
+	}
+	switch {
+	case req.Config.ClientID != "":
+		// Credentials given in the declaration win over everything else.
+		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: req.Config.ClientID}
+		if req.Config.ClientSecret != "" {
+			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: req.Config.ClientSecret}
+		}
+	default:
+		if req.Config.ClientMetadataURL != "" {
+			cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: req.Config.ClientMetadataURL}
+		}
+		if g := prev.grantOf(issuer); g != nil && g.Registered && issuer != "" {
+			// Registered dynamically before: the same client logs in again
+			// rather than a new one each time.
+			cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: g.ClientID, Issuer: issuer}
+			if g.ClientSecret != "" {
+				cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: g.ClientSecret}
+			}
+		}
+	}
+	h, err := auth.NewAuthorizationCodeHandler(cfg)
+	if err != nil {
+		probeResp.Body.Close()
+		return fmt.Errorf("login: %w", err)
+	}
+	if err := h.Authorize(ctx, probeReq, probeResp); err != nil {
+		return fmt.Errorf("login: %w", err)
+	}
+	if got.tok == nil {
+		return errors.New("login: the authorization server gave no token")
+	}
+
+	g := &Grant{
+		Issuer:   issuer,
+		Resource: resource,
+		ClientID: got.cfg.ClientID,
+		AuthURL:  got.cfg.Endpoint.AuthURL,
+		TokenURL: got.cfg.Endpoint.TokenURL,
+		// The style x/oauth2 found to work, if it had to find out.
+		AuthStyle: int(got.cfg.Endpoint.AuthStyle),
+		Scopes:    got.cfg.Scopes,
+		Token:     fromOAuth2(got.tok, k.now()),
+	}
+	if got.cfg.ClientID != req.Config.ClientID && got.cfg.ClientID != req.Config.ClientMetadataURL {
+		g.Registered, g.ClientSecret = true, got.cfg.ClientSecret
+	}
+	rec := prev
+	if rec == nil {
+		rec = &Record{Grants: map[string]*Grant{}}
+	}
+	rec.Grants[issuer] = g
+	rec.Current = issuer
+	if err := k.store.Save(req.Key, rec); err != nil {
+		return err
+	}
+	src.land(rec, k.store.stamp(req.Key))
+	fmt.Fprintf(out, "Logged in to %s (authorization server %s).\n", req.Name, issuer)
+	return nil
+}
+
+// grantOf returns r's grant from issuer, or nil.
+func (r *Record) grantOf(issuer string) *Grant {
+	if r == nil {
+		return nil
+	}
+	return r.Grants[issuer]
+}
+
+// probe sends the server a request without a token, to be told how to get
+// one: a 401 with a Bearer challenge. It returns that request and answer.
+func (k *Keeper) probe(ctx context.Context, req LoginRequest) (*http.Request, *http.Response, error) {
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var r *http.Request
+	var err error
+	if req.SSE {
+		r, err = http.NewRequestWithContext(pctx, http.MethodGet, req.URL, nil)
+		if err == nil {
+			r.Header.Set("Accept", "text/event-stream")
+		}
+	} else {
+		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"mcpvisor","version":"login"}}}`
+		r, err = http.NewRequestWithContext(pctx, http.MethodPost, req.URL, strings.NewReader(body))
+		if err == nil {
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Accept", "application/json, text/event-stream")
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("login: %w", err)
+	}
+	for name, v := range req.Headers {
+		r.Header.Set(name, v)
+	}
+	resp, err := k.client.Transport.RoundTrip(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("login: asking the server how to log in: %w", redactURL(err))
+	}
+	if resp.StatusCode != http.StatusUnauthorized || bearer(resp.Header.Get("WWW-Authenticate")) == nil {
+		discard(resp)
+		return nil, nil, fmt.Errorf("login: the server answered %s without asking for an OAuth login: %w", resp.Status, ErrNotProtected)
+	}
+	// The answer's body is closed by whoever takes it (Authorize); the
+	// request's context ends with this function, so keep the body whole
+	// first.
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(strings.NewReader(string(body)))
+	return r.WithContext(ctx), resp, nil
+}
+
+// discover finds the issuer the server trusts, as the go-sdk will: the
+// protected resource metadata the challenge names, else the well-known
+// one, else (older servers) the server's origin.
+func (k *Keeper) discover(ctx context.Context, r *http.Request, resp *http.Response) (issuer, resource string) {
+	resource = r.URL.String()
+	var candidates []string
+	if c := bearer(resp.Header.Get("WWW-Authenticate")); c != nil && c.Params["resource_metadata"] != "" {
+		candidates = append(candidates, c.Params["resource_metadata"])
+	}
+	wk := *r.URL
+	wk.RawQuery = ""
+	wk.Path = "/.well-known/oauth-protected-resource/" + strings.TrimLeft(r.URL.Path, "/")
+	candidates = append(candidates, wk.String())
+	for _, u := range candidates {
+		prm, err := oauthex.GetProtectedResourceMetadata(ctx, u, resource, k.client)
+		if err == nil && prm != nil && len(prm.AuthorizationServers) > 0 {
+			return prm.AuthorizationServers[0], prm.Resource
+		}
+	}
+	origin := *r.URL
+	origin.Path, origin.RawQuery, origin.User = "", "", nil
+	return origin.String(), resource
+}
+
+// redactURL drops the URL from a *url.Error: it may carry credentials
+// or a query with a key.
+func redactURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

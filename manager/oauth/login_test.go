@@ -1,0 +1,88 @@
+package oauth_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
+	"github.com/mcpvisor/mcpvisor/manager/oauth"
+)
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// connect opens an MCP session to rs through src's transport.
+func connect(t *testing.T, ctx context.Context, src *oauth.Source, url string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   url,
+		HTTPClient: &http.Client{Transport: src.Transport(http.DefaultTransport)},
+		MaxRetries: -1,
+	}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func login(t *testing.T, ctx context.Context, k *oauth.Keeper, name, url string, cfg oauth.Config) error {
+	return k.Login(ctx, oauth.LoginRequest{Name: name, Key: name, URL: url, Config: cfg, Browser: oauthtest.BrowserScript(t)})
+}
+
+// A login through the browser command stores a grant that the transport
+// then uses; the files are the user's only; a second keeper (a restart)
+// uses the stored token without a new authorization.
+func TestLoginStoresAndRestartReuses(t *testing.T) {
+	ctx := testContext(t)
+	as := oauthtest.NewAuthServer(t, nil)
+	rs := oauthtest.NewResourceServer(t, as, nil)
+	dir := t.TempDir()
+	k := oauth.NewKeeper(oauth.KeeperOptions{Dir: dir})
+	require.NoError(t, login(t, ctx, k, "saas", rs.URL(), oauth.Config{}))
+	require.Equal(t, 1, as.Stats().Authorizations)
+
+	fi, err := os.Stat(filepath.Join(dir, "oauth"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	fi, err = os.Stat(filepath.Join(dir, "oauth", "saas.json"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	k2 := oauth.NewKeeper(oauth.KeeperOptions{Dir: dir})
+	cs := connect(t, ctx, k2.Source("saas", "saas", oauth.Config{}), rs.URL())
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: oauthtest.ToolWhoAmI})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.Equal(t, 1, as.Stats().Authorizations, "a restart must not authorize again")
+}
+
+// A 401 for a token the server no longer takes is answered by one silent
+// refresh; the request fails with a clear error and the next one works.
+func TestRejectedTokenRefreshesOnce(t *testing.T) {
+	ctx := testContext(t)
+	as := oauthtest.NewAuthServer(t, nil)
+	rs := oauthtest.NewResourceServer(t, as, nil)
+	k := oauth.NewKeeper(oauth.KeeperOptions{Dir: t.TempDir()})
+	require.NoError(t, login(t, ctx, k, "saas", rs.URL(), oauth.Config{}))
+	src := k.Source("saas", "saas", oauth.Config{})
+	cs := connect(t, ctx, src, rs.URL())
+	as.ExpireAccessTokens()
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: oauthtest.ToolWhoAmI})
+	var refreshed *oauth.TokenRefreshedError
+	require.ErrorAs(t, err, &refreshed)
+	require.Equal(t, 1, as.Stats().Refreshes)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: oauthtest.ToolWhoAmI})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.Equal(t, 1, as.Stats().Authorizations)
+}

@@ -1,0 +1,89 @@
+package oauth
+
+import (
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/mcpvisor/mcpvisor/internal/endpoint"
+)
+
+// Transport returns the RoundTripper that sends base's requests with the
+// server's access token (see the package doc for what it does with
+// refusals).
+func (s *Source) Transport(base http.RoundTripper) http.RoundTripper {
+	return transport{src: s, base: base}
+}
+
+type transport struct {
+	src  *Source
+	base http.RoundTripper
+}
+
+func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	access, gen, err := t.src.token(r.Context())
+	if err != nil {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, err
+	}
+	if access != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+access)
+	}
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusUnauthorized:
+		challenge := resp.Header.Get("WWW-Authenticate")
+		if bearer(challenge) == nil {
+			return resp, nil // not OAuth: the caller says what it wants
+		}
+		discard(resp)
+		unauthorized := &endpoint.UnauthorizedError{Challenge: challenge}
+		if access == "" {
+			return nil, t.src.notLoggedIn(unauthorized)
+		}
+		return nil, t.src.rejected(r.Context(), gen, unauthorized)
+	case http.StatusForbidden:
+		c := bearer(resp.Header.Get("WWW-Authenticate"))
+		if c == nil || c.Params["error"] != "insufficient_scope" {
+			return resp, nil
+		}
+		discard(resp)
+		return nil, t.src.stepUp(strings.Fields(c.Params["scope"]))
+	}
+	if access != "" {
+		t.src.accepted(gen)
+	}
+	return resp, nil
+}
+
+// bearer returns the Bearer challenge of a WWW-Authenticate header, or nil.
+func bearer(header string) *oauthex.Challenge {
+	if header == "" {
+		return nil
+	}
+	cs, err := oauthex.ParseWWWAuthenticate([]string{header})
+	if err != nil {
+		return nil
+	}
+	for i := range cs {
+		if strings.EqualFold(cs[i].Scheme, "bearer") {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// discard reads a little of an answer we replace with an error, so that
+// its connection can be reused, and closes it.
+func discard(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+}

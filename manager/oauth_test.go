@@ -1,0 +1,242 @@
+package manager_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
+	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/oauth"
+)
+
+// oauthHost is a manager in front of an OAuth-protected server, with its
+// state in a directory of the test's, and the events it published.
+type oauthHost struct {
+	m    *manager.Manager
+	as   *oauthtest.AuthServer
+	rs   *oauthtest.ResourceServer
+	dir  string
+	evs  func() []events.Event
+	open string // the stand-in browser
+}
+
+func newOAuthHost(t *testing.T, asOpts *oauthtest.AuthServerOptions) *oauthHost {
+	t.Helper()
+	as := oauthtest.NewAuthServer(t, asOpts)
+	rs := oauthtest.NewResourceServer(t, as, nil)
+	h := &oauthHost{as: as, rs: rs, dir: t.TempDir(), open: oauthtest.BrowserScript(t)}
+	bus := events.NewBus(events.Options{})
+	t.Cleanup(bus.Close)
+	sub := bus.Subscribe(events.SubscribeOptions{QueueSize: 1 << 14})
+	var seen []events.Event
+	h.evs = func() []events.Event {
+		for {
+			e, ok, _ := sub.TryRecv()
+			if !ok {
+				return seen
+			}
+			seen = append(seen, e)
+		}
+	}
+	h.m = newManager(t, manager.Options{Bus: bus, StateDir: h.dir})
+	require.NoError(t, h.m.Add("saas", decode(t, map[string]any{"url": rs.URL()})))
+	return h
+}
+
+func (h *oauthHost) login(t *testing.T, ctx context.Context) {
+	t.Helper()
+	var out strings.Builder
+	require.NoError(t, h.m.Login(ctx, "saas", manager.LoginOptions{Out: &out, Browser: h.open}))
+	require.Contains(t, out.String(), "open this URL")
+}
+
+// grant is the stored grant of the server.
+func (h *oauthHost) grant(t *testing.T, server string) oauth.Grant {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(h.dir, "oauth", server+".json"))
+	require.NoError(t, err)
+	var rec oauth.Record
+	require.NoError(t, json.Unmarshal(data, &rec))
+	return *rec.Grants[rec.Current]
+}
+
+func oauthContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// A server that asks for OAuth waits unauthorized, saying what to run; a
+// login connects it and its tools work; the tokens never show.
+func TestOAuthLoginConnects(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHost(t, nil)
+	st, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
+	require.NoError(t, err)
+	require.Contains(t, st.LastError, "not logged in; log in with `mcpvisor login saas` or mcp_login(\"saas\")")
+	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	requireCode(t, err, manager.ErrConnectionFailed, "saas", `tools/call "whoami"`)
+	require.Contains(t, err.Error(), "mcpvisor login saas")
+
+	h.login(t, ctx)
+	require.Equal(t, manager.StateConnected, state(t, h.m, "saas"))
+	res, err := h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.Equal(t, 1, h.as.Stats().Authorizations)
+	requireNoSecrets(t, h, h.grant(t, "saas"))
+}
+
+// A token the server stops taking is refreshed once, silently: the call
+// that met the refusal says so and is not repeated, the next one works.
+// A refresh the authorization server refuses puts the server back to
+// unauthorized with the login command, and nothing retries it.
+func TestOAuthRefreshThenRevoked(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHost(t, nil)
+	h.login(t, ctx)
+	calls := h.rs.Stats().ToolCalls
+
+	h.as.ExpireAccessTokens()
+	_, err := h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.ErrorContains(t, err, "a new one was obtained, but the request was not sent again")
+	require.Equal(t, calls, h.rs.Stats().ToolCalls, "the refused call must not be sent again")
+	require.Equal(t, 1, h.as.Stats().Refreshes)
+	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.NoError(t, err)
+	require.Equal(t, manager.StateConnected, state(t, h.m, "saas"))
+
+	g := h.grant(t, "saas")
+	require.True(t, h.as.Revoke(g.Token.Refresh))
+	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.Error(t, err)
+	st, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
+	require.NoError(t, err)
+	require.Contains(t, st.LastError, "refused to refresh the access token (invalid_grant")
+	require.Contains(t, st.LastError, "mcpvisor login saas")
+	rejected := h.as.Stats().RefreshesRejected
+	require.Equal(t, 1, rejected)
+	time.Sleep(3 * time.Second) // more than a login poll: nothing may retry meanwhile
+	require.Equal(t, rejected, h.as.Stats().RefreshesRejected)
+	require.Equal(t, manager.StateUnauthorized, state(t, h.m, "saas"))
+	requireNoSecrets(t, h, g)
+}
+
+// A call that needs more scopes fails saying so, the server waits for a
+// login, and the next login asks for those scopes.
+func TestOAuthStepUp(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHost(t, nil)
+	h.login(t, ctx)
+	_, err := h.m.Call(ctx, "saas.admin", nil, manager.CallOptions{})
+	require.ErrorContains(t, err, `needs scopes "`+oauthtest.ScopeTools+" "+oauthtest.ScopeAdmin+`"`)
+	st, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
+	require.NoError(t, err)
+	require.Contains(t, st.LastError, "mcpvisor login saas")
+
+	h.login(t, ctx)
+	require.Contains(t, h.grant(t, "saas").Scopes, oauthtest.ScopeAdmin)
+	res, err := h.m.Call(ctx, "saas.admin", nil, manager.CallOptions{})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.Equal(t, 1, h.as.Stats().Registrations, "the second login reuses the registration")
+}
+
+// requireNoSecrets checks that no token of g appears in the events or the
+// status.
+func requireNoSecrets(t *testing.T, h *oauthHost, g oauth.Grant) {
+	t.Helper()
+	var all strings.Builder
+	for _, e := range h.evs() {
+		b, _ := json.Marshal(e)
+		all.Write(b)
+	}
+	b, _ := json.Marshal(h.m.Statuses())
+	all.Write(b)
+	for _, secret := range []string{g.Token.Access, g.Token.Refresh, g.ClientSecret} {
+		if secret != "" {
+			require.NotContains(t, all.String(), secret)
+		}
+	}
+}
+
+func state(t *testing.T, m *manager.Manager, name string) manager.State {
+	t.Helper()
+	st, err := m.Status(name)
+	require.NoError(t, err)
+	return st.State
+}
+
+// A redirect that names another issuer (a mix-up) fails the login: nothing
+// is stored and the server keeps waiting for a login.
+func TestOAuthWrongIssuerRejected(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHost(t, nil)
+	_, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
+	require.NoError(t, err)
+	h.as.SetIssBehavior(oauthtest.IssWrong)
+	err = h.m.Login(ctx, "saas", manager.LoginOptions{Browser: h.open})
+	requireCode(t, err, manager.ErrConnectionFailed, "saas", "login")
+	require.ErrorContains(t, err, "does not match expected issuer")
+	require.NoFileExists(t, filepath.Join(h.dir, "oauth", "saas.json"))
+	require.Equal(t, 0, h.as.Stats().CodeExchanges)
+	require.Equal(t, manager.StateUnauthorized, state(t, h.m, "saas"))
+}
+
+// Two servers of one authorization server each get their own grant.
+func TestOAuthTwoServersSeparateTokens(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHost(t, nil)
+	other := oauthtest.NewResourceServer(t, h.as, nil)
+	h.as.AllowResource(other.URL())
+	require.NoError(t, h.m.Add("other", decode(t, map[string]any{"url": other.URL()})))
+	h.login(t, ctx)
+	require.NoError(t, h.m.Login(ctx, "other", manager.LoginOptions{Browser: h.open}))
+	a, b := h.grant(t, "saas"), h.grant(t, "other")
+	require.NotEqual(t, a.Token.Access, b.Token.Access)
+	require.Equal(t, other.URL(), b.Resource)
+	require.Equal(t, h.rs.URL(), a.Resource)
+	for _, name := range []string{"saas.whoami", "other.whoami"} {
+		_, err := h.m.Call(ctx, name, nil, manager.CallOptions{})
+		require.NoError(t, err, name)
+	}
+	// Logging out of one leaves the other alone.
+	had, err := h.m.Logout("saas")
+	require.NoError(t, err)
+	require.True(t, had)
+	_, err = h.m.Wait(ctx, "saas", manager.StateUnauthorized)
+	require.NoError(t, err)
+	_, err = h.m.Call(ctx, "other.whoami", nil, manager.CallOptions{})
+	require.NoError(t, err)
+}
+
+// A server that moves to another authorization server refuses even a
+// refreshed token: it waits for a login, which goes to the new one.
+func TestOAuthChangedAuthServer(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHost(t, nil)
+	h.login(t, ctx)
+	as2 := oauthtest.NewAuthServer(t, nil)
+	as2.AllowResource(h.rs.URL())
+	h.rs.SetAuthServer(as2)
+	_, err := h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.Error(t, err)
+	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.Error(t, err)
+	st, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
+	require.NoError(t, err)
+	require.Contains(t, st.LastError, "mcpvisor login saas")
+	require.LessOrEqual(t, h.as.Stats().Refreshes, 1)
+	h.login(t, ctx)
+	require.Equal(t, as2.Issuer(), h.grant(t, "saas").Issuer)
+	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.NoError(t, err)
+}

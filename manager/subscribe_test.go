@@ -1,0 +1,74 @@
+package manager_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// subscribable is an in-process server with one resource that counts the
+// subscriptions it was asked for.
+func subscribable(t *testing.T) (*mcp.Server, *atomic.Int32) {
+	var subscribed atomic.Int32
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sub", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error {
+			subscribed.Add(1)
+			return nil
+		},
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	srv.AddResource(&mcp.Resource{URI: "test://r", Name: "r"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://r", Text: "x"}}}, nil
+	})
+	return srv, &subscribed
+}
+
+// updates waits for the next notifications/resources/updated event of
+// server, or reports false after wait.
+func updated(tl *timeline, server string, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		e, err := tl.sub.Recv(ctx)
+		cancel()
+		if err != nil {
+			return false
+		}
+		if e.Kind == events.KindNotification && e.Server == server && e.Text("method") == "notifications/resources/updated" {
+			return true
+		}
+	}
+}
+
+// A subscription reaches the server, its updates come back as events,
+// it is renewed when the session is, and it ends when dropped.
+func TestResourceSubscription(t *testing.T) {
+	m := newManager(t, manager.Options{})
+	tl := watch(t, m)
+	srv, subscribed := subscribable(t)
+	require.NoError(t, m.Add("sub", manager.Spec{Transport: manager.TransportInProcess, Dial: &demoInProcess{srv: srv}}))
+	waitState(t, m, "sub", manager.StateConnected)
+	require.NoError(t, m.Subscribe("sub", "test://r"))
+	require.Eventually(t, func() bool { return subscribed.Load() == 1 }, patience, 5*time.Millisecond)
+	ctx := context.Background()
+	require.NoError(t, srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://r"}))
+	require.True(t, updated(tl, "sub", patience), "no update event")
+
+	require.NoError(t, m.Reconnect("sub"))
+	require.Eventually(t, func() bool { return subscribed.Load() == 2 }, patience, 5*time.Millisecond, "not renewed on the new session")
+	require.NoError(t, srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://r"}))
+	require.True(t, updated(tl, "sub", patience), "no update event after the reconnect")
+
+	require.NoError(t, m.Unsubscribe("sub", "test://r"))
+	require.Eventually(t, func() bool {
+		_ = srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://r"})
+		return !updated(tl, "sub", 100*time.Millisecond)
+	}, patience, 10*time.Millisecond, "updates still come after Unsubscribe")
+}
