@@ -66,7 +66,7 @@ func TestServersAskThroughTheManager(t *testing.T) {
 		mcp_roots{{uri = "file:///srv/work", name = "work"}}
 		mcp_add("asker", {command = {"asker"}})
 		assert(mcp_wait("asker", "connected"))`)
-	call := func(tool string) string {
+	call := func(t *testing.T, tool string) string {
 		t.Helper()
 		vals := r.run(t, `local res, err = mcp_call("asker.`+tool+`", {})
 			if not res then return "error: " .. tostring(err) end
@@ -74,17 +74,28 @@ func TestServersAskThroughTheManager(t *testing.T) {
 		require.Equal(t, "false", vals[len(vals)-1], "%s: the server's request was not answered (is the manager routing it to the answerer?): %s", tool, vals[0])
 		return vals[0]
 	}
-	require.JSONEq(t, `{"action":"accept","content":{"name":"asker: Who are you?"}}`, call("elicit"))
-	require.Contains(t, call("sample"), `"text":"42 (6*7?)"`)
-	require.Contains(t, call("sample"), `"model":"mcpvisor-lua"`)
-	require.JSONEq(t, `{"roots":[{"uri":"file:///srv/work","name":"work"}]}`, call("roots"))
-
+	t.Run("elicitation", func(t *testing.T) {
+		require.JSONEq(t, `{"action":"accept","content":{"name":"asker: Who are you?"}}`, call(t, "elicit"))
+	})
+	t.Run("sampling", func(t *testing.T) {
+		res := call(t, "sample")
+		require.Contains(t, res, `"text":"42 (6*7?)"`)
+		require.Contains(t, res, `"model":"mcpvisor-lua"`)
+	})
+	// The roots set before the server connected: on this protocol the
+	// server's input request is answered from the SDK client's own list,
+	// which the manager must fill when the session starts.
+	t.Run("roots", func(t *testing.T) {
+		require.JSONEq(t, `{"roots":[{"uri":"file:///srv/work","name":"work"}]}`, call(t, "roots"))
+	})
 	// New roots: the connected server is told, asks again, gets them.
-	r.run(t, `mcp_roots{"file:///srv/other"}`)
-	select {
-	case <-rootsChanged:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the server was not told that the roots changed (Manager.RootsChanged)")
-	}
-	require.JSONEq(t, `{"roots":[{"uri":"file:///srv/other"}]}`, call("roots"))
+	t.Run("roots changed", func(t *testing.T) {
+		r.run(t, `mcp_roots{"file:///srv/other"}`)
+		select {
+		case <-rootsChanged:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the server was not told that the roots changed (Manager.RootsChanged)")
+		}
+		require.JSONEq(t, `{"roots":[{"uri":"file:///srv/other"}]}`, call(t, "roots"))
+	})
 }

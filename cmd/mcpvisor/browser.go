@@ -39,7 +39,8 @@ func browserCommands(browser, target string) [][]string {
 }
 
 // openURL starts the first command of $BROWSER (browser) that can be
-// started with target and returns it; only http and https URLs are opened.
+// started with target and returns it; only http and https URLs are opened,
+// and none at all when $BROWSER is "none" (as for mcpvisor login).
 // The command runs detached from the terminal, in its own process group
 // (a Ctrl-C at the REPL is not for it), without our stdin or output; a
 // goroutine waits for it to exit, so it is reaped.
@@ -49,7 +50,7 @@ func openURL(browser, target string) ([]string, error) {
 		return nil, fmt.Errorf("only http and https URLs are opened, not %q", target)
 	}
 	cmds := browserCommands(browser, target)
-	if len(cmds) == 0 {
+	if len(cmds) == 0 || strings.TrimSpace(browser) == "none" {
 		return nil, errNoBrowser
 	}
 	var errs []error

@@ -159,7 +159,7 @@ func askURL(ctx context.Context, q questioner, params *mcp.ElicitParams, open op
 	fmt.Fprintln(q, "  "+textsafe.Line(params.URL))
 	switch argv, err := open(params.URL); {
 	case errors.Is(err, errNoBrowser):
-		fmt.Fprintln(q, "(Open it in your browser; set $BROWSER to have it opened for you.)")
+		fmt.Fprintln(q, "(Open it in your browser; $BROWSER, when set, opens it for you.)")
 	case err != nil:
 		fmt.Fprintf(q, "(Not opened: %s.)\n", textsafe.Line(err.Error()))
 	default:

@@ -190,7 +190,7 @@ func TestElicitURL(t *testing.T) {
 	p := &scripted{answers: []any{"y"}}
 	_, err := elicit(context.Background(), p, ask.From{Server: "auth"}, params, noBrowser)
 	require.NoError(t, err)
-	require.Contains(t, p.out.String(), "(Open it in your browser; set $BROWSER to have it opened for you.)")
+	require.Contains(t, p.out.String(), "(Open it in your browser; $BROWSER, when set, opens it for you.)")
 }
 
 func TestBrowserCommands(t *testing.T) {
@@ -221,8 +221,10 @@ func TestBrowserCommands(t *testing.T) {
 
 	_, err = openURL(script, "javascript:alert(1)")
 	require.ErrorContains(t, err, "only http and https URLs are opened")
-	_, err = openURL("", "https://example.com")
-	require.True(t, errors.Is(err, errNoBrowser))
+	for _, unset := range []string{"", "none", " : "} {
+		_, err = openURL(unset, "https://example.com")
+		require.True(t, errors.Is(err, errNoBrowser), "%q", unset)
+	}
 	_, err = openURL("/no/such/browser", "https://example.com")
 	require.Error(t, err)
 	require.False(t, strings.Contains(err.Error(), "only http"))
