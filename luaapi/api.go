@@ -42,6 +42,8 @@ func (r *Runtime) install() {
 		"toolset":   r.luaToolset,
 		"clients":   r.luaClients,
 		"tool":      r.luaTool,
+		"handle":    r.luaHandle,
+		"roots":     r.luaRoots,
 	} {
 		f := L.NewFunction(fn)
 		mod.RawSetString(name, f)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -19,11 +20,14 @@ import (
 // result is applied as a difference only if the whole file succeeds.
 type desired struct {
 	file     string
-	order    []string               // name keys in declaration order
-	servers  map[string]declaration // by lower-cased name
-	serve    *serveDecl             // mcp_serve, if declared
-	toolsets map[string]toolsetDecl // mcp_toolset, by name
-	luaTools map[string]luaToolDecl // mcp_tool, by lower-cased server "." tool
+	order    []string                 // name keys in declaration order
+	servers  map[string]declaration   // by lower-cased name
+	serve    *serveDecl               // mcp_serve, if declared
+	toolsets map[string]toolsetDecl   // mcp_toolset, by name
+	luaTools map[string]luaToolDecl   // mcp_tool, by lower-cased server "." tool
+	handlers map[ask.Kind]*askHandler // mcp_handle, by kind (a nil function removes)
+	roots    *rootsDecl               // mcp_roots, if declared
+	gen      int                      // the config generation evaluating it
 	// checking is set when the evaluation only checks the file: what
 	// needs the gateway may be declared without one.
 	checking bool
@@ -153,7 +157,7 @@ func (r *Runtime) evalConfig(ctx context.Context, path, src string, apply bool) 
 		r.config.generation++
 		gen := r.config.generation
 		want := &desired{file: chunk, servers: make(map[string]declaration), toolsets: make(map[string]toolsetDecl),
-			luaTools: make(map[string]luaToolDecl), checking: !apply}
+			luaTools: make(map[string]luaToolDecl), handlers: make(map[ask.Kind]*askHandler), gen: gen, checking: !apply}
 		fail := func(err error) {
 			r.dropOrigins(func(o int) bool { return o == gen })
 			if apply {
@@ -266,6 +270,7 @@ func (r *Runtime) apply(want *desired) ConfigResult {
 	res.serve = r.applyServe(want.serve)
 	r.applyToolsets(want)
 	r.applyLuaTools(want)
+	r.applyAsk(want)
 	return res
 }
 

@@ -19,14 +19,22 @@
 //
 // The manager is seen through small interfaces, one per part of the API
 // ([Servers], [Observer], [Toolbox], [Lifecycle], [Meter],
-// [ResourceReader], [PromptGetter], [EventSource]; [Options.Manager] is
-// all of them in one value). It is called from several goroutines: the
+// [ResourceReader], [PromptGetter], [EventSource], [Answering];
+// [Options.Manager] is all of them in one value). It is called from several goroutines: the
 // loop, for everything that answers at once; the goroutines the runtime
 // starts for work that waits, for Call, Wait, Discover, ReadResource and
 // GetPrompt; and the callers of [Runtime.Complete] and
 // [Runtime.LoadConfig]. It must therefore be safe for concurrent use and
 // must not block in the loop's calls. It never calls into Lua: the
 // progress function mcp_call hands it only posts to the loop.
+//
+// What servers ask of their client (elicitation, sampling, roots) reaches
+// Lua through the answerer [New] hands the manager: its methods run on the
+// manager's goroutines, read only what the loop publishes in atomics (the
+// kinds with a handler, the roots), and run a handler as a task posted to
+// the loop, bounded by the server's request, waiting for its answer off the
+// loop. A form no handler answers goes to [Options.Prompter], the person
+// at the REPL.
 //
 // Yielding cannot work across a Go frame (pcall, table.sort comparators,
 // string.gsub callbacks) or inside a coroutine the script made itself; the

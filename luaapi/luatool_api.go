@@ -3,6 +3,7 @@ package luaapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -248,30 +249,30 @@ func (s *luaServer) handler(tool string) mcp.ToolHandler {
 		if args == nil {
 			args = map[string]any{}
 		}
-		answer := make(chan *mcp.CallToolResult, 1)
-		s.r.postAsync(func() { s.r.runLuaTool(ctx, s, tool, args, answer) })
-		select {
-		case res := <-answer:
-			return res, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-s.r.stop:
+		res, err := fromOutside(s.r, ctx, func(reply func(*mcp.CallToolResult)) {
+			s.r.runLuaTool(ctx, s, tool, args, reply)
+		})
+		switch {
+		case errors.Is(err, errClosed):
 			return toolError(fmt.Sprintf("tool %s.%s: the Lua runtime is closed", s.name, tool)), nil
+		case err != nil:
+			return nil, err
 		}
+		return res, nil
 	}
 }
 
-// runLuaTool starts the tool's handler as a budgeted task; answer gets
-// the result.
-func (r *Runtime) runLuaTool(ctx context.Context, s *luaServer, tool string, args map[string]any, answer chan<- *mcp.CallToolResult) {
+// runLuaTool starts the tool's handler as a budgeted task; reply gets the
+// result.
+func (r *Runtime) runLuaTool(ctx context.Context, s *luaServer, tool string, args map[string]any, reply func(*mcp.CallToolResult)) {
 	full := s.name + "." + tool
 	e, ok := s.tools[tool]
 	switch {
 	case r.closing:
-		answer <- toolError(fmt.Sprintf("tool %s: the Lua runtime is closing", full))
+		reply(toolError(fmt.Sprintf("tool %s: the Lua runtime is closing", full)))
 		return
 	case !ok || r.toolServers[manager.NameKey(s.name)] != s:
-		answer <- toolError(fmt.Sprintf("tool %s is no longer defined", full))
+		reply(toolError(fmt.Sprintf("tool %s is no longer defined", full)))
 		return
 	}
 	L := r.state
@@ -279,7 +280,7 @@ func (r *Runtime) runLuaTool(ctx context.Context, s *luaServer, tool string, arg
 	info.RawSetString("server", lua.LString(s.name))
 	info.RawSetString("tool", lua.LString(tool))
 	r.spawnWith(ctx, e.decl.fn, []lua.LValue{ToLua(L, args), info}, taskOptions{budget: r.opts.SliceBudget}, func(vals []lua.LValue, err error) {
-		answer <- toolResult(full, vals, err)
+		reply(toolResult(full, vals, err))
 	})
 }
 

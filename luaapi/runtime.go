@@ -9,12 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/events/hud"
 	"github.com/mcpvisor/mcpvisor/internal/textsafe"
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -30,6 +33,7 @@ type Manager interface {
 	ResourceReader
 	PromptGetter
 	EventSource
+	Answering
 }
 
 var _ Manager = (*manager.Manager)(nil)
@@ -73,6 +77,11 @@ type Options struct {
 	// and mcp_clients drive it. If nil, they raise an error saying the
 	// host has none (a config that uses them still passes CheckConfig).
 	Gateway Gateway
+	// Prompter asks the person at the terminal a server's elicitation
+	// that no mcp_handle handler answers. If nil, such a request is left
+	// to the manager's other answerers (or refused), and elicitation is
+	// offered only while a handler is set.
+	Prompter Prompter
 }
 
 // Runtime is the Lua control plane: one goroutine (the loop) owns the Lua
@@ -113,6 +122,13 @@ type Runtime struct {
 	listener *listener // applies mcp_serve off the loop
 	// toolServers serve the mcp_tool tools, by lower-cased server name.
 	toolServers map[string]*luaServer
+	handlers    map[ask.Kind]*askHandler // mcp_handle, by kind
+	roots       hostRoots                // mcp_roots
+
+	// What the answerer reads off the loop, published by the loop.
+	handled   atomic.Uint32               // ask.Kind: the kinds with a handler
+	rootsSnap atomic.Pointer[[]*mcp.Root] // the roots in force; nil when none
+	rootsNote *rootsNotifier              // tells the manager the roots changed
 
 	work chan func() // closures to run on the loop
 
@@ -172,6 +188,7 @@ func New(opts Options) (*Runtime, error) {
 		bus:       opts.Manager.Bus(),
 		tasks:     make(map[*lua.LState]*task),
 		timers:    make(map[int]*callback),
+		handlers:  make(map[ask.Kind]*askHandler),
 		work:      make(chan func(), 256),
 		asyncPoke: make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -184,6 +201,8 @@ func New(opts Options) (*Runtime, error) {
 	r.sub = r.bus.Subscribe(events.SubscribeOptions{QueueSize: 4096})
 	r.hud.ApplyAll(r.bus.History(0)) // servers added before us; the overlap is skipped
 	r.listener = startListener(opts.Gateway, r.stop)
+	r.rootsNote = startRootsNotifier(opts.Manager, r.stop)
+	opts.Manager.SetAnswerer(&answerer{r: r})
 	r.memory.limit, r.memory.started = uint64(opts.MemoryLimit), make(chan struct{}, 1)
 	r.memDone = make(chan struct{})
 	if opts.MemoryLimit > 0 {
@@ -256,6 +275,7 @@ func (r *Runtime) Close() {
 		<-r.done
 		<-r.memDone
 		<-r.listener.done
+		<-r.rootsNote.done
 		r.sub.Close()
 		r.state.Close()
 	})

@@ -18,6 +18,9 @@ const completeTimeout = 200 * time.Millisecond
 // tool, prompt and server names inside mcp_* calls (luaapi.Runtime.Complete).
 type completer struct {
 	rt *luaapi.Runtime
+	// off, if set, turns completion off while it says so (a question is
+	// being answered: Lua names are no help there).
+	off func() bool
 }
 
 var _ readline.AutoCompleter = completer{}
@@ -25,6 +28,9 @@ var _ readline.AutoCompleter = completer{}
 // Do implements readline.AutoCompleter. On a blank line, where nothing
 // completes, Tab indents as it would without completion.
 func (c completer) Do(line []rune, pos int) ([][]rune, int) {
+	if c.off != nil && c.off() {
+		return nil, 0
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), completeTimeout)
 	defer cancel()
 	suffixes, length := c.rt.Complete(ctx, string(line), pos)

@@ -47,6 +47,9 @@ type host struct {
 	hud     *hudDisplay    // the live status block, when stdout is a terminal
 	logPath string         // the log file, at the REPL
 	gateway gatewayHost    // serves the servers to MCP clients, when asked
+	// prompter asks the person at the REPL what servers ask, when the
+	// host runs one; nil otherwise.
+	prompter *terminalPrompter
 }
 
 func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -81,7 +84,11 @@ func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	outSwap := &swapWriter{w: stdout}
-	h := startHost(cfg, logger, logOut, outSwap, filepath.Dir(path), tel, hud)
+	var prompter *terminalPrompter
+	if interactive {
+		prompter = newTerminalPrompter()
+	}
+	h := startHost(cfg, logger, logOut, outSwap, filepath.Dir(path), tel, hud, prompter)
 	h.logPath = logPath
 	hudShown.Store(h.hud)
 	// Signals are handled until the very end, so one during the graceful
@@ -136,8 +143,10 @@ func (h *host) handleSignals(interactive bool, stderr io.Writer) (context.Contex
 	}
 }
 
-func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir string, tel *hostTelemetry, hud *hudOptions) *host {
-	h := &host{bus: events.NewBus(events.Options{}), logOut: logOut, out: stdout, log: logger, logDone: make(chan struct{}), otel: tel}
+// startHost starts the bus, the manager and the Lua runtime. prompter, if
+// not nil, asks the person at the REPL what servers ask.
+func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir string, tel *hostTelemetry, hud *hudOptions, prompter *terminalPrompter) *host {
+	h := &host{bus: events.NewBus(events.Options{}), logOut: logOut, out: stdout, log: logger, logDone: make(chan struct{}), otel: tel, prompter: prompter}
 	sub := h.bus.Subscribe(events.SubscribeOptions{})
 	go func() {
 		defer close(h.logDone)
@@ -153,8 +162,12 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 		hudAPI = h.hud
 	}
 	h.gateway.h = h
-	rt, err := luaapi.New(luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts"), Logger: logger, HUD: hudAPI,
-		Gateway: gatewayAPI{&h.gateway}})
+	opts := luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts"), Logger: logger, HUD: hudAPI,
+		Gateway: gatewayAPI{&h.gateway}}
+	if prompter != nil { // a nil *terminalPrompter is not a nil Prompter
+		opts.Prompter = prompter
+	}
+	rt, err := luaapi.New(opts)
 	if err != nil {
 		panic(err) // only for a missing manager
 	}

@@ -120,6 +120,7 @@ In Lua (see README.md):
            mcp_read, mcp_prompts, mcp_prompt
   react    mcp_on, mcp_off, mcp_after, mcp_every, sleep
   serve    mcp_serve, mcp_toolset, mcp_clients, mcp_tool
+  answer   mcp_handle, mcp_roots (what servers ask: forms, completions, roots)
   data     json.encode, json.decode, json.null, MCPVISOR
 `
 

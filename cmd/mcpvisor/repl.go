@@ -56,39 +56,27 @@ func runChunk(ctx context.Context, rt *luaapi.Runtime, src string, stdout, stder
 	return true
 }
 
-// runREPL is the interactive loop on a terminal.
+// runREPL is the interactive loop on a terminal. Its lines come through a
+// console, which also lets a server's question (an elicitation the person
+// is to answer) take the terminal, even from under a half-typed line.
 func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Writer) int {
 	// readline wraps Stdin in a reader whose Close does not reach ours, and
 	// its Close waits for the pending read: close ours first, or exiting
 	// after a Ctrl-D hangs.
 	tty := readline.NewCancelableStdin(ttyReader{os.Stdin})
-	rl, err := readline.NewEx(&readline.Config{
-		Stdin:             tty,
-		Prompt:            "mcp> ",
-		HistoryFile:       historyFile(),
-		InterruptPrompt:   "^C",
-		EOFPrompt:         "",
-		HistorySearchFold: true,
-		AutoComplete:      completer{rt: h.rt},
-		// Through the terminal's lock, which HUD frames take too.
-		Stdout:              stdout,
-		Stderr:              stderr,
-		FuncFilterInputRune: h.hud.filterKey,
-	})
+	shared := &editorState{}
+	rl, err := readline.NewEx(replEditorConfig(tty, stdout, stderr, shared, completer{rt: h.rt, off: shared.asking}, h.hud.filterKey))
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpvisor: cannot start the REPL: %v\n", err)
 		return 1
 	}
-	defer func() {
-		tty.Close()
-		rl.Close()
-	}()
-	// Everything printed while the user types (logs, hooks' print) goes
-	// through readline, which redraws the prompt and the line being typed.
-	// From the moment a line is read there is no prompt: output goes
-	// straight out. (Readline's writer would redraw the prompt until its
-	// terminal goroutine notices the line is read, which under load can
-	// take long enough to put a stray "mcp> " before a chunk's output.)
+	// Everything printed while a line is typed (logs, hooks' print, a
+	// question) goes through readline, which redraws the prompt and the
+	// line being typed. From the moment a line is read there is no prompt:
+	// output goes straight out. (Readline's writer would redraw the prompt
+	// until its terminal goroutine notices the line is read, which under
+	// load can take long enough to put a stray "mcp> " before a chunk's
+	// output.)
 	atPrompt := func(on bool) {
 		if on {
 			h.logOut.set(rl.Stderr())
@@ -98,7 +86,27 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 			h.out.set(stdout)
 		}
 	}
-	defer atPrompt(false)
+	con := newConsole(readlineEditor{rl}, shared, consoleOptions{
+		out:      h.out,
+		atPrompt: atPrompt,
+		// A Ctrl-C read while no line was asked for: a question gave up
+		// the line it was reading while a chunk runs.
+		interrupt: func() { h.interruptChunk() },
+		closeEditor: func() {
+			tty.Close()
+			rl.Close()
+		},
+	})
+	if h.prompter != nil {
+		h.prompter.attach(con)
+	}
+	defer func() {
+		if h.prompter != nil {
+			h.prompter.attach(nil)
+		}
+		con.close()
+		atPrompt(false)
+	}()
 	if !h.hud.showing() { // the HUD says what the banner would
 		fmt.Fprintln(stdout, "mcpvisor REPL — Lua with mcp_* functions. Ctrl-D exits; try mcp_status() or mcp_tools().")
 		if h.logPath != "" {
@@ -108,19 +116,18 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 
 	var c chunker
 	for ctx.Err() == nil {
+		prompt := "mcp> "
 		if c.pending() {
-			rl.SetPrompt(">> ")
-		} else {
-			rl.SetPrompt("mcp> ")
+			prompt = ">> "
 		}
-		atPrompt(true)
-		line, err := rl.Readline()
-		atPrompt(false)
+		line, err := con.replLine(ctx, prompt)
 		switch {
 		case errors.Is(err, readline.ErrInterrupt):
 			c.reset() // Ctrl-C at the prompt drops the pending input
 			continue
 		case errors.Is(err, io.EOF):
+			return 0
+		case ctx.Err() != nil:
 			return 0
 		case err != nil:
 			fmt.Fprintf(stderr, "error: %v\n", err)
@@ -137,6 +144,29 @@ func runREPL(ctx context.Context, h *host, stdin io.Reader, stdout, stderr io.Wr
 		cancel()
 	}
 	return 0
+}
+
+// replEditorConfig is the REPL's line editor reading in: history, Ctrl-C
+// and Ctrl-D as the REPL wants them, output to stdout and stderr, and the
+// console's listener.
+func replEditorConfig(in io.ReadCloser, stdout, stderr io.Writer, shared *editorState, complete readline.AutoCompleter, filter func(rune) (rune, bool)) *readline.Config {
+	return &readline.Config{
+		Stdin:             in,
+		Prompt:            "mcp> ",
+		HistoryFile:       historyFile(),
+		InterruptPrompt:   "^C",
+		EOFPrompt:         "",
+		HistorySearchFold: true,
+		// The console records the REPL's lines; a question's answers
+		// (names, addresses) stay out of the history file.
+		DisableAutoSaveHistory: true,
+		AutoComplete:           complete,
+		Listener:               shared.listener(),
+		// Through the terminal's lock, which HUD frames take too.
+		Stdout:              stdout,
+		Stderr:              stderr,
+		FuncFilterInputRune: filter,
+	}
 }
 
 // ttyReader is the terminal as readline reads it. Between lines readline

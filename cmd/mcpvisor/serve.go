@@ -39,7 +39,7 @@ func runServe(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpvisor serve: %v\n", err)
 		return 1
 	}
-	h := startHost(cfg, logger, logOut, &swapWriter{w: stderr}, filepath.Dir(path), tel, nil)
+	h := startHost(cfg, logger, logOut, &swapWriter{w: stderr}, filepath.Dir(path), tel, nil, nil)
 	ctx, stopSignals := h.handleSignals(false, stderr)
 	defer stopSignals()
 	code := h.serve(ctx, cfg, token, path, src, stdin, stdout, stderr)
