@@ -123,9 +123,14 @@ func (s *supervisor) answering(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// elicitationTime is the least an elicitation may wait for its answer: a
+// person reads the question and fills the form in. The server cancels
+// its request if it stops waiting sooner.
+const elicitationTime = 10 * time.Minute
+
 // elicit answers elicitation/create.
 func (s *supervisor) elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.spec.Timeouts.Request)
+	ctx, cancel := context.WithTimeout(ctx, max(s.spec.Timeouts.Request, elicitationTime))
 	defer cancel()
 	var res *mcp.ElicitResult
 	by, err := ask.First(s.candidates(ctx), ask.Elicitation, func(c ask.Candidate) (err error) {
@@ -215,8 +220,12 @@ func (s *supervisor) asked(ctx context.Context, kind events.Kind, by ask.Candida
 		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
 			"mcpvisor: nobody can answer %s for server %q (no client that supports it has a call in flight, and no mcp_handle(%q, …) handler)", what, s.name, what)}
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()) || errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+		limit, why := s.spec.Timeouts.Request, "timeouts.request"
+		if kind == events.KindElicitation && limit < elicitationTime {
+			limit, why = elicitationTime, "the least a person is given"
+		}
 		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
-			"mcpvisor: no answer to %s within %s (timeouts.request of server %q)", what, s.spec.Timeouts.Request, s.name)}
+			"mcpvisor: no answer to %s within %s (%s of server %q)", what, limit, why, s.name)}
 	case errors.As(err, &rpcErr):
 	default:
 		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("mcpvisor: %s for server %q: %v", what, s.name, err)}
@@ -250,7 +259,7 @@ func (s *supervisor) rootsChanged() {
 	if c == nil || c.client == nil || c.offers&ask.Roots == 0 {
 		return
 	}
-	go c.roots.update(s, c.client)
+	go c.roots.update(s, c.client, 5*time.Second)
 }
 
 // clientRoots is the roots list of one connection's SDK client.
@@ -260,12 +269,12 @@ type clientRoots struct {
 	uris []string
 }
 
-// update replaces the client's roots with the current answer, which
-// notifies the server.
-func (r *clientRoots) update(s *supervisor, client *mcp.Client) {
+// update replaces the client's roots with the current answer, asked for
+// at most limit, which notifies the server (if it is connected).
+func (r *clientRoots) update(s *supervisor, client *mcp.Client, limit time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	var roots []*mcp.Root
 	_, err := ask.First(s.candidates(ctx), ask.Roots, func(c ask.Candidate) (err error) {

@@ -201,7 +201,7 @@ func TestElicitationFormPassedUntouched(t *testing.T) {
 // a handler that never answers is bounded by the server's request timeout.
 func TestUnansweredRequests(t *testing.T) {
 	m, tl := procManager(t)
-	m.CallersAnswer(ask.Elicitation) // declared, but this call has no answerer
+	m.CallersAnswer(ask.Elicitation | ask.Sampling) // declared, but this call has no answerer
 	require.NoError(t, m.Add("a", asker(t, map[string]any{"timeouts": map[string]any{"request": "500ms"}})))
 	r := askVia(t, m, manager.CallOptions{Timeout: patience}, "elicitation/create", form)
 	require.NotNil(t, r.Error)
@@ -210,7 +210,7 @@ func TestUnansweredRequests(t *testing.T) {
 
 	block := make(chan struct{})
 	defer close(block)
-	m.SetAnswerer(&answerer{offers: ask.Elicitation, elicit: func(ctx context.Context, _ ask.From, _ *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	m.SetAnswerer(&answerer{offers: ask.Sampling, sample: func(ctx context.Context, _ ask.From, _ *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -219,9 +219,10 @@ func TestUnansweredRequests(t *testing.T) {
 		}
 	}})
 	start := time.Now()
-	r = askVia(t, m, manager.CallOptions{Timeout: patience}, "elicitation/create", form)
+	r = askVia(t, m, manager.CallOptions{Timeout: patience}, "sampling/createMessage", map[string]any{
+		"messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "hi"}}}, "maxTokens": 5})
 	require.NotNil(t, r.Error)
-	require.Contains(t, r.Error.Message, "no answer to elicitation within 500ms")
+	require.Contains(t, r.Error.Message, "no answer to sampling within 500ms (timeouts.request")
 	require.Less(t, time.Since(start), patience, "the request was not bounded")
 	e := only(tl.until("a", events.KindElicitation, patience), events.KindElicitation)
 	require.Contains(t, e[0].Fields["error"], "nobody can answer")
@@ -279,4 +280,3 @@ func TestRoots(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/internal/browser"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 )
 
@@ -195,10 +196,11 @@ func TestElicitURL(t *testing.T) {
 
 func TestBrowserCommands(t *testing.T) {
 	const u = "https://example.com/a b"
-	require.Equal(t, [][]string{{"firefox", u}}, browserCommands("firefox", u))
+	require.Equal(t, [][]string{{"firefox", u}}, browser.Commands("firefox", u, false))
 	require.Equal(t, [][]string{{"firefox", "--new-tab", u}, {"lynx", "-dump", "<" + u + ">"}},
-		browserCommands("firefox --new-tab::lynx -dump <%s>", u))
-	require.Empty(t, browserCommands("", u))
+		browser.Commands("firefox --new-tab::lynx -dump <%s>", u, false))
+	require.Empty(t, browser.Commands("", u, false))
+	require.Empty(t, browser.Commands("none", u, true))
 
 	// The first command that starts opens it, with the URL as one argument.
 	dir := t.TempDir()

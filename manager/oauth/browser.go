@@ -3,40 +3,8 @@ package oauth
 import (
 	"context"
 	"os/exec"
-	"strings"
 	"time"
 )
-
-// browserCommands are the commands that may open url, in order: those of
-// browserEnv ($BROWSER: a ':'-separated list of commands, where %s stands
-// for the URL or, without it, the URL comes last), else xdg-open if it is
-// on PATH. Each command is split into words at spaces.
-func browserCommands(browserEnv, url string) [][]string {
-	var cmds [][]string
-	for _, entry := range strings.Split(browserEnv, ":") {
-		words := strings.Fields(entry)
-		if len(words) == 0 {
-			continue
-		}
-		placed := false
-		for i, w := range words {
-			if strings.Contains(w, "%s") {
-				words[i] = strings.ReplaceAll(w, "%s", url)
-				placed = true
-			}
-		}
-		if !placed {
-			words = append(words, url)
-		}
-		cmds = append(cmds, words)
-	}
-	if len(cmds) == 0 {
-		if p, err := exec.LookPath("xdg-open"); err == nil {
-			cmds = append(cmds, []string{p, url})
-		}
-	}
-	return cmds
-}
 
 // browserGrace is how long a browser command is given to fail before the
 // next is tried; one that keeps running is taken to have opened the page.

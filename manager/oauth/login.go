@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/internal/browser"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
@@ -96,13 +97,11 @@ func (k *Keeper) Login(ctx context.Context, req LoginRequest) error {
 		}},
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 			fmt.Fprintf(out, "To log in to %s, open this URL in a browser:\n\n  %s\n\n", req.Name, args.URL)
-			browser := req.Browser
-			if browser == "" {
-				browser = os.Getenv("BROWSER")
+			env := req.Browser
+			if env == "" {
+				env = os.Getenv("BROWSER")
 			}
-			if browser != "none" {
-				browsers.open(ctx, browserCommands(browser, args.URL))
-			}
+			browsers.open(ctx, browser.Commands(env, args.URL, true)) // "none": no command
 			fmt.Fprintf(out, "Waiting for the browser to come back to %s …\n", cb.url)
 			return cb.wait(ctx)
 		},
