@@ -81,9 +81,20 @@ func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall, a ask.An
 		fw.finish() // the progress it has goes out before the result
 	}
 	if err != nil {
-		return errorResult(err.Error())
+		return errorResult(errorText(err))
 	}
 	return res
+}
+
+// errorText is what a client reads of a failed call: the manager's
+// error, led by its code (CONNECTION_LIMIT, CIRCUIT_OPEN, …) so that an
+// agent can tell the cases apart.
+func errorText(err error) string {
+	var me *manager.Error
+	if errors.As(err, &me) && me.Code != "" {
+		return string(me.Code) + ": " + err.Error()
+	}
+	return err.Error()
 }
 
 // roundTrip serves a call of a client on 2026-07-28 or later. Its first

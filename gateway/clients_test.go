@@ -186,6 +186,7 @@ func TestCallToDownServer(t *testing.T) {
 		took := time.Since(began)
 		require.True(t, res.IsError, "%s on %s", ep.tool, ep.path)
 		require.Contains(t, text(res), `"down"`, "the error names the server")
+		require.True(t, strings.HasPrefix(text(res), "CONNECTION_FAILED: "), "the error leads with its code: %s", text(res))
 		require.Less(t, took, 2*time.Second, "the answer waited for the server")
 	}
 }
