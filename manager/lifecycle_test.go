@@ -244,6 +244,10 @@ func TestStatusSnapshot(t *testing.T) {
 		evs := tl.until("demo", events.KindConnected, time.Second)
 		connected := evs[len(evs)-1]
 		st = mustStatus(t, m, "demo")
+		require.Equal(t, "A demo server built into mcpvisor. Read "+demo.ReadmeURI+" for an overview.", st.Instructions)
+		require.NotNil(t, st.Capabilities)
+		require.NotNil(t, st.Capabilities.Prompts, "the server's own capabilities")
+		st.Instructions, st.Capabilities = "", nil // shared with the session, compared above
 		want := manager.Status{
 			Name:          "demo",
 			Transport:     manager.TransportStdio,
@@ -268,6 +272,8 @@ func TestStatusSnapshot(t *testing.T) {
 		require.EqualValues(t, 4, connected.Fields["tools"])
 
 		all := m.Statuses()
+		require.Len(t, all, 1)
+		all[0].Instructions, all[0].Capabilities = "", nil
 		require.Equal(t, []manager.Status{st}, all)
 	})
 }
