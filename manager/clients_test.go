@@ -151,11 +151,15 @@ func TestSessionSpecFields(t *testing.T) {
 }
 
 // A client that goes away mid-call: its call is cut off at once with an
-// error saying so, its process stops, and its place is free.
+// error saying so, its process stops, its file descriptors are closed, and
+// its place is free.
 func TestPerClientReleasedMidCall(t *testing.T) {
 	m, tl := procManager(t)
 	require.NoError(t, m.Add("pc", perClient(t, map[string]any{"max_sessions": 1})))
+	waitState(t, m, "pc", manager.StateConnected)
+	fds := openFDs(t)
 	pid := whoami(t, m, "client-a")
+	require.Greater(t, openFDs(t), fds, "a client session holds its process's pipes")
 	errc := make(chan error, 1)
 	go func() {
 		_, err := m.Call(context.Background(), "pc.slow", map[string]any{"ms": 60000}, manager.CallOptions{Client: "client-a", Timeout: time.Minute})
@@ -176,5 +180,6 @@ func TestPerClientReleasedMidCall(t *testing.T) {
 	}
 	awaitGone(t, pid)
 	tl.until("pc", events.KindSessionClosed, patience)
+	require.Equal(t, fds, openFDs(t), "the released session's descriptors are all closed")
 	require.NotEqual(t, pid, whoami(t, m, "client-b"))
 }
