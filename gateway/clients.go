@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,8 +18,10 @@ import (
 
 // Client is one MCP client session of the gateway.
 type Client struct {
-	// ID names the session among all the gateway's: the client's MCP
-	// session id over streamable HTTP; "stdio" for the first stdio
+	// ID names the session among all the gateway's: over streamable
+	// HTTP a digest of the client's MCP session id (the id itself lets
+	// whoever holds it act as that client, and the ID is shown to other
+	// clients, in logs and in events); "stdio" for the first stdio
 	// client, "stdio-2" for the next and so on; one made up here for an
 	// SSE client, whose transport has none.
 	ID        string
@@ -41,6 +45,17 @@ func (c Client) Label() string {
 		s += "/" + c.Version
 	}
 	return s + " (" + c.ID + ")"
+}
+
+// publicID stands for an MCP session id where others may read it: 16
+// base32 characters of its SHA-256 (80 bits, so two sessions never share
+// one in practice), "" for "".
+func publicID(sessionID string) string {
+	if sessionID == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(sessionID))
+	return base32.StdEncoding.EncodeToString(sum[:10])
 }
 
 // session is what the gateway keeps of one client session, from the
@@ -152,7 +167,7 @@ func (t *clientTable) session(ep *endpoint, ss *mcp.ServerSession) *session {
 	if s, ok := t.bySession[ss]; ok {
 		return s
 	}
-	c := Client{ID: ss.ID(), Transport: "http", Endpoint: ep.path, Since: time.Now()}
+	c := Client{ID: publicID(ss.ID()), Transport: "http", Endpoint: ep.path, Since: time.Now()}
 	if c.ID == "" { // stdio and SSE sessions have none
 		if t.stdio[ss] {
 			t.stdioSeen++
