@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +61,9 @@ func (m *Manager) offers(s *supervisor) ask.Kind {
 	return k
 }
 
+// errEmptyAnswer is an answerer's nil result without an error.
+var errEmptyAnswer = errors.New("the answer was empty")
+
 // askingKey is the context key of a call's answerer.
 type askingKey struct{}
 
@@ -86,7 +88,13 @@ func (s *supervisor) candidates(ctx context.Context) []ask.Candidate {
 	if c, ok := ctx.Value(askingKey{}).(*ask.Candidate); ok {
 		out = append(out, *c)
 	}
-	out = append(out, s.inflight.answerers()...)
+	// The callers in flight may be asked only when they are all one
+	// client: on a shared session a request cannot say which call it
+	// belongs to, and one client's user must never see another's form,
+	// nor one client's roots go to another's call.
+	if callers := s.inflight.answerers(); len(callers) > 0 && oneClient(callers) {
+		out = append(out, callers...)
+	}
 	if c := s.ownerAnswerer.Load(); c != nil {
 		out = append(out, *c)
 	}
@@ -97,6 +105,16 @@ func (s *supervisor) candidates(ctx context.Context) []ask.Candidate {
 		out = append(out, ask.Candidate{Answerer: *h, By: "host", Client: s.owner})
 	}
 	return out
+}
+
+// oneClient reports whether every candidate answers for the same client.
+func oneClient(cands []ask.Candidate) bool {
+	for _, c := range cands[1:] {
+		if c.Client != cands[0].Client {
+			return false
+		}
+	}
+	return true
 }
 
 // answering is the client middleware that answers elicitation and roots
@@ -164,7 +182,7 @@ func (s *supervisor) sample(ctx context.Context, p *mcp.CreateMessageWithToolsPa
 	by, err := ask.First(s.candidates(ctx), ask.Sampling, func(c ask.Candidate) (err error) {
 		res, err = c.Answerer.CreateMessage(ctx, s.from(c), p)
 		if err == nil && res == nil {
-			err = errors.New("the answer was empty")
+			err = errEmptyAnswer
 		}
 		return err
 	})
@@ -182,11 +200,7 @@ func (s *supervisor) sample(ctx context.Context, p *mcp.CreateMessageWithToolsPa
 func (s *supervisor) listRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.spec.Timeouts.Request)
 	defer cancel()
-	var roots []*mcp.Root
-	by, err := ask.First(s.candidates(ctx), ask.Roots, func(c ask.Candidate) (err error) {
-		roots, err = c.Answerer.ListRoots(ctx, s.from(c))
-		return err
-	})
+	roots, by, err := s.askRoots(ctx)
 	if err = s.asked(ctx, events.KindRoots, by, events.Fields{"roots": len(roots)}, err); err != nil {
 		return nil, err
 	}
@@ -194,6 +208,15 @@ func (s *supervisor) listRoots(ctx context.Context) (*mcp.ListRootsResult, error
 		roots = []*mcp.Root{}
 	}
 	return &mcp.ListRootsResult{Roots: roots}, nil
+}
+
+// askRoots asks the candidates for the roots and says who answered.
+func (s *supervisor) askRoots(ctx context.Context) (roots []*mcp.Root, by ask.Candidate, err error) {
+	by, err = ask.First(s.candidates(ctx), ask.Roots, func(c ask.Candidate) (err error) {
+		roots, err = c.Answerer.ListRoots(ctx, s.from(c))
+		return err
+	})
+	return roots, by, err
 }
 
 func (s *supervisor) from(c ask.Candidate) ask.From {
@@ -218,8 +241,8 @@ func (s *supervisor) asked(ctx context.Context, kind events.Kind, by ask.Candida
 	switch {
 	case errors.Is(err, ask.ErrNoAnswer):
 		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
-			"mcpvisor: nobody can answer %s for server %q (no client that supports it has a call in flight, and no mcp_handle(%q, …) handler)", what, s.name, what)}
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()) || errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+			"mcpvisor: nobody can answer %s for server %q (no client that supports it has a call in flight, and no mcp_handle(%q, …) handler answered)", what, s.name, what)}
+	case ctx.Err() != nil && (errors.Is(err, ctx.Err()) || errors.Is(context.Cause(ctx), context.DeadlineExceeded)):
 		limit, why := s.spec.Timeouts.Request, "timeouts.request"
 		if kind == events.KindElicitation && limit < elicitationTime {
 			limit, why = elicitationTime, "the least a person is given"
@@ -249,38 +272,58 @@ func (m *Manager) RootsChanged() {
 	}
 }
 
-// rootsChanged notifies s's session, if it declared roots. The SDK
-// notifies when the client's own list of roots changes; that list is what
-// it answers input requests for roots with, so it is brought up to date
-// (asking the host's answerer, which may run Lua: not on the caller's
-// goroutine).
+// rootsChanged tells s's session's roots worker, if it has one, that the
+// roots may have changed.
 func (s *supervisor) rootsChanged() {
-	c := s.snap.Load().conn
-	if c == nil || c.client == nil || c.offers&ask.Roots == 0 {
+	if c := s.snap.Load().conn; c != nil {
+		c.roots.changed()
+	}
+}
+
+// clientRoots keeps one connection's SDK client's list of roots: the SDK
+// answers a 2026-07-28 server's question for roots from that list, and
+// notifies the server (roots/list_changed) when it changes. One worker
+// goroutine of the connection owns the list; it asks the answerers
+// (possibly Lua) whenever it is kicked, and once at the start.
+type clientRoots struct {
+	kick chan struct{} // capacity 1; nil when the session declared no roots
+	uris []string      // owned by the worker
+}
+
+// start starts the worker of c's roots, which ends with ctx (the
+// session's); close waits for it.
+func (r *clientRoots) start(ctx context.Context, s *supervisor, c *conn) {
+	r.kick = make(chan struct{}, 1)
+	r.kick <- struct{}{}
+	c.requests.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.kick:
+				r.update(ctx, s, c.client)
+			}
+		}
+	})
+}
+
+// changed kicks the worker; repeated kicks coalesce.
+func (r *clientRoots) changed() {
+	if r.kick == nil {
 		return
 	}
-	go c.roots.update(s, c.client, 5*time.Second)
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
 }
 
-// clientRoots is the roots list of one connection's SDK client.
-type clientRoots struct {
-	mu sync.Mutex
-	// mu serializes updates and guards uris.
-	uris []string
-}
-
-// update replaces the client's roots with the current answer, asked for
-// at most limit, which notifies the server (if it is connected).
-func (r *clientRoots) update(s *supervisor, client *mcp.Client, limit time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
+// update replaces the client's roots with the current answer, which
+// notifies the server.
+func (r *clientRoots) update(ctx context.Context, s *supervisor, client *mcp.Client) {
+	ctx, cancel := context.WithTimeout(ctx, rootsUpdateTime)
 	defer cancel()
-	var roots []*mcp.Root
-	_, err := ask.First(s.candidates(ctx), ask.Roots, func(c ask.Candidate) (err error) {
-		roots, err = c.Answerer.ListRoots(ctx, s.from(c))
-		return err
-	})
+	roots, _, err := s.askRoots(ctx)
 	if err != nil && !errors.Is(err, ask.ErrNoAnswer) {
 		s.m.log.Warn("roots not updated", "server", s.name, "error", err)
 		return
@@ -301,3 +344,6 @@ func (r *clientRoots) update(s *supervisor, client *mcp.Client, limit time.Durat
 		client.RemoveRoots(gone...)
 	}
 }
+
+// rootsUpdateTime bounds asking for the roots of one update.
+const rootsUpdateTime = 5 * time.Second

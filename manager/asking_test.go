@@ -280,3 +280,27 @@ func TestRoots(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// On a shared session a request cannot say which call it belongs to: with
+// calls of two clients in flight, neither client is asked (one's user
+// must not see the other's form); the host answers.
+func TestTwoClientsInFlightAreNotAsked(t *testing.T) {
+	m, _ := procManager(t)
+	m.SetAnswerer(&answerer{offers: ask.Elicitation, elicit: accept(map[string]any{"name": "from host"})})
+	require.NoError(t, m.Add("a", asker(t, nil)))
+	waitState(t, m, "a", manager.StateConnected)
+	other := &answerer{offers: ask.Elicitation, elicit: accept(map[string]any{"name": "from the other client"})}
+	slow := make(chan error, 1)
+	go func() {
+		_, err := m.Call(context.Background(), "a.slow", map[string]any{"ms": 2000}, manager.CallOptions{Client: "c2", Answerer: other, Timeout: patience})
+		slow <- err
+	}()
+	require.Eventually(t, func() bool {
+		mt, err := m.Metrics("a")
+		return err == nil && mt.InFlight == 1
+	}, patience, 5*time.Millisecond)
+	mine := &answerer{offers: ask.Elicitation, elicit: accept(map[string]any{"name": "from the caller"})}
+	r := askVia(t, m, manager.CallOptions{Client: "c1", Answerer: mine}, "elicitation/create", form)
+	require.Equal(t, map[string]any{"name": "from host"}, r.Result["content"])
+	require.NoError(t, <-slow)
+}

@@ -167,9 +167,7 @@ func (s *supervisor) connect() (*conn, error) {
 	c.transport, c.httpEnded = t, endpoint.Ended(t)
 	c.client, c.offers = s.m.newClient(s)
 	if c.offers&ask.Roots != 0 {
-		// On 2026-07-28 the SDK answers a server's question for roots from
-		// the client's own list: it has to hold them from the start.
-		c.roots.update(s, c.client, rootsAtConnect)
+		c.roots.start(ctx, s, c)
 	}
 	c.session, err = c.client.Connect(ctx, t, nil)
 	if err != nil {
@@ -244,10 +242,6 @@ func (c *conn) awaitExit(ctx context.Context) error {
 	}
 	return p.ExitError()
 }
-
-// rootsAtConnect bounds asking for the roots a new session starts with
-// (a Lua handler may answer, and the Lua loop may be busy).
-const rootsAtConnect = 2 * time.Second
 
 // exitGrace bounds awaitExit.
 const exitGrace = 500 * time.Millisecond
