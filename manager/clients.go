@@ -28,11 +28,15 @@ type clientSessions struct {
 	mu sync.Mutex
 	// mu guards the following.
 	byClient map[string]*supervisor
-	closed   bool // the server is going: no new session
+	// leaving are sessions given back (released, idle) that are still
+	// closing: no call is given them, but they count toward max until
+	// their process is gone.
+	leaving map[*supervisor]bool
+	closed  bool // the server is going: no new session
 }
 
 func newClientSessions(home *supervisor) *clientSessions {
-	return &clientSessions{home: home, max: home.spec.MaxSessions, byClient: make(map[string]*supervisor)}
+	return &clientSessions{home: home, max: home.spec.MaxSessions, byClient: make(map[string]*supervisor), leaving: make(map[*supervisor]bool)}
 }
 
 // forClient returns client's session supervisor, starting one if the
@@ -48,10 +52,13 @@ func (t *clientSessions) forClient(client, op string) (*supervisor, error) {
 		t.mu.Unlock()
 		return nil, errorf(CodeClosed, t.home.name, op, "server is being removed")
 	}
-	if len(t.byClient) >= t.max {
+	if len(t.byClient)+len(t.leaving) >= t.max {
 		holders := make([]string, 0, len(t.byClient))
 		for c := range t.byClient {
 			holders = append(holders, fmt.Sprintf("%q", c))
+		}
+		for s := range t.leaving {
+			holders = append(holders, fmt.Sprintf("%q (closing)", s.owner))
 		}
 		t.mu.Unlock()
 		slices.Sort(holders)
@@ -62,7 +69,7 @@ func (t *clientSessions) forClient(client, op string) (*supervisor, error) {
 	s := newSupervisor(t.home.m, t.home.name, t.home.spec)
 	s.owner, s.home = client, t.home
 	t.byClient[client] = s
-	n := len(t.byClient)
+	n := len(t.byClient) + len(t.leaving)
 	t.mu.Unlock()
 	s.publish(events.KindSessionOpened, events.Fields{"sessions": n, "max_sessions": t.max})
 	go s.run()
@@ -74,10 +81,27 @@ func (t *clientSessions) forClient(client, op string) (*supervisor, error) {
 func (t *clientSessions) release(client, reason string) {
 	t.mu.Lock()
 	s := t.byClient[client]
+	if s != nil {
+		t.leaveLocked(s)
+	}
 	t.mu.Unlock()
 	if s != nil {
 		s.inflight.abandon(false)
 		s.stop(reason)
+	}
+}
+
+// leave takes s out of use: it idled out, and is closing.
+func (t *clientSessions) leave(s *supervisor) {
+	t.mu.Lock()
+	t.leaveLocked(s)
+	t.mu.Unlock()
+}
+
+func (t *clientSessions) leaveLocked(s *supervisor) {
+	if t.byClient[s.owner] == s {
+		delete(t.byClient, s.owner)
+		t.leaving[s] = true
 	}
 }
 
@@ -88,7 +112,8 @@ func (t *clientSessions) gone(s *supervisor) {
 	if t.byClient[s.owner] == s {
 		delete(t.byClient, s.owner)
 	}
-	n := len(t.byClient)
+	delete(t.leaving, s)
+	n := len(t.byClient) + len(t.leaving)
 	t.mu.Unlock()
 	s.m.bus.Publish(events.KindSessionClosed, s.name, events.Fields{"client": s.owner, "reason": s.reason.Load(), "sessions": n})
 }
@@ -117,12 +142,15 @@ type ClientSession struct {
 	PID    int // stdio: the session's own process
 }
 
-// list returns the client sessions' supervisors.
+// list returns the client sessions' supervisors, those closing included.
 func (t *clientSessions) list() []*supervisor {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	list := make([]*supervisor, 0, len(t.byClient))
+	list := make([]*supervisor, 0, len(t.byClient)+len(t.leaving))
 	for _, s := range t.byClient {
+		list = append(list, s)
+	}
+	for s := range t.leaving {
 		list = append(list, s)
 	}
 	return list

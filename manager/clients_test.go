@@ -183,3 +183,15 @@ func TestPerClientReleasedMidCall(t *testing.T) {
 	require.Equal(t, fds, openFDs(t), "the released session's descriptors are all closed")
 	require.NotEqual(t, pid, whoami(t, m, "client-b"))
 }
+
+// A client that calls again right after its session was given back gets
+// a new one, never the closing one (which would fail its call).
+func TestPerClientCallsAgainAfterRelease(t *testing.T) {
+	m, _ := procManager(t)
+	require.NoError(t, m.Add("pc", perClient(t, map[string]any{"max_sessions": 2})))
+	a := whoami(t, m, "client-a")
+	m.ReleaseClient("client-a")
+	again := whoami(t, m, "client-a")
+	require.NotEqual(t, a, again)
+	awaitGone(t, a)
+}

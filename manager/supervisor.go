@@ -220,6 +220,7 @@ func (s *supervisor) run() {
 		if end.kind == endIdle && s.home != nil {
 			// A client's session that idles out is given back: the
 			// client gets a new one if it calls again.
+			s.home.clients.leave(s)
 			s.reason.Store("idle")
 			end.kind = endStop
 		}
