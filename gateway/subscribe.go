@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
 )
 
 // A client's resource subscription is passed on to the server that lists
@@ -22,12 +24,18 @@ type subKey struct{ server, uri string }
 // resources of a subscriptions/listen).
 func (ep *endpoint) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
 	s := ep.g.clients.session(ep, req.Session)
-	k := subKey{ep.resourceServer(req.Params.URI), req.Params.URI}
-	s.mu.Lock()
-	if s.ended {
-		s.mu.Unlock()
+	// Counted as a call, so that the session's end waits for it and then
+	// drops what it took.
+	if !s.begin() {
 		return errClientGone
 	}
+	defer s.done()
+	server, err := ep.resourceServer(req.Params.URI)
+	if err != nil {
+		return err
+	}
+	k := subKey{server, req.Params.URI}
+	s.mu.Lock()
 	if s.subs[k] {
 		s.mu.Unlock()
 		return nil
@@ -46,30 +54,44 @@ func (ep *endpoint) subscribe(_ context.Context, req *mcp.SubscribeRequest) erro
 // unsubscribe handles resources/unsubscribe.
 func (ep *endpoint) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
 	s := ep.g.clients.session(ep, req.Session)
-	k := subKey{ep.resourceServer(req.Params.URI), req.Params.URI}
+	var held []subKey // by URI: the listing may have changed since
 	s.mu.Lock()
-	held := s.subs[k]
-	delete(s.subs, k)
-	s.mu.Unlock()
-	if !held {
-		return nil
-	}
-	return ep.g.src.Unsubscribe(k.server, k.uri)
-}
-
-// resourceServer is the server whose resource uri is on this endpoint,
-// or "" to let the manager find the one that lists it (a URI made from a
-// template).
-func (ep *endpoint) resourceServer(uri string) string {
-	if ep.sel == oneServer {
-		return ep.name
-	}
-	for _, r := range ep.g.view.Load().resources {
-		if r.URI == uri && !r.Template {
-			return r.Server // the first by name, as the listing does
+	for k := range s.subs {
+		if k.uri == req.Params.URI {
+			held = append(held, k)
+			delete(s.subs, k)
 		}
 	}
-	return ""
+	s.mu.Unlock()
+	var errs []error
+	for _, k := range held {
+		errs = append(errs, ep.g.src.Unsubscribe(k.server, k.uri))
+	}
+	return errors.Join(errs...)
+}
+
+// resourceServer is the server whose resource uri is on this endpoint: the
+// one listing it (the first by name, as the listing does), else the one
+// whose resource template it matches.
+func (ep *endpoint) resourceServer(uri string) (string, error) {
+	if ep.sel == oneServer {
+		return ep.name, nil
+	}
+	v := ep.g.view.Load()
+	for _, r := range v.resources {
+		if r.URI == uri && !r.Template {
+			return r.Server, nil
+		}
+	}
+	for _, r := range v.resources {
+		if !r.Template {
+			continue
+		}
+		if t, err := uritemplate.New(r.URI); err == nil && t.Regexp().MatchString(uri) {
+			return r.Server, nil
+		}
+	}
+	return "", fmt.Errorf("resources/subscribe %q: no server lists this resource or a template it matches", uri)
 }
 
 // dropSubscriptions gives back what an ended session held.

@@ -29,8 +29,10 @@ func (d *inProcess) Dial(ctx context.Context) (mcp.Transport, error) {
 // endpoint, and a client that leaves takes its subscription with it.
 func TestResourceSubscriptionsReachTheServer(t *testing.T) {
 	var subscribed, unsubscribed atomic.Int32
+	var lastURI atomic.Value
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sub", Version: "1"}, &mcp.ServerOptions{
-		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error {
+		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			lastURI.Store(req.Params.URI)
 			subscribed.Add(1)
 			return nil
 		},
@@ -42,8 +44,20 @@ func TestResourceSubscriptionsReachTheServer(t *testing.T) {
 	srv.AddResource(&mcp.Resource{URI: "test://r", Name: "r"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://r", Text: "x"}}}, nil
 	})
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "test://t/{id}", Name: "t"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "t"}}}, nil
+	})
 	r := newRig(t, map[string]manager.Spec{"sub": {Transport: manager.TransportInProcess, Dial: &inProcess{srv: srv}}}, gateway.HTTPOptions{})
 	r.wait("sub")
+
+	// A URI made from a template is subscribed at the server of the template.
+	cs := connect(t, r.streamable("/mcp"), nil)
+	before := subscribed.Load()
+	require.NoError(t, cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "test://t/7"}))
+	pollUntil(t, 10*time.Second, "the template subscription upstream", func() bool { return subscribed.Load() > before })
+	require.Equal(t, "test://t/7", lastURI.Load())
+	require.Error(t, cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "nowhere://x"}), "a URI no server lists")
+	require.NoError(t, cs.Close())
 
 	for _, path := range []string{"/mcp", "/servers/sub/mcp"} {
 		updates := make(chan string, 10)
