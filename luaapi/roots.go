@@ -2,15 +2,14 @@ package luaapi
 
 import (
 	"fmt"
-	"net/url"
-	"strings"
 
+	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
 
 // rootList reads a Lua list of roots, each a URI string or {uri = …
-// [, name = …]}, and checks every URI (see checkRootURI).
+// [, name = …]}, and checks every URI (see manager.CheckRoot).
 func rootList(t *lua.LTable) ([]*mcp.Root, error) {
 	n := t.Len()
 	count := 0
@@ -65,33 +64,10 @@ func rootEntry(v lua.LValue) (*mcp.Root, error) {
 	default:
 		return nil, fmt.Errorf("a URI string or {uri = …, name = …} expected, got %s", v.Type())
 	}
-	if err := checkRootURI(root.URI); err != nil {
+	if err := manager.CheckRoot(root.URI); err != nil {
 		return nil, err
 	}
 	return root, nil
-}
-
-// checkRootURI accepts what a root is: a file:// URI of an absolute path
-// on this machine (no other host, no query or fragment).
-func checkRootURI(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return fmt.Errorf("%q is not a URI: %v", s, err)
-	}
-	switch {
-	case u.Scheme != "file":
-		if strings.HasPrefix(s, "/") {
-			return fmt.Errorf("%q is a path; a root is a file:// URI: %q", s, "file://"+s)
-		}
-		return fmt.Errorf("%q is not a file:// URI; a root is a directory, like \"file:///home/me/project\"", s)
-	case u.Opaque != "" || !strings.HasPrefix(u.Path, "/"):
-		return fmt.Errorf("%q is not an absolute file:// URI; write file:// and an absolute path, like \"file:///home/me/project\"", s)
-	case u.Host != "" && u.Host != "localhost":
-		return fmt.Errorf("%q names the host %q; a root is a directory on this machine, like \"file:///home/me/project\"", s, u.Host)
-	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(s, "?") || strings.HasSuffix(s, "#"):
-		return fmt.Errorf("%q has a query or fragment; a root is a directory, like \"file:///home/me/project\"", s)
-	}
-	return nil
 }
 
 // rootsNotifier tells the manager, from its own goroutine, that the

@@ -139,7 +139,8 @@ func TestSessionSpecFields(t *testing.T) {
 		{map[string]any{"session": "per-client"}, `session: must be "shared" or "per_client", got "per-client"`},
 		{map[string]any{"max_sessions": 3}, `max_sessions: applies only to session = "per_client"`},
 		{map[string]any{"session": "per_client", "max_sessions": 0}, "max_sessions: 0 is not a setting"},
-		{map[string]any{"roots": []any{"/home/me"}}, `roots[1]: must be an absolute file:// URI`},
+		{map[string]any{"roots": []any{"/home/me"}}, `roots[1]: "/home/me" is a path; a root is a file:// URI: "file:///home/me"`},
+		{map[string]any{"roots": []any{"file:///a?x=1"}}, `roots[1]: "file:///a?x=1" has a query or fragment`},
 	} {
 		raw := map[string]any{"command": []any{"x"}}
 		for k, v := range tc.raw {

@@ -410,15 +410,26 @@ func (s Spec) Startable(server string) error {
 // directory that is not there: see [Spec.Startable].
 var ErrCannotStart = proc.ErrCannotStart
 
-// CheckRoot reports why uri cannot be a root, or nil: roots are absolute
-// file:// URIs ("file:///home/me/project").
+// CheckRoot reports why uri cannot be a root, or nil: a root is a
+// file:// URI of an absolute path on this machine ("file:///home/me/project"),
+// without query or fragment.
 func CheckRoot(uri string) error {
 	u, err := url.Parse(uri)
-	if err != nil || u.Scheme != "file" || !strings.HasPrefix(u.Path, "/") || u.Opaque != "" {
-		return fmt.Errorf("must be an absolute file:// URI such as \"file:///home/me/project\", got %q", uri)
+	if err != nil {
+		return fmt.Errorf("%q is not a URI: %v", uri, err)
 	}
-	if u.Host != "" && u.Host != "localhost" {
-		return fmt.Errorf("must name a local directory (file:///path), got host %q in %q", u.Host, uri)
+	switch {
+	case u.Scheme != "file":
+		if strings.HasPrefix(uri, "/") {
+			return fmt.Errorf("%q is a path; a root is a file:// URI: %q", uri, "file://"+uri)
+		}
+		return fmt.Errorf("%q is not a file:// URI; a root is a directory, like \"file:///home/me/project\"", uri)
+	case u.Opaque != "" || !strings.HasPrefix(u.Path, "/"):
+		return fmt.Errorf("%q is not an absolute file:// URI; write file:// and an absolute path, like \"file:///home/me/project\"", uri)
+	case u.Host != "" && u.Host != "localhost":
+		return fmt.Errorf("%q names the host %q; a root is a directory on this machine, like \"file:///home/me/project\"", uri, u.Host)
+	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(uri, "?") || strings.HasSuffix(uri, "#"):
+		return fmt.Errorf("%q has a query or fragment; a root is a directory, like \"file:///home/me/project\"", uri)
 	}
 	return nil
 }
