@@ -69,7 +69,7 @@ func (a *clientAnswerer) Offers() ask.Kind {
 }
 
 func (a *clientAnswerer) Elicit(ctx context.Context, _ ask.From, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	if mode := elicitMode(p); !canElicit(a.caps.Elicitation, mode) {
+	if mode := ask.Mode(p); !canElicit(a.caps.Elicitation, mode) {
 		return nil, fmt.Errorf("client %s cannot answer %s elicitation: %w", a.label, mode, ask.ErrNoAnswer)
 	}
 	if a.trip != nil {
@@ -131,19 +131,6 @@ func (a *clientAnswerer) ListRoots(ctx context.Context, _ ask.From) ([]*mcp.Root
 	return res.Roots, nil
 }
 
-// elicitMode is the mode of an elicitation, inferred as the SDK does when
-// the server gave none.
-func elicitMode(p *mcp.ElicitParams) string {
-	switch {
-	case p == nil:
-		return "form"
-	case p.Mode != "":
-		return p.Mode
-	case p.URL != "" || p.ElicitationID != "":
-		return "url"
-	}
-	return "form"
-}
 
 // canElicit reports whether a client that declared c can answer an
 // elicitation of mode. A bare {} declares form, as it did before modes.

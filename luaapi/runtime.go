@@ -262,6 +262,7 @@ func (r *Runtime) postAsync(f func()) {
 // the loop. It is idempotent.
 func (r *Runtime) Close() {
 	r.once.Do(func() {
+		r.opts.Manager.SetAnswerer(nil) // the loop answers no more
 		r.cancel()
 		// Seal the loop against new background work before waiting for
 		// it: pending.Add runs on the loop, and an Add racing this Wait

@@ -28,11 +28,15 @@ type answers struct {
 	callers atomic.Uint32 // ask.Kind
 }
 
-// SetAnswerer sets the host's answerer: what a server asks that no caller
-// answers goes to it (Lua handlers, the person at the REPL). Its offers
+// SetAnswerer sets the host's answerer (nil: none): what a server asks
+// that no caller answers goes to it (Lua handlers, the person at the REPL). Its offers
 // are read at each connection: a kind it starts offering later is
 // declared to sessions that connect afterwards.
 func (m *Manager) SetAnswerer(a ask.Answerer) {
+	if a == nil {
+		m.answers.host.Store(nil) // nobody: the host stopped answering
+		return
+	}
 	m.answers.host.Store(&a)
 }
 
@@ -158,9 +162,11 @@ func (s *supervisor) elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.Elic
 		}
 		return err
 	})
-	mode := p.Mode
-	if mode == "" {
-		mode = "form"
+	mode := ask.Mode(p)
+	if err == nil && mode == "url" && res.Content != nil {
+		// A URL's answer carries no content: what the person typed stays
+		// with the site.
+		res = &mcp.ElicitResult{Meta: res.Meta, Action: res.Action}
 	}
 	f := events.Fields{"mode": mode, "message": p.Message}
 	if err == nil {
@@ -339,10 +345,12 @@ func (r *clientRoots) update(ctx context.Context, s *supervisor, client *mcp.Cli
 		}
 	}
 	r.uris = uris
-	client.AddRoots(roots...) // notifies, whether or not they were there
+	// The SDK can only add and remove, each announced: the roots that went
+	// go first, so that no moment grants a root that was withdrawn.
 	if len(gone) > 0 {
 		client.RemoveRoots(gone...)
 	}
+	client.AddRoots(roots...) // announced even when nothing was added
 }
 
 // rootsUpdateTime bounds asking for the roots of one update.

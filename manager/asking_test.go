@@ -123,6 +123,9 @@ func TestNoCapabilityWithoutAnswerer(t *testing.T) {
 func TestHostAnswersElicitation(t *testing.T) {
 	m, tl := procManager(t)
 	m.SetAnswerer(&answerer{offers: ask.Elicitation, elicit: func(_ context.Context, from ask.From, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		if p.Mode == "url" {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"password": "typed at the site"}}, nil
+		}
 		if from.Server != "a" || p.Message != "Who are you?" {
 			return nil, ask.ErrNoAnswer
 		}
@@ -139,6 +142,12 @@ func TestHostAnswersElicitation(t *testing.T) {
 
 	e := only(tl.until("a", events.KindElicitation, patience), events.KindElicitation)[0]
 	require.Equal(t, "host", e.Fields["answered_by"])
+	defer func() {
+		r := askVia(t, m, manager.CallOptions{}, "elicitation/create", map[string]any{"mode": "url", "url": "https://example.com/x", "message": "go", "elicitationId": "e1"})
+		require.Nil(t, r.Error)
+		require.Equal(t, "accept", r.Result["action"])
+		require.NotContains(t, r.Result, "content", "a URL's answer carries no content")
+	}()
 	require.Equal(t, "accept", e.Fields["action"])
 	require.Equal(t, "form", e.Fields["mode"])
 	b, _ := json.Marshal(e.Fields)

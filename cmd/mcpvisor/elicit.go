@@ -68,7 +68,7 @@ type opener func(target string) ([]string, error)
 // ctx ends first (the server stopped waiting) it says so and returns the
 // cause.
 func elicit(ctx context.Context, q questioner, from ask.From, params *mcp.ElicitParams, open opener) (*mcp.ElicitResult, error) {
-	url := params.Mode == "url" || (params.Mode == "" && (params.URL != "" || params.ElicitationID != ""))
+	url := ask.Mode(params) == "url"
 	who := `server "` + textsafe.Line(from.Server) + `"`
 	if from.Client != "" {
 		who += ` (for client "` + textsafe.Line(from.Client) + `")`

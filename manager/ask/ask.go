@@ -87,3 +87,17 @@ type Answerer interface {
 	CreateMessage(ctx context.Context, from From, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error)
 	ListRoots(ctx context.Context, from From) ([]*mcp.Root, error)
 }
+
+// Mode is the mode of an elicitation, "form" or "url", inferred as the SDK
+// does when the server gave none.
+func Mode(p *mcp.ElicitParams) string {
+	switch {
+	case p == nil:
+		return "form"
+	case p.Mode != "":
+		return p.Mode
+	case p.URL != "" || p.ElicitationID != "":
+		return "url"
+	}
+	return "form"
+}
