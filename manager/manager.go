@@ -88,6 +88,11 @@ type Manager struct {
 	log      *slog.Logger
 	http     *http.Transport
 	auth     *oauth.Keeper // logins to OAuth servers
+	// loginPoll is how often a server waiting for a login looks whether one
+	// landed in the state directory, and loginPolled (nil: nothing) runs
+	// after each look; both are fixed before any server is added.
+	loginPoll   time.Duration
+	loginPolled func(server string)
 	dial     DialFunc
 	rand     func() float64
 	tel      *telemetry
@@ -136,6 +141,7 @@ func New(opts Options) *Manager {
 	m.attempts = newSlots(m.opts.MaxConnecting, "max connecting (%d) reached")
 	m.http = endpoint.NewPool()
 	m.auth = oauth.NewKeeper(oauth.KeeperOptions{Dir: opts.StateDir, Transport: m.http})
+	m.loginPoll = loginPoll
 	m.tel = newTelemetry(opts.TracerProvider, opts.MeterProvider, m.Statuses, m.log)
 	if m.dial == nil {
 		m.dial = m.defaultDial
