@@ -247,25 +247,54 @@ func TestOAuthTwoServersSeparateTokens(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// A server that moves to another authorization server refuses even a
-// refreshed token: it waits for a login, which goes to the new one.
+// A server that moves to an authorization server the host has no login
+// for waits for one, without refreshing at the one it left; the login goes
+// to the new one.
 func TestOAuthChangedAuthServer(t *testing.T) {
 	ctx := oauthContext(t)
 	h := newOAuthHost(t, nil)
 	h.login(t, ctx)
 	as2 := oauthtest.NewAuthServer(t, nil)
-	as2.AllowResource(h.rs.URL())
 	h.rs.SetAuthServer(as2)
 	_, err := h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
-	require.Error(t, err)
-	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
-	require.Error(t, err)
+	require.ErrorContains(t, err, "the server now trusts authorization server "+as2.Issuer())
 	st, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
 	require.NoError(t, err)
 	require.Contains(t, st.LastError, "mcpvisor login saas")
-	require.LessOrEqual(t, h.as.Stats().Refreshes, 1)
+	require.Zero(t, h.as.Stats().Refreshes, "a refresh at the authorization server it left cannot help")
 	h.login(t, ctx)
 	require.Equal(t, as2.Issuer(), h.grant(t, "saas").Issuer)
 	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
 	require.NoError(t, err)
+}
+
+// A server that moves to an authorization server the host still holds a
+// grant from is followed there without a login: the call that met the
+// refusal says so and is not repeated, and the next one carries that
+// grant's token (a server that waited for a login would not be connected
+// again without one).
+func TestOAuthChangedAuthServerKnownGrant(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHost(t, nil)
+	h.login(t, ctx)
+	as2 := oauthtest.NewAuthServer(t, nil)
+	h.rs.SetAuthServer(as2)
+	_, err := h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.Error(t, err)
+	h.login(t, ctx) // the store now holds a grant from each
+	calls := h.rs.Stats().ToolCalls
+
+	h.rs.SetAuthServer(h.as) // back to the first
+	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	var switched *oauth.TokenRefreshedError
+	require.ErrorAs(t, err, &switched)
+	require.Equal(t, h.as.Issuer(), switched.Issuer)
+	require.Equal(t, calls, h.rs.Stats().ToolCalls, "the refused call must not be sent again")
+	res, err := h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.Equal(t, h.as.Issuer(), h.grant(t, "saas").Issuer, "the switch is kept for a restart")
+	require.Equal(t, 1, h.as.Stats().Authorizations)
+	require.Equal(t, 1, as2.Stats().Authorizations)
+	require.Equal(t, manager.StateConnected, state(t, h.m, "saas"))
 }

@@ -238,19 +238,8 @@ func (k *Keeper) probe(ctx context.Context, req LoginRequest) (*http.Request, *h
 // one, else (older servers) the server's origin.
 func (k *Keeper) discover(ctx context.Context, r *http.Request, resp *http.Response) (issuer, resource string) {
 	resource = r.URL.String()
-	var candidates []string
-	if c := bearer(resp.Header.Get("WWW-Authenticate")); c != nil && c.Params["resource_metadata"] != "" {
-		candidates = append(candidates, c.Params["resource_metadata"])
-	}
-	wk := *r.URL
-	wk.RawQuery = ""
-	wk.Path = "/.well-known/oauth-protected-resource/" + strings.TrimLeft(r.URL.Path, "/")
-	candidates = append(candidates, wk.String())
-	for _, u := range candidates {
-		prm, err := oauthex.GetProtectedResourceMetadata(ctx, u, resource, k.client)
-		if err == nil && prm != nil && len(prm.AuthorizationServers) > 0 {
-			return prm.AuthorizationServers[0], prm.Resource
-		}
+	if issuer, resource, ok := trustedIssuer(ctx, k.client, r.URL, resp.Header.Get("WWW-Authenticate"), resource); ok {
+		return issuer, resource
 	}
 	origin := *r.URL
 	origin.Path, origin.RawQuery, origin.User = "", "", nil
