@@ -160,7 +160,7 @@ func TestOAuthRefreshThenRevoked(t *testing.T) {
 }
 
 // A call that needs more scopes fails saying so, the server waits for a
-// login, and the next login asks for those scopes.
+// login, and the next login asks for those scopes and those granted before.
 func TestOAuthStepUp(t *testing.T) {
 	ctx := oauthContext(t)
 	h := newOAuthHost(t, nil)
@@ -171,12 +171,42 @@ func TestOAuthStepUp(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, st.LastError, "mcpvisor login saas")
 
+	granted := h.grant(t, "saas").Scopes
 	h.login(t, ctx)
 	require.Contains(t, h.grant(t, "saas").Scopes, oauthtest.ScopeAdmin)
+	require.Subset(t, h.grant(t, "saas").Scopes, granted, "the step-up login asks for what was granted too")
 	res, err := h.m.Call(ctx, "saas.admin", nil, manager.CallOptions{})
 	require.NoError(t, err)
 	require.False(t, res.IsError)
 	require.Equal(t, 1, h.as.Stats().Registrations, "the second login reuses the registration")
+}
+
+// A call that needs more scopes than the host's token has, when a login
+// made meanwhile (here by another process, as `mcpvisor login` beside the
+// running host) granted them, is answered with that login's token from the
+// next call on: the call says so and is not repeated, and the server never
+// waits for a login.
+func TestOAuthStepUpCoveredByStoredGrant(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHost(t, nil)
+	h.login(t, ctx)
+	other := oauth.NewKeeper(oauth.KeeperOptions{Dir: h.dir})
+	require.NoError(t, other.Login(ctx, oauth.LoginRequest{
+		Name: "saas", Key: manager.NameKey("saas"), URL: h.rs.URL(), Browser: h.open,
+		Config: oauth.Config{Scopes: []string{oauthtest.ScopeTools, oauthtest.ScopeAdmin}},
+	}))
+	calls := h.rs.Stats().ToolCalls
+
+	_, err := h.m.Call(ctx, "saas.admin", nil, manager.CallOptions{})
+	var covered *oauth.TokenRefreshedError
+	require.ErrorAs(t, err, &covered)
+	require.Contains(t, covered.Scopes, oauthtest.ScopeAdmin)
+	require.Equal(t, calls, h.rs.Stats().ToolCalls, "the refused call must not be sent again")
+	res, err := h.m.Call(ctx, "saas.admin", nil, manager.CallOptions{})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.Equal(t, manager.StateConnected, state(t, h.m, "saas"))
+	require.Equal(t, 2, h.as.Stats().Authorizations, "only the other process logged in again")
 }
 
 // requireNoSecrets checks that no token of g appears in the events or the
