@@ -133,7 +133,7 @@ func (k *Keeper) Login(ctx context.Context, req LoginRequest) error {
 		if req.Config.ClientMetadataURL != "" {
 			cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: req.Config.ClientMetadataURL}
 		}
-		if g := prev.grantOf(issuer); g != nil && g.Registered && issuer != "" {
+		if g := prev.grantOf(issuer); g != nil && g.Registered && issuer != "" && !k.forgotten(ctx, g) {
 			// Registered dynamically before: the same client logs in again
 			// rather than a new one each time.
 			cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: g.ClientID, Issuer: issuer}
@@ -180,6 +180,27 @@ func (k *Keeper) Login(ctx context.Context, req LoginRequest) error {
 	src.land(rec, k.store.stamp(req.Key))
 	fmt.Fprintf(out, "Logged in to %s (authorization server %s).\n", req.Name, issuer)
 	return nil
+}
+
+// forgotten reports whether the authorization server no longer knows g's
+// dynamically registered client (it lost or expired the registration): it
+// would show the user an error page instead of a consent, and only a new
+// registration helps. It asks the token endpoint to redeem a code that
+// cannot be good: a server refuses that with invalid_client when the
+// client is what is wrong, else with invalid_grant. Any other outcome
+// (the server cannot be reached, or answers something else) keeps the
+// registration.
+func (k *Keeper) forgotten(ctx context.Context, g *Grant) bool {
+	cfg := &oauth2.Config{
+		ClientID:     g.ClientID,
+		ClientSecret: g.ClientSecret,
+		Endpoint:     oauth2.Endpoint{AuthURL: g.AuthURL, TokenURL: g.TokenURL, AuthStyle: oauth2.AuthStyle(g.AuthStyle)},
+	}
+	cctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, k.client), 30*time.Second)
+	defer cancel()
+	_, err := cfg.Exchange(cctx, "mcpvisor-client-check")
+	var re *oauth2.RetrieveError
+	return errors.As(err, &re) && re.ErrorCode == "invalid_client"
 }
 
 // grantOf returns r's grant from issuer, or nil.
