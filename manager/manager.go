@@ -88,17 +88,18 @@ type Manager struct {
 	log      *slog.Logger
 	http     *http.Transport
 	auth     *oauth.Keeper // logins to OAuth servers
-	// loginPoll is how often a server waiting for a login looks whether one
-	// landed in the state directory, and loginPolled (nil: nothing) runs
-	// after each look; both are fixed before any server is added.
-	loginPoll   time.Duration
-	loginPolled func(server string)
 	dial     DialFunc
 	rand     func() float64
 	tel      *telemetry
 	slots    *slots // nil: no cap on connections
 	attempts *slots // nil: no cap on attempts in flight
 	answers  answers
+
+	// loginPoll is how often a server waiting for a login looks whether one
+	// landed in the state directory, and loginPolled (nil: nothing) runs
+	// after each look; both are fixed before any server is added.
+	loginPoll   time.Duration
+	loginPolled func(server string)
 
 	mu sync.Mutex
 	// mu guards the following.
