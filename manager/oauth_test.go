@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,8 +35,15 @@ type oauthHost struct {
 
 func newOAuthHost(t *testing.T, asOpts *oauthtest.AuthServerOptions) *oauthHost {
 	t.Helper()
+	return newOAuthHostFor(t, asOpts, nil, nil)
+}
+
+// newOAuthHostFor is newOAuthHost with the resource server's options, and
+// spec's fields added to the server's declaration.
+func newOAuthHostFor(t *testing.T, asOpts *oauthtest.AuthServerOptions, rsOpts *oauthtest.ResourceServerOptions, spec map[string]any) *oauthHost {
+	t.Helper()
 	as := oauthtest.NewAuthServer(t, asOpts)
-	rs := oauthtest.NewResourceServer(t, as, nil)
+	rs := oauthtest.NewResourceServer(t, as, rsOpts)
 	h := &oauthHost{as: as, rs: rs, dir: t.TempDir(), open: oauthtest.BrowserScript(t), polls: make(chan string, 1)}
 	bus := events.NewBus(events.Options{})
 	t.Cleanup(bus.Close)
@@ -57,7 +65,9 @@ func newOAuthHost(t *testing.T, asOpts *oauthtest.AuthServerOptions) *oauthHost 
 		default:
 		}
 	})
-	require.NoError(t, h.m.Add("saas", decode(t, map[string]any{"url": rs.URL()})))
+	decl := map[string]any{"url": rs.URL()}
+	maps.Copy(decl, spec)
+	require.NoError(t, h.m.Add("saas", decode(t, decl)))
 	return h
 }
 
@@ -207,6 +217,43 @@ func TestOAuthStepUpCoveredByStoredGrant(t *testing.T) {
 	require.False(t, res.IsError)
 	require.Equal(t, manager.StateConnected, state(t, h.m, "saas"))
 	require.Equal(t, 2, h.as.Stats().Authorizations, "only the other process logged in again")
+}
+
+// A legacy HTTP+SSE server behind OAuth is logged in to like a streamable
+// one: it waits unauthorized, a login connects it, a reconnect and a
+// restart use the stored token, and a grant the authorization server
+// revoked puts it back to unauthorized with the login command.
+func TestOAuthSSE(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHostFor(t, nil, &oauthtest.ResourceServerOptions{SSE: true}, map[string]any{"transport": "sse"})
+	st, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
+	require.NoError(t, err)
+	require.Contains(t, st.LastError, "not logged in; log in with `mcpvisor login saas`")
+
+	h.login(t, ctx)
+	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.NoError(t, err)
+
+	require.NoError(t, h.m.Reconnect("saas"))
+	_, err = h.m.Wait(ctx, "saas", manager.StateConnected)
+	require.NoError(t, err)
+	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.NoError(t, err)
+
+	restarted := newManager(t, manager.Options{StateDir: h.dir})
+	require.NoError(t, restarted.Add("saas", decode(t, map[string]any{"url": h.rs.URL(), "transport": "sse"})))
+	_, err = restarted.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, h.as.Stats().Authorizations, "a reconnect and a restart use the stored token")
+
+	g := h.grant(t, "saas")
+	require.True(t, h.as.Revoke(g.Token.Refresh))
+	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.Error(t, err)
+	st, err = h.m.Wait(ctx, "saas", manager.StateUnauthorized)
+	require.NoError(t, err)
+	require.Contains(t, st.LastError, "mcpvisor login saas")
+	requireNoSecrets(t, h, g)
 }
 
 // requireNoSecrets checks that no token of g appears in the events or the
