@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"net"
+	"time"
 )
 
 // SetHTTPDialer makes m's own HTTP transport (the pool every HTTP and SSE
@@ -31,4 +32,12 @@ func SetServeHook(hook func(server string)) {
 		return
 	}
 	testHookHold.Store(&hook)
+}
+
+// SetLoginPoll makes m's servers that wait for a login look for one every
+// every instead of every couple of seconds, and run polled (nil: nothing)
+// after each look, on the supervisor's goroutine. Call it before adding
+// servers.
+func SetLoginPoll(m *Manager, every time.Duration, polled func(server string)) {
+	m.loginPoll, m.loginPolled = every, polled
 }

@@ -95,6 +95,12 @@ type Manager struct {
 	attempts *slots // nil: no cap on attempts in flight
 	answers  answers
 
+	// loginPoll is how often a server waiting for a login looks whether one
+	// landed in the state directory, and loginPolled (nil: nothing) runs
+	// after each look; both are fixed before any server is added.
+	loginPoll   time.Duration
+	loginPolled func(server string)
+
 	mu sync.Mutex
 	// mu guards the following.
 	servers map[string]*supervisor // by NameKey
@@ -136,6 +142,7 @@ func New(opts Options) *Manager {
 	m.attempts = newSlots(m.opts.MaxConnecting, "max connecting (%d) reached")
 	m.http = endpoint.NewPool()
 	m.auth = oauth.NewKeeper(oauth.KeeperOptions{Dir: opts.StateDir, Transport: m.http})
+	m.loginPoll = loginPoll
 	m.tel = newTelemetry(opts.TracerProvider, opts.MeterProvider, m.Statuses, m.log)
 	if m.dial == nil {
 		m.dial = m.defaultDial

@@ -414,7 +414,7 @@ const loginPoll = 2 * time.Second
 // directory), mcp_reconnect or mcp_enable. It reports as pause does.
 func (s *supervisor) parkUnauthorized() bool {
 	src := s.m.authSource(s.name, s.spec)
-	poll := time.NewTicker(loginPoll)
+	poll := time.NewTicker(s.m.loginPoll)
 	defer poll.Stop()
 	for {
 		select {
@@ -428,7 +428,11 @@ func (s *supervisor) parkUnauthorized() bool {
 				return true
 			}
 		case <-poll.C:
-			if src != nil && src.Reload() {
+			landed := src != nil && src.Reload()
+			if hook := s.m.loginPolled; hook != nil {
+				hook(s.name)
+			}
+			if landed {
 				s.resetFailures()
 				return true
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -92,4 +93,72 @@ func storedGrant(t *testing.T, file string) oauth.Grant {
 	var rec oauth.Record
 	require.NoError(t, json.Unmarshal(data, &rec))
 	return *rec.Grants[rec.Current]
+}
+
+// A client registered ahead of time, whose secret the config names as
+// "${VAR}": the login and a restart work with it, and the secret never
+// shows in any output (logs at debug level, events, status, check, spans),
+// nor do the tokens.
+func TestLoginPreregisteredSecretE2E(t *testing.T) {
+	as := oauthtest.NewAuthServer(t, &oauthtest.AuthServerOptions{DisableRegistration: true})
+	rs := oauthtest.NewResourceServer(t, as, nil)
+	secret := "e2e-client-secret-" + rand.Text()
+	require.NoError(t, as.RegisterClient(oauthtest.Client{
+		ID: "mcpvisor-e2e", Secret: secret, RedirectURIs: []string{"http://127.0.0.1/callback"},
+	}))
+	dir := t.TempDir()
+	state := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "startup.lua"), []byte(fmt.Sprintf(
+		"mcp_add(%q, {url = %q, auth = {client_id = %q, client_secret = \"${E2E_CLIENT_SECRET}\"}})\n",
+		"corp", rs.URL(), "mcpvisor-e2e")), 0o644))
+	env := []string{"BROWSER=" + oauthtest.BrowserScript(t), "XDG_STATE_HOME=" + state,
+		"OTEL_TRACES_EXPORTER=console", "E2E_CLIENT_SECRET=" + secret}
+	var outputs []string
+	run := func(args ...string) outcome {
+		o := runBinary(t, invocation{dir: dir, args: args, env: env})
+		outputs = append(outputs, o.stdout, o.stderr)
+		return o
+	}
+
+	o := run("login", "corp", "-c", "startup.lua")
+	require.Equal(t, 0, o.code, o.stderr)
+	require.Contains(t, o.stdout, "Connected to corp")
+	g := storedGrant(t, filepath.Join(state, "mcpvisor", "oauth", "corp.json"))
+	require.Equal(t, "mcpvisor-e2e", g.ClientID)
+	require.Empty(t, g.ClientSecret, "a secret from the config stays in the config")
+
+	// A restart refreshes with the secret (the access token is made to
+	// expire first), shows status and events, and exports spans.
+	as.ExpireAccessTokens()
+	code := `assert(mcp_wait("corp", "connected"))
+assert(mcp_call("corp.whoami"))
+for _, e in ipairs(mcp_events(500)) do print(json.encode(e)) end
+print(json.encode(mcp_status("corp")))
+return "ok"`
+	o = run("-c", "startup.lua", "--log-level", "debug", "-e", code)
+	require.Equal(t, 0, o.code, o.stderr)
+	require.True(t, strings.HasSuffix(o.stdout, "ok\n"), o.stdout)
+	require.GreaterOrEqual(t, as.Stats().Refreshes, 1, "the refresh authenticated with the secret")
+	refreshed := storedGrant(t, filepath.Join(state, "mcpvisor", "oauth", "corp.json"))
+
+	// A login from Lua, logged at debug level.
+	o = run("-c", "startup.lua", "--log-level", "debug", "-e", `assert(mcp_login("corp")); assert(mcp_call("corp.whoami")); return "in"`)
+	require.Equal(t, 0, o.code, o.stderr)
+	require.True(t, strings.HasSuffix(o.stdout, "in\n"), o.stdout)
+	require.Equal(t, 2, as.Stats().Authorizations)
+
+	o = run("check", "-c", "startup.lua")
+	require.Equal(t, 0, o.code, o.stderr)
+
+	last := storedGrant(t, filepath.Join(state, "mcpvisor", "oauth", "corp.json"))
+	all := strings.Join(outputs, "\n")
+	require.Contains(t, all, `"Name":"mcp.tool_call"`, "spans were not exported, so not searched")
+	require.Contains(t, all, `"kind":"connected"`, "events were not printed, so not searched")
+	for _, s := range []string{secret, g.Token.Access, g.Token.Refresh, refreshed.Token.Access, refreshed.Token.Refresh, last.Token.Access, last.Token.Refresh} {
+		require.NotEmpty(t, s)
+		// Say where, not what: a failure must not print the secret either.
+		if i := strings.Index(all, s); i >= 0 {
+			t.Fatalf("a secret shows in the output after %q", all[max(0, i-200):i])
+		}
+	}
 }

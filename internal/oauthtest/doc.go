@@ -39,8 +39,10 @@
 //
 // Every step can be made to go wrong from Go: see the Set methods of
 // [AuthServer] and [ResourceServer], [AuthServer.Revoke],
-// [AuthServer.ExpireAccessTokens], and the counts in [Stats] and
-// [ResourceStats] for checking what a client did.
+// [AuthServer.ExpireAccessTokens], [AuthServer.ForgetClients], and the
+// counts in [Stats] and [ResourceStats] for checking what a client did.
+// [ResourceServerOptions].SSE serves the same over the legacy HTTP+SSE
+// transport.
 //
 // # Why the authorization server is written here
 //

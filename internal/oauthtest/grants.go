@@ -117,6 +117,18 @@ func (s *AuthServer) RegisterClient(c Client) error {
 	return nil
 }
 
+// ForgetClients forgets every registered client, as an authorization
+// server that lost or expired its registrations does: /authorize shows an
+// unknown client_id page and /token answers invalid_client for them from
+// now on. It returns how many there were.
+func (s *AuthServer) ForgetClients() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.clients)
+	clear(s.clients)
+	return n
+}
+
 // Clients returns the IDs of all registered clients, sorted.
 func (s *AuthServer) Clients() []string {
 	s.mu.Lock()

@@ -16,7 +16,8 @@ import (
 
 // Where a [ResourceServer] serves what.
 const (
-	// MCPPath is the MCP endpoint: streamable HTTP behind a bearer token.
+	// MCPPath is the MCP endpoint: streamable HTTP (or HTTP+SSE) behind a
+	// bearer token.
 	MCPPath = "/mcp"
 	// ResourceMetadataPath is the protected resource metadata (RFC 9728) for
 	// MCPPath: the well-known prefix with the endpoint's path after it. The
@@ -46,6 +47,13 @@ type ResourceServerOptions struct {
 	// metadata, so that a client learns it only from the 403 challenge. If
 	// empty, [ScopeAdmin].
 	AdminScope string
+	// SSE serves the MCP endpoint with the legacy HTTP+SSE transport (a GET
+	// opens the event stream, messages are POSTed to the endpoint it
+	// names, which is MCPPath with a session query) instead of streamable
+	// HTTP, behind the same bearer and scope checks. The SDK does not
+	// hand such a session the token's details, so the whoami tool answers
+	// an empty [Identity].
+	SSE bool
 }
 
 // Identity is the answer of the whoami and admin tools: what the resource
@@ -66,13 +74,14 @@ type ResourceStats struct {
 }
 
 // ResourceServer is a real MCP server (go-sdk mcp.Server over streamable
-// HTTP) that trusts one [AuthServer]. Make one with [NewResourceServer].
+// HTTP, or HTTP+SSE) that trusts one [AuthServer]. Make one with [NewResourceServer].
 type ResourceServer struct {
 	srv        *httptest.Server
 	origin     string // "http://127.0.0.1:PORT"
 	mcp        *mcp.Server
 	scopes     []string
 	adminScope string
+	sse        bool
 
 	mu    sync.Mutex // guards the following
 	as    *AuthServer
@@ -90,6 +99,7 @@ func NewResourceServer(t testing.TB, as *AuthServer, opts *ResourceServerOptions
 	rs := &ResourceServer{
 		scopes:     []string{ScopeTools},
 		adminScope: o.AdminScope,
+		sse:        o.SSE,
 	}
 	if o.Scopes != nil {
 		rs.scopes = slices.Clone(o.Scopes)
@@ -101,7 +111,10 @@ func NewResourceServer(t testing.TB, as *AuthServer, opts *ResourceServerOptions
 	rs.mcp = mcp.NewServer(&mcp.Implementation{Name: "oauthtest", Version: "v0.0.1"}, nil)
 	mcp.AddTool(rs.mcp, &mcp.Tool{Name: ToolWhoAmI, Description: "Who the bearer token is for."}, rs.whoami)
 	mcp.AddTool(rs.mcp, &mcp.Tool{Name: ToolAdmin, Description: "Like whoami, but needs the admin scope."}, rs.whoami)
-	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return rs.mcp }, nil)
+	var endpoint http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return rs.mcp }, nil)
+	if o.SSE {
+		endpoint = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return rs.mcp }, nil)
+	}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc(ResourceMetadataPath, func(w http.ResponseWriter, r *http.Request) {
@@ -114,7 +127,7 @@ func NewResourceServer(t testing.TB, as *AuthServer, opts *ResourceServerOptions
 	requireToken := auth.RequireBearerToken(rs.verify, &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: rs.MetadataURL(),
 	})
-	mux.Handle(MCPPath, rs.countUnauthorized(requireToken(rs.requireScopes(streamable))))
+	mux.Handle(MCPPath, rs.countUnauthorized(requireToken(rs.requireScopes(endpoint))))
 	rs.srv.Start()
 
 	rs.SetAuthServer(as)
@@ -204,7 +217,13 @@ func (rs *ResourceServer) whoami(_ context.Context, req *mcp.CallToolRequest, _ 
 	rs.mu.Lock()
 	rs.stats.ToolCalls++
 	rs.mu.Unlock()
-	ti := req.Extra.TokenInfo
+	var ti *auth.TokenInfo
+	if req.Extra != nil {
+		ti = req.Extra.TokenInfo
+	}
+	if ti == nil && rs.sse {
+		return nil, Identity{}, nil // it passed the bearer check, which the SDK does not tell an SSE session about
+	}
 	if ti == nil {
 		return nil, Identity{}, fmt.Errorf("no token info: the request did not pass the bearer check")
 	}

@@ -11,15 +11,21 @@
 // it adds the access token, refreshes it shortly before it expires, and
 // turns the server's refusals into typed errors:
 //
+//   - a 401 whose protected resource metadata names another authorization
+//     server than the current grant's switches to the grant the Store
+//     holds from that one, if any, and otherwise needs a login (there);
 //   - a 401 for a token the server no longer takes is answered by one
 //     silent refresh; the request that met it fails with
 //     [TokenRefreshedError] and is never sent again by this package (it may
-//     have been a tool call), and the next request carries the new token;
+//     have been a tool call), and the next request carries the new token
+//     (so does one met by a switch, or by a step-up that a login made
+//     meanwhile, here or by another process, already grants);
 //   - a 401 with no token, a 401 right after such a refresh, a refresh the
 //     authorization server refuses, and a 403 insufficient_scope (step-up)
-//     fail with [LoginRequiredError], which says what to run, and close the
-//     channel of [Source.LoginNeeded] so that a connected session is ended
-//     rather than left answering errors.
+//     that no login made since grants fail with [LoginRequiredError],
+//     which says what to run, and close the channel of
+//     [Source.LoginNeeded] so that a connected session is ended rather
+//     than left answering errors.
 //
 // Nothing here ever waits for a person: only [Keeper.Login] opens a browser
 // and waits for the redirect, and only when a user asked for it (mcpvisor

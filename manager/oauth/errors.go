@@ -57,13 +57,25 @@ func shellWord(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// TokenRefreshedError is a request the server refused with 401 although
-// its token had not expired; a new token was obtained without the user. The
-// request is not sent again here: it may have been a tool call, which the
-// caller decides whether to repeat.
-type TokenRefreshedError struct{ Server string }
+// TokenRefreshedError is a request the server refused although a token
+// it takes was to be had without the user: a refresh of one it no longer
+// took, the grant the host holds for the authorization server the server
+// moved to (Issuer), or a login made meanwhile that grants the scopes the
+// request needed (Scopes). The request is not sent again here: it may have
+// been a tool call, which the caller decides whether to repeat.
+type TokenRefreshedError struct {
+	Server string
+	Issuer string   // the authorization server switched to, if that was it
+	Scopes []string // the scopes the request needed, if a step-up was met
+}
 
 func (e *TokenRefreshedError) Error() string {
+	switch {
+	case e.Issuer != "":
+		return fmt.Sprintf("the server moved to authorization server %s; the login kept for it is used from now on, but the request was not sent again: repeat it", e.Issuer)
+	case len(e.Scopes) > 0:
+		return fmt.Sprintf("the request needed scopes %q, which a newer login grants; it is used from now on, but the request was not sent again: repeat it", strings.Join(e.Scopes, " "))
+	}
 	return "the server refused the access token; a new one was obtained, but the request was not sent again: repeat it"
 }
 

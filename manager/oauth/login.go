@@ -133,7 +133,7 @@ func (k *Keeper) Login(ctx context.Context, req LoginRequest) error {
 		if req.Config.ClientMetadataURL != "" {
 			cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: req.Config.ClientMetadataURL}
 		}
-		if g := prev.grantOf(issuer); g != nil && g.Registered && issuer != "" {
+		if g := prev.grantOf(issuer); g != nil && g.Registered && issuer != "" && !k.forgotten(ctx, g) {
 			// Registered dynamically before: the same client logs in again
 			// rather than a new one each time.
 			cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: g.ClientID, Issuer: issuer}
@@ -180,6 +180,27 @@ func (k *Keeper) Login(ctx context.Context, req LoginRequest) error {
 	src.land(rec, k.store.stamp(req.Key))
 	fmt.Fprintf(out, "Logged in to %s (authorization server %s).\n", req.Name, issuer)
 	return nil
+}
+
+// forgotten reports whether the authorization server no longer knows g's
+// dynamically registered client (it lost or expired the registration): it
+// would show the user an error page instead of a consent, and only a new
+// registration helps. It asks the token endpoint to redeem a code that
+// cannot be good: a server refuses that with invalid_client when the
+// client is what is wrong, else with invalid_grant. Any other outcome
+// (the server cannot be reached, or answers something else) keeps the
+// registration.
+func (k *Keeper) forgotten(ctx context.Context, g *Grant) bool {
+	cfg := &oauth2.Config{
+		ClientID:     g.ClientID,
+		ClientSecret: g.ClientSecret,
+		Endpoint:     oauth2.Endpoint{AuthURL: g.AuthURL, TokenURL: g.TokenURL, AuthStyle: oauth2.AuthStyle(g.AuthStyle)},
+	}
+	cctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, k.client), 30*time.Second)
+	defer cancel()
+	_, err := cfg.Exchange(cctx, "mcpvisor-client-check")
+	var re *oauth2.RetrieveError
+	return errors.As(err, &re) && re.ErrorCode == "invalid_client"
 }
 
 // grantOf returns r's grant from issuer, or nil.
@@ -238,19 +259,8 @@ func (k *Keeper) probe(ctx context.Context, req LoginRequest) (*http.Request, *h
 // one, else (older servers) the server's origin.
 func (k *Keeper) discover(ctx context.Context, r *http.Request, resp *http.Response) (issuer, resource string) {
 	resource = r.URL.String()
-	var candidates []string
-	if c := bearer(resp.Header.Get("WWW-Authenticate")); c != nil && c.Params["resource_metadata"] != "" {
-		candidates = append(candidates, c.Params["resource_metadata"])
-	}
-	wk := *r.URL
-	wk.RawQuery = ""
-	wk.Path = "/.well-known/oauth-protected-resource/" + strings.TrimLeft(r.URL.Path, "/")
-	candidates = append(candidates, wk.String())
-	for _, u := range candidates {
-		prm, err := oauthex.GetProtectedResourceMetadata(ctx, u, resource, k.client)
-		if err == nil && prm != nil && len(prm.AuthorizationServers) > 0 {
-			return prm.AuthorizationServers[0], prm.Resource
-		}
+	if issuer, resource, ok := trustedIssuer(ctx, k.client, r.URL, resp.Header.Get("WWW-Authenticate"), resource); ok {
+		return issuer, resource
 	}
 	origin := *r.URL
 	origin.Path, origin.RawQuery, origin.User = "", "", nil

@@ -86,3 +86,55 @@ func TestRejectedTokenRefreshesOnce(t *testing.T) {
 	require.False(t, res.IsError)
 	require.Equal(t, 1, as.Stats().Authorizations)
 }
+
+// A login asks for the scopes granted before and those a step-up asked
+// for since, on top of what the server names, so that logging in again
+// never narrows what the host may do.
+func TestLoginAsksForGrantedAndPendingScopes(t *testing.T) {
+	ctx := testContext(t)
+	const extra = "mcp:extra"
+	as := oauthtest.NewAuthServer(t, &oauthtest.AuthServerOptions{Scopes: []string{oauthtest.ScopeTools, oauthtest.ScopeAdmin, extra}})
+	rs := oauthtest.NewResourceServer(t, as, nil)
+	dir := t.TempDir()
+	k := oauth.NewKeeper(oauth.KeeperOptions{Dir: dir})
+	require.NoError(t, login(t, ctx, k, "saas", rs.URL(), oauth.Config{Scopes: []string{oauthtest.ScopeTools, extra}}))
+
+	cs := connect(t, ctx, k.Source("saas", "saas", oauth.Config{}), rs.URL())
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: oauthtest.ToolAdmin})
+	var needed *oauth.LoginRequiredError
+	require.ErrorAs(t, err, &needed)
+
+	require.NoError(t, login(t, ctx, k, "saas", rs.URL(), oauth.Config{}))
+	rec, err := k.Store().Load("saas")
+	require.NoError(t, err)
+	require.Subset(t, rec.Grants[rec.Current].Scopes, []string{oauthtest.ScopeTools, extra, oauthtest.ScopeAdmin})
+}
+
+// A dynamic registration the authorization server has forgotten is not
+// offered again (the user would only see an unknown client page): the
+// login registers anew and completes, without a logout first.
+func TestLoginReplacesForgottenRegistration(t *testing.T) {
+	ctx := testContext(t)
+	as := oauthtest.NewAuthServer(t, nil)
+	rs := oauthtest.NewResourceServer(t, as, nil)
+	k := oauth.NewKeeper(oauth.KeeperOptions{Dir: t.TempDir()})
+	require.NoError(t, login(t, ctx, k, "saas", rs.URL(), oauth.Config{}))
+	first, err := k.Store().Load("saas")
+	require.NoError(t, err)
+	require.True(t, first.Grants[first.Current].Registered)
+
+	// Still known: the next login reuses it.
+	require.NoError(t, login(t, ctx, k, "saas", rs.URL(), oauth.Config{}))
+	require.Equal(t, 1, as.Stats().Registrations)
+
+	require.Equal(t, 1, as.ForgetClients())
+	require.NoError(t, login(t, ctx, k, "saas", rs.URL(), oauth.Config{}))
+	require.Equal(t, 2, as.Stats().Registrations)
+	second, err := k.Store().Load("saas")
+	require.NoError(t, err)
+	require.NotEqual(t, first.Grants[first.Current].ClientID, second.Grants[second.Current].ClientID)
+
+	cs := connect(t, ctx, k.Source("saas", "saas", oauth.Config{}), rs.URL())
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: oauthtest.ToolWhoAmI})
+	require.NoError(t, err)
+}

@@ -46,6 +46,9 @@ func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		discard(resp)
 		unauthorized := &endpoint.UnauthorizedError{Challenge: challenge}
+		if err, handled := t.src.follow(r.Context(), gen, r.URL, unauthorized); handled {
+			return nil, err
+		}
 		if access == "" {
 			return nil, t.src.notLoggedIn(unauthorized)
 		}
@@ -56,7 +59,11 @@ func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		discard(resp)
-		return nil, t.src.stepUp(strings.Fields(c.Params["scope"]))
+		scopes := strings.Fields(c.Params["scope"])
+		if err := t.src.covered(gen, scopes); err != nil {
+			return nil, err
+		}
+		return nil, t.src.stepUp(scopes)
 	}
 	if access != "" {
 		t.src.accepted(gen)
