@@ -59,6 +59,42 @@
 // the cap waits in connecting with [Status.Waiting] set, in a second line
 // joined at Add, so thousands of declared servers start a few at a time.
 //
+// # Sessions per client
+//
+// A server declared session = "per_client" keeps its own session (it lists
+// the server's tools and serves calls without a [CallOptions.Client]) and
+// one session per client that calls it, at most MaxSessions. Each client
+// session is run by a supervisor of its own, on the same code, outside the
+// table of servers: its events carry "client", and session_opened and
+// session_closed mark its start and end. [Manager.ReleaseClient] gives a
+// client's sessions back (its calls are abandoned); so does its idle
+// timeout. A session given back counts toward the limit until its process
+// is gone, and no call is given it.
+//
+// # What servers ask
+//
+// Elicitation, sampling and roots requests from a server are answered by
+// the [ask.Answerer]s that offer them (package manager/ask): the caller
+// whose call carries the request (2026-07-28 input requests), the callers
+// with calls in flight on that session when they are all one client's, the
+// owner of a client session, the server's own roots, and the host's
+// answerer ([Manager.SetAnswerer]). A capability is declared to a server
+// only when one of them offers it ([Manager.CallersAnswer] for callers'),
+// at connection. Each answered request is an event (elicitation, sampling,
+// roots) without the answer. A session that declared roots has a worker
+// goroutine, owned by the connection, that keeps the SDK client's list of
+// roots and announces changes ([Manager.RootsChanged]).
+//
+// # Resources and logins
+//
+// [Manager.Subscribe] holds a resource subscription for callers; the
+// supervisor subscribes each new session (on 2026-07-28 each subscription
+// is a stream, run by a goroutine of the connection that its close waits
+// for). A remote server behind OAuth (package manager/oauth) gets its
+// token from a transport under the HTTP client; without one it is
+// unauthorized (not retried) until [Manager.Login], and an unauthorized
+// supervisor watches the stored token for a login made elsewhere.
+//
 // # Processes
 //
 // Stdio servers run in their own process group with pipes the host owns;
@@ -93,7 +129,8 @@
 // # Concurrency
 //
 // Manager is safe for concurrent use. Its mutex guards only the map of
-// servers; it is never held while calling out. A supervisor's goroutine is
+// servers, and a per-client server's table of client sessions has a mutex
+// guarding only that table; neither is held while calling out. A supervisor's goroutine is
 // the single writer of its snapshot; readers load it atomically and wait for
 // changes on a channel that is closed on every publish. Events are
 // published after the snapshot is stored, so an observer that sees an event
