@@ -213,19 +213,23 @@ func (s *session) trip(state string) *roundTrip {
 // addTrip starts a round trip for a call, giving up the oldest if the
 // session has too many; nil once the session ended.
 func (s *session) addTrip(call context.Context, tool string) *roundTrip {
+	var oldest *roundTrip
+	defer func() {
+		if oldest != nil {
+			oldest.cancel(errGivenUp) // its AfterFuncs run here, not under the lock
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
 		return nil
 	}
 	if len(s.trips) >= maxRoundTrips {
-		var oldest *roundTrip
 		for _, rt := range s.trips {
 			if oldest == nil || rt.seq < oldest.seq {
 				oldest = rt
 			}
 		}
-		oldest.cancel(errGivenUp)
 		delete(s.trips, oldest.state)
 	}
 	s.tripsSeen++
