@@ -43,7 +43,8 @@ func (r *Runtime) luaHUD(L *lua.LState) int {
 
 // mcp_hud_model() → list of rows, as the HUD shows them now, sorted by
 // name: {name, state, glyph, transport, tools, latency_ms, calls,
-// failed_calls, retry_in, attempt, circuit, probe, probe_in, error, waiting}, the
+// failed_calls, retry_in, attempt, circuit, probe, probe_in, error, waiting,
+// sessions (a per-client server's clients' sessions)}, the
 // optional ones absent when they do not apply. The model follows the events
 // the loop has handled, so a server added in the same chunk appears once
 // its added event has gone through the loop.
@@ -84,5 +85,8 @@ func hudRowTable(L *lua.LState, row hud.Row) *lua.LTable {
 	}
 	setString(t, "error", row.Error)
 	setString(t, "waiting", row.Waiting)
+	if row.Sessions > 0 {
+		t.RawSetString("sessions", lua.LNumber(row.Sessions))
+	}
 	return t
 }
