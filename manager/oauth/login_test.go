@@ -27,7 +27,7 @@ func connect(t *testing.T, ctx context.Context, src *oauth.Source, url string) *
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   url,
-		HTTPClient: &http.Client{Transport: src.Transport(http.DefaultTransport)},
+		HTTPClient: &http.Client{Transport: src.Transport(url, http.DefaultTransport)},
 		MaxRetries: -1,
 	}, nil)
 	require.NoError(t, err)
