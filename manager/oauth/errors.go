@@ -109,16 +109,19 @@ func refusal(err error) (desc string, refused bool) {
 // error code and its description, without the body (which may echo
 // anything, secrets included).
 func describe(re *oauth2.RetrieveError) string {
-	var parts []string
+	status := ""
 	if re.Response != nil {
-		parts = append(parts, re.Response.Status)
+		status = re.Response.Status
 	}
-	if re.ErrorCode != "" {
-		parts = append(parts, re.ErrorCode)
+	desc := re.ErrorCode
+	if desc == "" {
+		desc, status = status, ""
 	}
-	desc := strings.Join(parts, " ")
 	if re.ErrorDescription != "" {
 		desc += ": " + re.ErrorDescription
+	}
+	if status != "" {
+		desc += " (" + status + ")"
 	}
 	if desc == "" {
 		desc = "the token endpoint refused the request"
