@@ -96,6 +96,9 @@ func (k *Keeper) Login(ctx context.Context, req LoginRequest) error {
 			ClientName:              "mcpvisor",
 		}},
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			if !cb.expect(args.URL) {
+				return nil, errors.New("the authorization URL has no state parameter")
+			}
 			fmt.Fprintf(out, "To log in to %s, open this URL in a browser:\n\n  %s\n\n", req.Name, args.URL)
 			env := req.Browser
 			if env == "" {
