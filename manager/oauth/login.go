@@ -106,7 +106,7 @@ func (k *Keeper) Login(ctx context.Context, req LoginRequest) error {
 			if env == "" {
 				env = os.Getenv("BROWSER")
 			}
-			browsers.open(ctx, browser.Commands(env, args.URL, true)) // "none": no command
+			browsers.open(ctx, args.URL, browser.Commands(env, args.URL, true)) // "none": no command
 			fmt.Fprintf(out, "Waiting for the browser to come back to %s …\n", cb.url)
 			return cb.wait(ctx)
 		},
