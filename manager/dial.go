@@ -68,7 +68,7 @@ func (m *Manager) defaultDial(ctx context.Context, server string, spec Spec) (mc
 func (m *Manager) httpClient(life context.Context, server string, spec Spec) (*http.Client, string) {
 	var base http.RoundTripper = m.http
 	if src := m.authSource(server, spec); src != nil {
-		base = src.Transport(base)
+		base = src.Transport(spec.URL, base)
 	}
 	return endpoint.NewClient(life, base, endpoint.Config{
 		URL:           spec.URL,

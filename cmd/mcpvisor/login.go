@@ -48,7 +48,7 @@ func declared(file, name string, stdout io.Writer) (*manager.Manager, luaapi.Dec
 		return nil, luaapi.Declared{}, nil, err
 	}
 	bus := events.NewBus(events.Options{})
-	mgr := manager.New(manager.Options{Bus: bus, Version: version()})
+	mgr := manager.New(loginManagerOptions(bus))
 	rt, err := luaapi.New(luaapi.Options{Manager: mgr, Stdout: stdout, ScriptDir: filepath.Join(filepath.Dir(path), "scripts")})
 	if err != nil {
 		bus.Close()
@@ -73,6 +73,13 @@ func declared(file, name string, stdout io.Writer) (*manager.Manager, luaapi.Dec
 	}
 	closeAll()
 	return nil, luaapi.Declared{}, nil, fmt.Errorf("%s declares no server %q", path, name)
+}
+
+// loginManagerOptions are the options of the manager of login and
+// logout; logout of a server the config no longer declares uses their
+// StateDir too, so that both find the tokens where the host keeps them.
+func loginManagerOptions(bus *events.Bus) manager.Options {
+	return manager.Options{Bus: bus, Version: version()}
 }
 
 // runLogin is `mcpvisor login [-c FILE] NAME`: run the OAuth login of a
@@ -116,12 +123,21 @@ func runLogout(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpvisor logout: %v\nusage: mcpvisor logout [-c FILE] NAME\n", err)
 		return 2
 	}
-	if _, d, closeAll, err := declared(file, name, io.Discard); err == nil {
+	var had bool
+	if mgr, d, closeAll, derr := declared(file, name, io.Discard); derr == nil {
+		// Declared: the manager forgets the tokens where it keeps them. A
+		// disabled copy of the server is enough; nothing connects.
+		defer closeAll()
 		name = d.Name
-		closeAll()
+		spec := d.Spec
+		spec.Disabled = true
+		if err = mgr.Add(d.Name, spec); err == nil {
+			had, err = mgr.Logout(d.Name)
+		}
+	} else {
+		k := oauth.NewKeeper(oauth.KeeperOptions{Dir: loginManagerOptions(nil).StateDir})
+		had, err = k.Logout(manager.NameKey(name), name)
 	}
-	k := oauth.NewKeeper(oauth.KeeperOptions{})
-	had, err := k.Logout(manager.NameKey(name), name)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpvisor logout: %v\n", err)
 		return 1

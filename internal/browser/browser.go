@@ -1,12 +1,22 @@
-// Package browser reads $BROWSER as xdg-open and Python's webbrowser do,
-// for the places mcpvisor opens a link for the person using it (a login's
-// authorization page, a server's elicitation URL).
 package browser
 
 import (
+	"fmt"
+	"net/url"
 	"os/exec"
 	"strings"
 )
+
+// CheckURL returns an error unless target is an absolute http or https
+// URL with a host: nothing else (file:, javascript:, a custom scheme a
+// desktop would hand to some program) is ever opened.
+func CheckURL(target string) error {
+	u, err := url.Parse(target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("only http and https URLs are opened, not %q", target)
+	}
+	return nil
+}
 
 // Commands are the commands that may open url, in order, from browserEnv
 // (the value of $BROWSER): a ':'-separated list of commands, in each of

@@ -2,40 +2,38 @@ package oauth
 
 import (
 	"context"
-	"os/exec"
 	"time"
+
+	"github.com/mcpvisor/mcpvisor/internal/browser"
 )
 
 // browserGrace is how long a browser command is given to fail before the
 // next is tried; one that keeps running is taken to have opened the page.
 const browserGrace = 3 * time.Second
 
-// opener runs browser commands and waits for them before the login ends.
+// opener runs the browser commands of one login.
 type opener struct {
-	running []chan struct{} // closed when the command has been reaped
+	running []*browser.Process
 }
 
 // open tries the commands in turn until one starts and either exits
 // successfully or keeps running for browserGrace. It reports whether any
-// did.
-func (o *opener) open(ctx context.Context, cmds [][]string) bool {
-	for _, words := range cmds {
-		cmd := exec.Command(words[0], words[1:]...)
-		if err := cmd.Start(); err != nil {
+// did. target must be an http or https URL; nothing else is opened.
+func (o *opener) open(ctx context.Context, target string, cmds [][]string) bool {
+	if browser.CheckURL(target) != nil {
+		return false
+	}
+	for _, argv := range cmds {
+		p, err := browser.Start(argv)
+		if err != nil {
 			continue
 		}
-		exited := make(chan struct{})
-		var err error
-		go func() {
-			defer close(exited)
-			err = cmd.Wait()
-		}()
-		o.running = append(o.running, exited)
+		o.running = append(o.running, p)
 		t := time.NewTimer(browserGrace)
 		select {
-		case <-exited:
+		case <-p.Done():
 			t.Stop()
-			if err != nil {
+			if p.Err() != nil {
 				continue
 			}
 			return true
@@ -49,14 +47,16 @@ func (o *opener) open(ctx context.Context, cmds [][]string) bool {
 	return false
 }
 
-// wait gives the commands still running a moment to end; a browser that
-// keeps running is left to the user.
+// wait gives the commands still running a moment to end (xdg-open and
+// the like hand the page to the browser and exit). A browser that keeps
+// running is the user's: it is not stopped, and the browser package
+// reaps it when it exits, after the login.
 func (o *opener) wait() {
 	t := time.NewTimer(2 * time.Second)
 	defer t.Stop()
-	for _, ch := range o.running {
+	for _, p := range o.running {
 		select {
-		case <-ch:
+		case <-p.Done():
 		case <-t.C:
 			return
 		}

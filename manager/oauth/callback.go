@@ -2,12 +2,15 @@ package oauth
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"html"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -23,6 +26,11 @@ type callback struct {
 	url     string // the redirect URI
 	results chan callbackResult
 	done    chan struct{} // closed when Serve has returned
+
+	mu sync.Mutex // guards the following
+	// state is the state parameter of the authorization request under
+	// way; a redirect without it is not this login's. Empty until set.
+	state string
 }
 
 type callbackResult struct {
@@ -51,10 +59,34 @@ func listen(port int) (*callback, error) {
 	return cb, nil
 }
 
-// serve takes the first redirect; later ones (a reload of the page) are
-// told the login is over.
+// expect sets the state of the authorization request under way, from
+// its URL; it reports whether the URL has one.
+func (cb *callback) expect(authURL string) bool {
+	u, err := url.Parse(authURL)
+	if err != nil {
+		return false
+	}
+	state := u.Query().Get("state")
+	cb.mu.Lock()
+	cb.state = state
+	cb.mu.Unlock()
+	return state != ""
+}
+
+// serve takes the first redirect that carries the state of the request
+// under way; later ones (a reload of the page) are told the login is
+// over. A redirect with another state, or none, is not this login's
+// (any page in the browser may send one to a loopback port) and is
+// answered 400 without ending the login.
 func (cb *callback) serve(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	cb.mu.Lock()
+	state := cb.state
+	cb.mu.Unlock()
+	if state == "" || subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 {
+		http.Error(w, "this redirect is not for the login under way", http.StatusBadRequest)
+		return
+	}
 	var res callbackResult
 	if e := q.Get("error"); e != "" {
 		msg := e

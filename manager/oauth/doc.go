@@ -47,7 +47,11 @@
 // its state under one mutex that is never held across I/O: a refresh is
 // single-flight (one request goes to the token endpoint, the others wait
 // for its outcome on a channel) and the Store is written outside the lock
-// by whoever produced the new state, last writer wins. Login runs on its
-// caller's goroutine; the loopback listener it starts and the browser
-// commands it runs are stopped and waited for before it returns.
+// by whoever produced the new state, last writer wins. The refresh runs
+// on a goroutine of its own, bounded by a timeout, so that a request that
+// gives up meanwhile does not lose a rotated refresh token. Login runs on
+// its caller's goroutine; the loopback listener it starts is stopped and
+// waited for before it returns, and the browser commands it runs are
+// given a moment to exit; a browser that keeps running is left to the
+// user, and reaped by package browser when it exits.
 package oauth

@@ -84,22 +84,47 @@ func (e *TokenRefreshedError) Error() string {
 var ErrNotProtected = errors.New("the server does not ask for authorization")
 
 // refusal reports whether err is the authorization server refusing a
-// grant (as opposed to not being reached), and describes it without the
-// response body, which is not ours to show.
-func refusal(err error) (string, bool) {
+// grant for good: invalid_grant (the refresh token or code is dead),
+// invalid_client or unauthorized_client (the client may not use it). Any
+// other failure (a 429, a 408, a 404, a 5xx, a request it could not read,
+// not being reached) may pass, and keeps the grant. desc says what went
+// wrong without the response body, which is not ours to show.
+func refusal(err error) (desc string, refused bool) {
 	var re *oauth2.RetrieveError
 	if !errors.As(err, &re) {
 		return "", false
 	}
+	desc = describe(re)
+	if re.Response != nil && re.Response.StatusCode >= 500 {
+		return desc, false
+	}
+	switch re.ErrorCode {
+	case "invalid_grant", "invalid_client", "unauthorized_client":
+		return desc, true
+	}
+	return desc, false
+}
+
+// describe is a token endpoint's error as we show it: the status, the
+// error code and its description, without the body (which may echo
+// anything, secrets included).
+func describe(re *oauth2.RetrieveError) string {
+	status := ""
+	if re.Response != nil {
+		status = re.Response.Status
+	}
 	desc := re.ErrorCode
-	if desc == "" && re.Response != nil {
-		desc = re.Response.Status
+	if desc == "" {
+		desc, status = status, ""
 	}
 	if re.ErrorDescription != "" {
 		desc += ": " + re.ErrorDescription
 	}
-	if re.ErrorCode == "" && re.Response != nil && re.Response.StatusCode >= 500 {
-		return desc, false // the server failed; it may work again
+	if status != "" {
+		desc += " (" + status + ")"
 	}
-	return desc, true
+	if desc == "" {
+		desc = "the token endpoint refused the request"
+	}
+	return desc
 }

@@ -67,7 +67,9 @@ func (k *Keeper) Login(ctx context.Context, req LoginRequest) error {
 	if err != nil {
 		return err
 	}
-	issuer, resource := k.discover(ctx, probeReq, probeResp)
+	issuer, resource, fromMetadata := k.discover(ctx, probeReq, probeResp)
+	found := &discovery{issuer: issuer, resourceMetadata: fromMetadata}
+	found.lookUp(ctx, k.client)
 	old := prev.current()
 	if g := prev.grantOf(issuer); g != nil {
 		old = g
@@ -96,12 +98,15 @@ func (k *Keeper) Login(ctx context.Context, req LoginRequest) error {
 			ClientName:              "mcpvisor",
 		}},
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			if !cb.expect(args.URL) {
+				return nil, errors.New("the authorization URL has no state parameter")
+			}
 			fmt.Fprintf(out, "To log in to %s, open this URL in a browser:\n\n  %s\n\n", req.Name, args.URL)
 			env := req.Browser
 			if env == "" {
 				env = os.Getenv("BROWSER")
 			}
-			browsers.open(ctx, browser.Commands(env, args.URL, true)) // "none": no command
+			browsers.open(ctx, args.URL, browser.Commands(env, args.URL, true)) // "none": no command
 			fmt.Fprintf(out, "Waiting for the browser to come back to %s …\n", cb.url)
 			return cb.wait(ctx)
 		},
@@ -145,13 +150,13 @@ func (k *Keeper) Login(ctx context.Context, req LoginRequest) error {
 	h, err := auth.NewAuthorizationCodeHandler(cfg)
 	if err != nil {
 		probeResp.Body.Close()
-		return fmt.Errorf("login: %w", err)
+		return err
 	}
 	if err := h.Authorize(ctx, probeReq, probeResp); err != nil {
-		return fmt.Errorf("login: %w", err)
+		return found.explain(err)
 	}
 	if got.tok == nil {
-		return errors.New("login: the authorization server gave no token")
+		return errors.New("the authorization server gave no token")
 	}
 
 	g := &Grant{
@@ -232,18 +237,18 @@ func (k *Keeper) probe(ctx context.Context, req LoginRequest) (*http.Request, *h
 		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("login: %w", err)
+		return nil, nil, err
 	}
 	for name, v := range req.Headers {
 		r.Header.Set(name, v)
 	}
 	resp, err := k.client.Transport.RoundTrip(r)
 	if err != nil {
-		return nil, nil, fmt.Errorf("login: asking the server how to log in: %w", redactURL(err))
+		return nil, nil, fmt.Errorf("asking the server how to log in: %w", redactURL(err))
 	}
 	if resp.StatusCode != http.StatusUnauthorized || bearer(resp.Header.Get("WWW-Authenticate")) == nil {
 		discard(resp)
-		return nil, nil, fmt.Errorf("login: the server answered %s without asking for an OAuth login: %w", resp.Status, ErrNotProtected)
+		return nil, nil, fmt.Errorf("the server answered %s without asking for an OAuth login: %w", resp.Status, ErrNotProtected)
 	}
 	// The answer's body is closed by whoever takes it (Authorize); the
 	// request's context ends with this function, so keep the body whole
@@ -256,15 +261,16 @@ func (k *Keeper) probe(ctx context.Context, req LoginRequest) (*http.Request, *h
 
 // discover finds the issuer the server trusts, as the go-sdk will: the
 // protected resource metadata the challenge names, else the well-known
-// one, else (older servers) the server's origin.
-func (k *Keeper) discover(ctx context.Context, r *http.Request, resp *http.Response) (issuer, resource string) {
+// one, else (older servers) the server's origin. fromMetadata says
+// whether a metadata document named it.
+func (k *Keeper) discover(ctx context.Context, r *http.Request, resp *http.Response) (issuer, resource string, fromMetadata bool) {
 	resource = r.URL.String()
 	if issuer, resource, ok := trustedIssuer(ctx, k.client, r.URL, resp.Header.Get("WWW-Authenticate"), resource); ok {
-		return issuer, resource
+		return issuer, resource, true
 	}
 	origin := *r.URL
 	origin.Path, origin.RawQuery, origin.User = "", "", nil
-	return origin.String(), resource
+	return origin.String(), resource, false
 }
 
 // redactURL drops the URL from a *url.Error: it may carry credentials

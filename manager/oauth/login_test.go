@@ -2,9 +2,12 @@ package oauth_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +30,7 @@ func connect(t *testing.T, ctx context.Context, src *oauth.Source, url string) *
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   url,
-		HTTPClient: &http.Client{Transport: src.Transport(http.DefaultTransport)},
+		HTTPClient: &http.Client{Transport: src.Transport(url, http.DefaultTransport)},
 		MaxRetries: -1,
 	}, nil)
 	require.NoError(t, err)
@@ -137,4 +140,73 @@ func TestLoginReplacesForgottenRegistration(t *testing.T) {
 	cs := connect(t, ctx, k.Source("saas", "saas", oauth.Config{}), rs.URL())
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: oauthtest.ToolWhoAmI})
 	require.NoError(t, err)
+}
+
+// failTokenEndpoint answers the code exchange at as's token endpoint with
+// a refusal whose body carries a secret; everything else goes through.
+type failTokenEndpoint struct {
+	as   *oauthtest.AuthServer
+	body string
+}
+
+func (f failTokenEndpoint) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Path != "/token" || !strings.HasPrefix(f.as.URL(), "http://"+r.URL.Host) {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	rec := httptest.NewRecorder()
+	if strings.HasPrefix(f.body, "{") {
+		rec.Header().Set("Content-Type", "application/json")
+	}
+	rec.WriteHeader(http.StatusBadRequest)
+	fmt.Fprint(rec, f.body)
+	return rec.Result(), nil
+}
+
+// A token endpoint's refusal of the code is shown as its status, code
+// and description; the rest of its body is not shown.
+func TestLoginErrorLeavesOutTokenEndpointBody(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"error":"invalid_grant","error_description":"code used","debug":"client_secret=s3cr3t"}`, "invalid_grant: code used (400 Bad Request)"},
+		{"upstream said client_secret=s3cr3t", "400 Bad Request"},
+	} {
+		ctx := testContext(t)
+		as := oauthtest.NewAuthServer(t, nil)
+		rs := oauthtest.NewResourceServer(t, as, nil)
+		k := oauth.NewKeeper(oauth.KeeperOptions{Dir: t.TempDir(), Transport: failTokenEndpoint{as, tc.body}})
+		err := login(t, ctx, k, "saas", rs.URL(), oauth.Config{})
+		require.Error(t, err)
+		require.NotContains(t, err.Error(), "s3cr3t")
+		require.Contains(t, err.Error(), tc.want)
+		require.NotContains(t, err.Error(), "login:", "the caller says it is a login")
+	}
+}
+
+// A server with no metadata anywhere, whose default registration
+// endpoint refuses, fails the login with an error that says metadata
+// discovery failed, where registration was tried and what it answered,
+// without the answer's body.
+func TestLoginErrorSaysMetadataDiscoveryFailed(t *testing.T) {
+	ctx := testContext(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/mcp":
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
+			w.WriteHeader(http.StatusUnauthorized)
+		case r.URL.Path == "/register":
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, "internal detail s3cr3t")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	k := oauth.NewKeeper(oauth.KeeperOptions{Dir: t.TempDir()})
+	err := login(t, ctx, k, "linear", srv.URL+"/mcp", oauth.Config{})
+	require.Error(t, err)
+	msg := err.Error()
+	require.Contains(t, msg, "metadata discovery failed")
+	require.Contains(t, msg, srv.URL+"/register")
+	require.Contains(t, msg, "401 Unauthorized")
+	require.NotContains(t, msg, "s3cr3t")
+	require.NotContains(t, msg, "login:")
 }

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -189,7 +190,7 @@ func (s *Source) token(ctx context.Context) (string, uint64, error) {
 			if err == nil {
 				continue
 			}
-			if _, login := err.(*LoginRequiredError); login || expired {
+			if login := (*LoginRequiredError)(nil); errors.As(err, &login) || expired {
 				return "", 0, err
 			}
 			return old, gen, nil // not expired yet: the next request tries again
@@ -316,10 +317,20 @@ func (s *Source) notLoggedIn(unauthorized *endpoint.UnauthorizedError) error {
 	return e
 }
 
+// refreshTimeout bounds one refresh.
+const refreshTimeout = 30 * time.Second
+
 // refresh trades the refresh token of gen for new tokens, single-flight.
 // forced marks a refresh because the server refused the token. A refusal
 // by the authorization server forgets the tokens (retrying it would be
-// refused again) and needs a login.
+// refused again) and needs a login; any other failure keeps them.
+//
+// The exchange does not end with ctx: an authorization server that
+// rotates refresh tokens has retired the old one once it answers, so the
+// answer must be kept even if the request that asked for it is gone. It
+// runs in a goroutine of its own, bounded by refreshTimeout, that saves
+// what it gets and closes s.refreshing; refresh returns ctx's error
+// without waiting for it.
 func (s *Source) refresh(ctx context.Context, gen uint64, forced bool) error {
 	s.mu.Lock()
 	if s.gen != gen || s.refreshing != nil {
@@ -337,7 +348,23 @@ func (s *Source) refresh(ctx context.Context, gen uint64, forced bool) error {
 	refreshToken := g.Token.Refresh
 	s.mu.Unlock()
 
-	tctx := context.WithValue(ctx, oauth2.HTTPClient, s.client)
+	result := make(chan error, 1)
+	go func() {
+		result <- s.exchange(context.WithoutCancel(ctx), gen, forced, cfg, refreshToken, done)
+	}()
+	select {
+	case err := <-result:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// exchange is the refresh of gen's refreshToken at cfg's token endpoint;
+// it closes done once the outcome is in s.
+func (s *Source) exchange(ctx context.Context, gen uint64, forced bool, cfg *oauth2.Config, refreshToken string, done chan struct{}) error {
+	tctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, s.client), refreshTimeout)
+	defer cancel()
 	tok, err := cfg.TokenSource(tctx, &oauth2.Token{RefreshToken: refreshToken, Expiry: time.Unix(1, 0)}).Token()
 
 	s.mu.Lock()
@@ -352,9 +379,9 @@ func (s *Source) refresh(ctx context.Context, gen uint64, forced bool) error {
 		if !refused {
 			s.mu.Unlock()
 			if desc == "" {
-				desc = err.Error()
+				desc = redactURL(err).Error()
 			}
-			return fmt.Errorf("refreshing the access token: %s", desc)
+			return fmt.Errorf("refreshing the access token (the login is kept; try again later): %s", desc)
 		}
 		rec := s.rec.clone()
 		rg := rec.current()

@@ -2,7 +2,9 @@ package oauth
 
 import (
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -10,19 +12,53 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 )
 
-// Transport returns the RoundTripper that sends base's requests with the
-// server's access token (see the package doc for what it does with
-// refusals).
-func (s *Source) Transport(base http.RoundTripper) http.RoundTripper {
-	return transport{src: s, base: base}
+// Transport returns the RoundTripper that sends base's requests to the
+// server at serverURL with the server's access token (see the package doc
+// for what it does with refusals). Only requests to serverURL's origin
+// (scheme, host and port) carry the token: a redirect the http.Client
+// follows, or an SSE server's message endpoint, may be anywhere, and the
+// token is for this server only. Other requests go through base as they
+// are. A serverURL that does not parse matches nothing.
+func (s *Source) Transport(serverURL string, base http.RoundTripper) http.RoundTripper {
+	t := transport{src: s, base: base}
+	if u, err := url.Parse(serverURL); err == nil && u.Host != "" {
+		t.scheme, t.host = strings.ToLower(u.Scheme), canonicalHost(u)
+	}
+	return t
 }
 
 type transport struct {
 	src  *Source
 	base http.RoundTripper
+	// scheme and host are the server's origin; empty if it has none.
+	scheme, host string
+}
+
+// canonicalHost is u's host:port in lower case, without the scheme's
+// default port.
+func canonicalHost(u *url.URL) string {
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "" || port == "80" && strings.EqualFold(u.Scheme, "http") || port == "443" && strings.EqualFold(u.Scheme, "https") {
+		port = ""
+	}
+	if port == "" {
+		if strings.Contains(host, ":") {
+			return "[" + host + "]"
+		}
+		return host
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// sameOrigin reports whether r goes to the server's origin.
+func (t transport) sameOrigin(r *http.Request) bool {
+	return t.host != "" && strings.ToLower(r.URL.Scheme) == t.scheme && canonicalHost(r.URL) == t.host
 }
 
 func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !t.sameOrigin(r) {
+		return t.base.RoundTrip(r)
+	}
 	access, gen, err := t.src.token(r.Context())
 	if err != nil {
 		if r.Body != nil {
