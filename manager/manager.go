@@ -77,6 +77,10 @@ type Options struct {
 	// directory). If empty, $XDG_STATE_HOME/mcpvisor, or
 	// ~/.local/state/mcpvisor.
 	StateDir string
+	// ConfigFile is the config the host runs, when it is not the default
+	// (./startup.lua): the commands its messages suggest name it
+	// (mcpvisor login -c FILE NAME).
+	ConfigFile string
 }
 
 // Manager keeps a set of MCP servers connected. Create it with [New]; it is
@@ -141,7 +145,7 @@ func New(opts Options) *Manager {
 	}
 	m.attempts = newSlots(m.opts.MaxConnecting, "max connecting (%d) reached")
 	m.http = endpoint.NewPool()
-	m.auth = oauth.NewKeeper(oauth.KeeperOptions{Dir: opts.StateDir, Transport: m.http})
+	m.auth = oauth.NewKeeper(oauth.KeeperOptions{Dir: opts.StateDir, Transport: m.http, ConfigFile: opts.ConfigFile})
 	m.loginPoll = loginPoll
 	m.tel = newTelemetry(opts.TracerProvider, opts.MeterProvider, m.Statuses, m.log)
 	if m.dial == nil {

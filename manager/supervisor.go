@@ -299,7 +299,7 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 			snap.status.Attempts = n
 			snap.status.LastError = msg
 			snap.status.NextAttempt = time.Time{}
-		}, events.KindUnauthorized, events.Fields{"challenge": login.Challenge(), "error": msg, "login": oauth.LoginCommand(s.name)})
+		}, events.KindUnauthorized, events.Fields{"challenge": login.Challenge(), "error": msg, "login": s.m.auth.Command(s.name)})
 		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
 		return s.parkUnauthorized()
 	}

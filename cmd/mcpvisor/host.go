@@ -152,7 +152,7 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 		defer close(h.logDone)
 		_ = events.Log(context.Background(), sub, logger)
 	}()
-	h.mgr = manager.New(manager.Options{Bus: h.bus, Logger: logger, Version: version(),
+	h.mgr = manager.New(manager.Options{Bus: h.bus, Logger: logger, Version: version(), ConfigFile: configHint(cfg.file),
 		MaxConnections: cfg.maxConnections, MaxConnecting: cfg.maxConnecting,
 		TracerProvider: tel.tracerProvider(), MeterProvider: tel.meterProvider()})
 	var hudAPI luaapi.HUD // nil without a terminal: mcp_hud says so
@@ -262,6 +262,15 @@ func (h *host) shutdown() error {
 
 // startupSource reads the config: -c FILE, else ./startup.lua, else the
 // built-in default.
+// configHint is the config file that commands the host suggests must
+// name: "" for the default (./startup.lua).
+func configHint(file string) string {
+	if file == "" || filepath.Clean(file) == "startup.lua" {
+		return ""
+	}
+	return file
+}
+
 func startupSource(file string) (path, src string, err error) {
 	if file == "" {
 		if b, err := os.ReadFile("startup.lua"); err == nil {

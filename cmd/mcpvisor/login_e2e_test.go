@@ -63,6 +63,14 @@ func TestLoginLogoutE2E(t *testing.T) {
 	require.Contains(t, o.stdout, "Logged out of saas")
 	require.NoFileExists(t, file)
 
+	// With another config, the command to run names it.
+	data, err := os.ReadFile(filepath.Join(dir, "startup.lua"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "other.lua"), data, 0o644))
+	o = run("-c", "other.lua", "-e", `assert(mcp_wait("saas", "unauthorized")); return mcp_status("saas").last_error`)
+	require.Equal(t, 0, o.code, o.stderr)
+	require.Contains(t, o.stdout, "log in with `mcpvisor login -c other.lua saas`")
+
 	code = `local ok, why = mcp_wait("saas", "unauthorized")
 assert(ok, why)
 assert(mcp_status("saas").last_error:find("mcpvisor login saas", 1, true), mcp_status("saas").last_error)

@@ -16,6 +16,8 @@ import (
 // a login helps; retrying would only hammer the servers.
 type LoginRequiredError struct {
 	Server string
+	// Command is the shell command that logs in ("" for LoginCommand's).
+	Command string
 	Reason string   // why, in a few words, with no secret in it
 	Scopes []string // scopes the server asked for (step-up), if any
 	// Unauthorized is the 401 that said so, if one did (not for a step-up
@@ -24,7 +26,11 @@ type LoginRequiredError struct {
 }
 
 func (e *LoginRequiredError) Error() string {
-	return fmt.Sprintf("%s; log in with `%s` or mcp_login(%q)", e.Reason, LoginCommand(e.Server), e.Server)
+	cmd := e.Command
+	if cmd == "" {
+		cmd = LoginCommand(e.Server)
+	}
+	return fmt.Sprintf("%s; log in with `%s` or mcp_login(%q)", e.Reason, cmd, e.Server)
 }
 
 func (e *LoginRequiredError) Unwrap() error {
