@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/demo"
 	"github.com/mcpvisor/mcpvisor/internal/fakemcp/fakemcptest"
 	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/manager"
@@ -94,9 +95,14 @@ func BenchmarkPerClientFifthSession(b *testing.B) {
 // process, like the shared server, so what is left is what the per-client
 // routing costs.
 //
+// The same comparison with the demo server in process (in-memory
+// transports, no process at all) separates what five sessions cost from
+// what five processes do.
+//
 // Reported: ns/op (one round of 1000 calls over 5 client sessions),
 // ratio (that / shared, means; the target is ≤ 1.05), ratio-one-session
-// (1000 calls of one client / shared).
+// (1000 calls of one client / shared), ratio-in-process (5 client
+// sessions / shared, both in process).
 func BenchmarkPerClientCalls(b *testing.B) {
 	bin := fakemcptest.Build(b)
 	m := newManager(b, manager.Options{})
@@ -107,6 +113,16 @@ func BenchmarkPerClientCalls(b *testing.B) {
 		"shared": {"command": []any{bin}, "timeouts": idle},
 	} {
 		if err := m.Add(name, decode(b, raw)); err != nil {
+			b.Fatal(err)
+		}
+		w.until(name, events.KindConnected)
+	}
+	d := &demoInProcess{srv: demo.NewServer()}
+	for name, spec := range map[string]manager.Spec{
+		"pcmem":     {Transport: manager.TransportInProcess, Dial: d, Session: manager.SessionPerClient},
+		"sharedmem": {Transport: manager.TransportInProcess, Dial: d},
+	} {
+		if err := m.Add(name, spec); err != nil {
 			b.Fatal(err)
 		}
 		w.until(name, events.KindConnected)
@@ -123,17 +139,21 @@ func BenchmarkPerClientCalls(b *testing.B) {
 		}
 		return time.Since(t0)
 	}
-	round("pc.echo", five) // warm up, and open the five sessions
-	round("shared.echo", five)
-	var pcs, ones, shareds []time.Duration
+	for _, tool := range []string{"pc.echo", "shared.echo", "pcmem.echo", "sharedmem.echo"} {
+		round(tool, five) // warm up, and open the client sessions
+	}
+	var pcs, ones, shareds, pcmems, sharedmems []time.Duration
 	b.ResetTimer()
 	for range b.N {
 		shareds = append(shareds, round("shared.echo", five))
 		pcs = append(pcs, round("pc.echo", five))
 		ones = append(ones, round("pc.echo", five[:1]))
+		sharedmems = append(sharedmems, round("sharedmem.echo", five))
+		pcmems = append(pcmems, round("pcmem.echo", five))
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(mean(pcs).Nanoseconds()), "ns/op")
 	b.ReportMetric(float64(mean(pcs))/float64(mean(shareds)), "ratio")
 	b.ReportMetric(float64(mean(ones))/float64(mean(shareds)), "ratio-one-session")
+	b.ReportMetric(float64(mean(pcmems))/float64(mean(sharedmems)), "ratio-in-process")
 }
