@@ -131,7 +131,6 @@ func (a *clientAnswerer) ListRoots(ctx context.Context, _ ask.From) ([]*mcp.Root
 	return res.Roots, nil
 }
 
-
 // canElicit reports whether a client that declared c can answer an
 // elicitation of mode. A bare {} declares form, as it did before modes.
 func canElicit(c *mcp.ElicitationCapabilities, mode string) bool {

@@ -18,8 +18,8 @@ type LoginRequiredError struct {
 	Server string
 	// Command is the shell command that logs in ("" for LoginCommand's).
 	Command string
-	Reason string   // why, in a few words, with no secret in it
-	Scopes []string // scopes the server asked for (step-up), if any
+	Reason  string   // why, in a few words, with no secret in it
+	Scopes  []string // scopes the server asked for (step-up), if any
 	// Unauthorized is the 401 that said so, if one did (not for a step-up
 	// or a refused refresh): errors.As finds it through this error.
 	Unauthorized *endpoint.UnauthorizedError
