@@ -33,6 +33,7 @@ import (
 // back as they are: the client validates what it is sent, and the
 // manager what it answers.
 type clientAnswerer struct {
+	s       *session
 	ss      *mcp.ServerSession
 	label   string          // the client, for errors
 	session context.Context // ends when the client's session does
@@ -50,7 +51,7 @@ func newClientAnswerer(call context.Context, s *session, caps *mcp.ClientCapabil
 	if caps == nil {
 		caps = &mcp.ClientCapabilities{}
 	}
-	return &clientAnswerer{ss: s.ss, label: s.label, session: s.ctx, caps: caps, call: call, trip: trip}
+	return &clientAnswerer{s: s, ss: s.ss, label: s.label, session: s.ctx, caps: caps, call: call, trip: trip}
 }
 
 // Offers is what the client declared.
@@ -72,15 +73,17 @@ func (a *clientAnswerer) Elicit(ctx context.Context, _ ask.From, p *mcp.ElicitPa
 	if mode := ask.Mode(p); !canElicit(a.caps.Elicitation, mode) {
 		return nil, fmt.Errorf("client %s cannot answer %s elicitation: %w", a.label, mode, ask.ErrNoAnswer)
 	}
+	q := *p
+	defer a.s.relayProgress(ctx, &q.Meta)()
 	if a.trip != nil {
-		return answerAs[*mcp.ElicitResult](a.trip.ask(ctx, p))
+		return answerAs[*mcp.ElicitResult](a.trip.ask(ctx, &q))
 	}
 	ctx, cancel, err := a.reach(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	res, err := a.ss.Elicit(ctx, p)
+	res, err := a.ss.Elicit(ctx, &q)
 	return res, a.undelivered(err)
 }
 
@@ -96,15 +99,20 @@ func (a *clientAnswerer) CreateMessage(ctx context.Context, _ ask.From, p *mcp.C
 		// A client that did not declare sampling.tools must not be sent tools.
 		return nil, fmt.Errorf("client %s declared no sampling with tools: %w", a.label, ask.ErrNoAnswer)
 	}
+	if p == nil {
+		p = &mcp.CreateMessageWithToolsParams{}
+	}
+	q := *p
+	defer a.s.relayProgress(ctx, &q.Meta)()
 	if a.trip != nil {
-		return answerAs[*mcp.CreateMessageWithToolsResult](a.trip.ask(ctx, p))
+		return answerAs[*mcp.CreateMessageWithToolsResult](a.trip.ask(ctx, &q))
 	}
 	ctx, cancel, err := a.reach(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	res, err := a.ss.CreateMessageWithTools(ctx, p)
+	res, err := a.ss.CreateMessageWithTools(ctx, &q)
 	return res, a.undelivered(err)
 }
 

@@ -76,6 +76,26 @@ func askingServer(ctx context.Context, name string, opts manager.CallOptions) (*
 		return outcomeResult(report(a.ListRoots(ctx, from))), nil
 	case "offers":
 		return outcomeResult(a.Offers().String()), nil
+	case "elicit-progress":
+		// The server asked for progress: what the client reports on the
+		// question comes back here, as the manager would send it on.
+		var got []float64
+		var mu sync.Mutex
+		ctx = ask.WithReporter(ctx, func(_ context.Context, progress, _ float64, _ string) {
+			mu.Lock()
+			got = append(got, progress)
+			mu.Unlock()
+			select {
+			case reported <- progress:
+			default:
+			}
+		})
+		p := *elicitation
+		p.Meta = mcp.Meta{"progressToken": "from-the-server"}
+		o := report(a.Elicit(ctx, from, &p))
+		mu.Lock()
+		defer mu.Unlock()
+		return outcomeResult(map[string]any{"outcome": o, "progress": got}), nil
 	case "all":
 		var mu sync.Mutex
 		all := map[string]outcome{}
@@ -103,7 +123,7 @@ func askingServer(ctx context.Context, name string, opts manager.CallOptions) (*
 func askingGateway(t *testing.T) (*Gateway, *fakeSource, string) {
 	t.Helper()
 	src := newFakeSource(t)
-	src.set("srv", manager.Spec{}, "elicit", "elicit-url", "sample", "sample-tools", "roots", "offers", "all", "hold", "withdraw", "keep")
+	src.set("srv", manager.Spec{}, "elicit", "elicit-url", "elicit-progress", "sample", "sample-tools", "roots", "offers", "all", "hold", "withdraw", "keep")
 	src.answerWith(askingServer)
 	g := newGateway(t, src)
 	srv, err := g.Listen(HTTPOptions{Addr: "127.0.0.1:0"})
@@ -621,4 +641,53 @@ func TestHTTPSessionTimeoutReleasesTheClient(t *testing.T) {
 		_, released := src.seen()
 		return slices.Equal(released, callers[:1])
 	}, 10*time.Second, 10*time.Millisecond, "the quiet client released, once, as its call named it")
+}
+
+// reported gets each progress report the fake server's elicit-progress
+// tool receives, so that the client answering it can wait for its report
+// to arrive (a report racing the answer may come after the question is
+// over, and is then rightly dropped).
+var reported = make(chan float64, 16)
+
+// A client answering a question may report progress on it, under the
+// token it was given: on every transport the report reaches the server
+// that asked (whose own token the client never sees).
+func TestClientProgressOnQuestionsReachesTheServer(t *testing.T) {
+	g, _, base := askingGateway(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			var tokens []any
+			var mu sync.Mutex
+			opts := &mcp.ClientOptions{
+				ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					token := req.Params.GetProgressToken()
+					mu.Lock()
+					tokens = append(tokens, token)
+					mu.Unlock()
+					if token != nil {
+						if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 0.5}); err != nil {
+							return nil, err
+						}
+						select { // answer once the report is through, as a long answer would be
+						case <-reported:
+						case <-time.After(5 * time.Second):
+						}
+					}
+					return &mcp.ElicitResult{Action: "decline"}, nil
+				},
+			}
+			cs := dial(t, g, base, tr.name, opts)
+			var got struct {
+				Outcome  outcome   `json:"outcome"`
+				Progress []float64 `json:"progress"`
+			}
+			asked(t, cs, "elicit-progress", &got)
+			require.Empty(t, got.Outcome.Error)
+			require.Equal(t, []float64{0.5}, got.Progress, "the client's report did not reach the server")
+			mu.Lock()
+			defer mu.Unlock()
+			require.Len(t, tokens, 1)
+			require.NotEqual(t, "from-the-server", tokens[0], "the client is given a token of the gateway's")
+		})
+	}
 }

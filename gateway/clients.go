@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
 )
 
 // Client is one MCP client session of the gateway.
@@ -80,6 +81,10 @@ type session struct {
 	trips     map[string]*roundTrip // calls waiting on this client's answers, by request state
 	tripsSeen int                   // round trips so far, to order them
 	subs      map[subKey]bool       // resource subscriptions held upstream
+	// reporters relay the client's progress on requests it was sent, by
+	// the token the gateway gave them (see relayProgress).
+	reporters   map[string]ask.Reporter
+	reportsSeen int
 }
 
 // errClientGone ends what a client had in flight when its session ends.

@@ -149,6 +149,7 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
 			g.clients.connected(ep, req.Session)
 		},
+		ProgressNotificationHandler: ep.clientProgress,
 		KeepAlive: g.opts.KeepAlive,
 	}
 	if caps.Resources != nil && caps.Resources.Subscribe {

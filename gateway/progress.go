@@ -2,12 +2,15 @@ package gateway
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
 )
 
 // progressSettle is how long finish waits for progress that is still on
@@ -119,5 +122,57 @@ func (f *progressForwarder) run() {
 		if closed {
 			return
 		}
+	}
+}
+
+// What a server asks a client may ask for progress (its request carries a
+// progress token). The client reports under a token of the gateway's,
+// unique to its session (servers choose theirs, and two could choose the
+// same), and the gateway relays each report to the server that asked.
+
+// relayProgress gives a request to the client, whose _meta is *meta (a
+// copy the caller may change), a token of the session's when the server
+// asked for progress (ctx has its reporter), and routes the client's
+// reports to it until the returned function is called.
+func (s *session) relayProgress(ctx context.Context, meta *mcp.Meta) (done func()) {
+	report := ask.ReporterOf(ctx)
+	if report == nil {
+		return func() {}
+	}
+	s.mu.Lock()
+	s.reportsSeen++
+	token := fmt.Sprintf("mcpvisor-ask-%d", s.reportsSeen)
+	if s.reporters == nil {
+		s.reporters = map[string]ask.Reporter{}
+	}
+	s.reporters[token] = report
+	s.mu.Unlock()
+	m := maps.Clone(*meta)
+	if m == nil {
+		m = mcp.Meta{}
+	}
+	m["progressToken"] = token
+	*meta = m
+	return func() {
+		s.mu.Lock()
+		delete(s.reporters, token)
+		s.mu.Unlock()
+	}
+}
+
+// clientProgress relays a client's progress report on a request the
+// gateway sent it to the server that asked; reports under other tokens are
+// not the gateway's business and are dropped.
+func (ep *endpoint) clientProgress(ctx context.Context, req *mcp.ProgressNotificationServerRequest) {
+	token, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	s := ep.g.clients.session(ep, req.Session)
+	s.mu.Lock()
+	report := s.reporters[token]
+	s.mu.Unlock()
+	if report != nil {
+		report(ctx, req.Params.Progress, req.Params.Total, req.Params.Message)
 	}
 }

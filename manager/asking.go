@@ -129,7 +129,7 @@ func (s *supervisor) answering(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch r := req.(type) {
 		case *mcp.ElicitRequest:
-			res, err := s.elicit(ctx, r.Params)
+			res, err := s.elicit(reporting(ctx, r.Session, r.Params), r.Params)
 			if err != nil {
 				return nil, err
 			}
@@ -143,6 +143,18 @@ func (s *supervisor) answering(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// reporting gives the answerers of a request that asked for progress (it
+// carries a progress token) a way to send it back to the server.
+func reporting(ctx context.Context, cs *mcp.ClientSession, p interface{ GetProgressToken() any }) context.Context {
+	token := p.GetProgressToken()
+	if token == nil || cs == nil {
+		return ctx
+	}
+	return ask.WithReporter(ctx, func(ctx context.Context, progress, total float64, message string) {
+		_ = cs.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
+	})
 }
 
 // elicitationTime is the least an elicitation may wait for its answer: a

@@ -289,13 +289,13 @@ func (m *Manager) newClient(s *supervisor) (*mcp.Client, ask.Kind) {
 	if offers&ask.Elicitation != 0 {
 		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
 		opts.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return s.elicit(ctx, r.Params)
+			return s.elicit(reporting(ctx, r.Session, r.Params), r.Params)
 		}
 	}
 	if offers&ask.Sampling != 0 {
 		caps.Sampling = &mcp.SamplingCapabilities{} // plain text sampling: no tools
 		opts.CreateMessageWithToolsHandler = func(ctx context.Context, r *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-			return s.sample(ctx, r.Params)
+			return s.sample(reporting(ctx, r.Session, r.Params), r.Params)
 		}
 	}
 	if offers&ask.Roots != 0 {

@@ -48,7 +48,8 @@
 //	--grandchild-holds-stdout   the grandchild inherits stdout (implies --spawn-grandchild)
 //	--record=FILE               append one line per received message: "initialize id=1",
 //	                            "notifications/initialized", "tools/call id=3",
-//	                            "notifications/cancelled requestId=3"
+//	                            "notifications/cancelled requestId=3",
+//	                            "notifications/progress progressToken=\"t\" progress=0.5"
 //	--ask                       add tools ask {method, params} (sends that request to
 //	                            the client, answers {"result"|"error"} as JSON text)
 //	                            and capabilities (the client's, from initialize)

@@ -441,6 +441,13 @@ func (s *server) recordMessage(m *message) {
 		}
 		_ = json.Unmarshal(m.Params, &p)
 		s.recordLine(m.Method + " requestId=" + compact(p.RequestID))
+	case m.Method == "notifications/progress":
+		var p struct {
+			Token    json.RawMessage `json:"progressToken"`
+			Progress float64         `json:"progress"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		s.recordLine(fmt.Sprintf("%s progressToken=%s progress=%g", m.Method, compact(p.Token), p.Progress))
 	case len(m.ID) > 0:
 		s.recordLine(m.Method + " id=" + compact(m.ID))
 	default:

@@ -101,3 +101,22 @@ func Mode(p *mcp.ElicitParams) string {
 	}
 	return "form"
 }
+
+// A Reporter sends the server progress on the request it asked: a
+// client answering a long question (a form, a completion) may report
+// progress, which goes back to the server under the request's own token.
+type Reporter func(ctx context.Context, progress, total float64, message string)
+
+type reporterKey struct{}
+
+// WithReporter returns ctx carrying r, for the answerers of one request.
+func WithReporter(ctx context.Context, r Reporter) context.Context {
+	return context.WithValue(ctx, reporterKey{}, r)
+}
+
+// ReporterOf is the Reporter of the request ctx belongs to, or nil when
+// the server asked for no progress.
+func ReporterOf(ctx context.Context) Reporter {
+	r, _ := ctx.Value(reporterKey{}).(Reporter)
+	return r
+}
