@@ -64,8 +64,11 @@ func safeJSON(b []byte) error {
 	if err := json.Unmarshal(canon, &doc); err != nil {
 		return &UnsafeError{"not JSON: " + err.Error()}
 	}
-	w := walker{root: doc, nodes: map[string]any{}}
+	w := walker{root: doc, nodes: map[string]any{}, base: &url.URL{}}
 	if err := w.index(doc, "#", 0); err != nil {
+		return err
+	}
+	if err := w.checkRefs(); err != nil {
 		return err
 	}
 	state := map[string]int{}                                // 1: on the current path, 2: done
@@ -80,6 +83,62 @@ func safeJSON(b []byte) error {
 type walker struct {
 	root  any
 	nodes map[string]any // every object in the document, by JSON pointer
+	base  *url.URL       // the document's URI: its root $id, else empty
+}
+
+// checkRefs sets the document's base URI and refuses what the loop check
+// cannot follow: an $id below the root (references inside would resolve
+// against it) and a reference that is neither in this document nor
+// absolute (a relative one such as "//" or "?x" may resolve back to the
+// document itself). Tool schemas use "#/$defs/…" references.
+func (w *walker) checkRefs() error {
+	if root, ok := w.root.(map[string]any); ok {
+		if id, ok := root["$id"].(string); ok {
+			u, err := url.Parse(id)
+			if err != nil {
+				return &UnsafeError{fmt.Sprintf("$id %q is not a URI", id)}
+			}
+			u.Fragment, u.RawFragment = "", ""
+			w.base = u
+		}
+	}
+	for _, path := range slices.Sorted(maps.Keys(w.nodes)) {
+		node, _ := w.nodes[path].(map[string]any)
+		if _, ok := node["$id"]; ok && path != "#" {
+			return &UnsafeError{fmt.Sprintf("an $id inside the schema (at %s): references relative to it cannot be checked", path)}
+		}
+		for _, k := range []string{"$ref", "$dynamicRef", "$recursiveRef"} {
+			ref, ok := node[k].(string)
+			if !ok {
+				continue
+			}
+			if _, local := w.fragment(ref); local {
+				continue
+			}
+			if u, err := url.Parse(ref); err == nil && u.Scheme != "" && u.Host != "" {
+				continue // another document: the validator does not load it, and says so
+			}
+			return &UnsafeError{fmt.Sprintf("%s %q at %s is a relative reference; only references within the schema (\"#/$defs/…\") or to absolute URIs can be checked", k, ref, path)}
+		}
+	}
+	return nil
+}
+
+// fragment returns the fragment of ref (without "#", unescaped) when ref
+// points into this document, resolved against its base URI as the
+// validator resolves it.
+func (w *walker) fragment(ref string) (string, bool) {
+	u, err := url.Parse(ref)
+	if err != nil {
+		return "", false
+	}
+	r := w.base.ResolveReference(u)
+	frag := r.Fragment
+	r.Fragment, r.RawFragment = "", ""
+	if r.String() != w.base.String() {
+		return "", false
+	}
+	return frag, true
 }
 
 // index records every object under v and enforces the bounds.
@@ -165,15 +224,13 @@ func (w *walker) inPlace(path string) []string {
 	return out
 }
 
-// resolve maps a local reference ("#", "#/$defs/a") to the pointer of an
-// object in the document. Other references are the validator's business:
-// it refuses what it cannot load.
+// resolve maps a reference into this document ("#", "#/$defs/a", or one
+// that resolves to the document's own URI) to the pointer of an object in
+// it. Other references are the validator's business: it refuses what it
+// cannot load.
 func (w *walker) resolve(ref string) (string, bool) {
-	if !strings.HasPrefix(ref, "#") {
-		return "", false
-	}
-	frag, err := url.PathUnescape(ref[1:])
-	if err != nil {
+	frag, local := w.fragment(ref)
+	if !local {
 		return "", false
 	}
 	if frag == "" {

@@ -33,6 +33,15 @@ func TestUnsafeSchemasAreRefused(t *testing.T) {
 		{"through dependentSchemas", `{"type":"object","dependentSchemas":{"a":{"$ref":"#"}}}`,
 			"reference loop that never consumes data: # → #/dependentSchemas/a → #"},
 		{"through $dynamicRef", `{"type":"object","$dynamicRef":"#"}`, "reference loop that never consumes data: # → #"},
+		// A network-path reference with no host resolves to the document
+		// itself (found by fuzzing: it crashed the host).
+		{"through an empty authority", `{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"allOf":[{"$ref":"//"}]}},"$ref":"#/$defs/a"}`,
+			"reference loop that never consumes data: # → #/$defs/a → #/$defs/b → #/$defs/b/allOf/0 → #"},
+		{"through the document's own $id", `{"$id":"https://example.com/s","allOf":[{"$ref":"https://example.com/s#"}]}`,
+			"reference loop that never consumes data: # → #/allOf/0 → #"},
+		{"a relative reference", `{"allOf":[{"$ref":"?x"}]}`, `$ref "?x" at #/allOf/0 is a relative reference; only references within the schema ("#/$defs/…") or to absolute URIs can be checked`},
+		{"an $id inside", `{"$defs":{"a":{"$id":"a","allOf":[{"$ref":"a"}]}},"$ref":"#/$defs/a"}`,
+			"an $id inside the schema (at #/$defs/a): references relative to it cannot be checked"},
 		{"nested too deep", `{"type":"object","properties":{"a":` + strings.Repeat(`{"type":"array","items":`, 70) + `{}` + strings.Repeat(`}`, 70) + `}}`,
 			"nested deeper than 64 levels"},
 	}
