@@ -150,7 +150,7 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 			g.clients.connected(ep, req.Session)
 		},
 		ProgressNotificationHandler: ep.clientProgress,
-		KeepAlive: g.opts.KeepAlive,
+		KeepAlive:                   g.opts.KeepAlive,
 	}
 	if caps.Resources != nil && caps.Resources.Subscribe {
 		// The SDK declares subscriptions whenever it has the handlers.
