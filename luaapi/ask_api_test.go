@@ -58,18 +58,6 @@ func (s *askSpy) changed(t *testing.T) {
 	}
 }
 
-// unchanged requires that no RootsChanged is pending (the notifier runs
-// right after the loop pokes it; the chunk that changed nothing has
-// returned by the time this is called).
-func (s *askSpy) unchanged(t *testing.T) {
-	t.Helper()
-	select {
-	case <-s.rootsChanged:
-		t.Fatal("the manager was told of a change of roots that changed nothing")
-	case <-time.After(50 * time.Millisecond):
-	}
-}
-
 // fakePrompter answers every elicitation with answer and records who asked.
 type fakePrompter struct {
 	answer *mcp.ElicitResult
@@ -411,8 +399,9 @@ func TestMcpRoots(t *testing.T) {
 	spy.changed(t)
 	require.Equal(t, `[{"uri":"file:///home/me/project"},{"name":"srv","uri":"file://localhost/srv"}]`,
 		r.one(t, `return json.encode(mcp_roots())`))
+	pokes := luaapi.RootsPokes(r.Runtime)
 	r.run(t, `mcp_roots{"file:///home/me/project", {uri = "file://localhost/srv", name = "srv"}}`)
-	spy.unchanged(t)
+	require.Equal(t, pokes, luaapi.RootsPokes(r.Runtime), "the same roots again are no change")
 
 	for _, tc := range []struct{ src, want string }{
 		{`mcp_roots{"/home/me"}`, `"/home/me" is a path; a root is a file:// URI: "file:///home/me"`},
@@ -429,7 +418,7 @@ func TestMcpRoots(t *testing.T) {
 	} {
 		require.Contains(t, r.fail(t, tc.src).Message, tc.want, tc.src)
 	}
-	spy.unchanged(t)
+	require.Equal(t, pokes, luaapi.RootsPokes(r.Runtime), "refused roots are no change")
 	require.Equal(t, "2", r.one(t, `return #mcp_roots()`), "a refused list changes nothing")
 }
 
@@ -465,10 +454,11 @@ func TestHandlersAndRootsFollowTheConfig(t *testing.T) {
 	require.Equal(t, "v2", sample())
 	require.Equal(t, "file:///two", r.one(t, `return mcp_roots()[1].uri`))
 
+	pokes := luaapi.RootsPokes(r.Runtime)
 	require.Error(t, load(`mcp_roots{"file:///three"} error("broken")`))
 	require.Equal(t, "v2", sample())
 	require.Equal(t, "file:///two", r.one(t, `return mcp_roots()[1].uri`))
-	spy.unchanged(t)
+	require.Equal(t, pokes, luaapi.RootsPokes(r.Runtime), "a broken config changes no roots")
 
 	require.NoError(t, load(`-- nothing`))
 	spy.changed(t)

@@ -2,6 +2,7 @@ package luaapi
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -76,6 +77,7 @@ func rootEntry(v lua.LValue) (*mcp.Root, error) {
 // is all a change needs (servers ask again for the whole list).
 type rootsNotifier struct {
 	to    Answering
+	poked atomic.Uint64 // pokes so far (tests read it)
 	pokes chan struct{} // capacity 1
 	stop  <-chan struct{}
 	done  chan struct{} // closed when the goroutine has exited
@@ -89,6 +91,7 @@ func startRootsNotifier(to Answering, stop <-chan struct{}) *rootsNotifier {
 
 // poke asks for one more RootsChanged; it never blocks.
 func (n *rootsNotifier) poke() {
+	n.poked.Add(1)
 	select {
 	case n.pokes <- struct{}{}:
 	default:

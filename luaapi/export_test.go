@@ -1,0 +1,5 @@
+package luaapi
+
+// RootsPokes is how many times the runtime has asked for the manager to be
+// told that the roots changed: a chunk that changes nothing must not.
+func RootsPokes(r *Runtime) uint64 { return r.rootsNote.poked.Load() }
