@@ -282,5 +282,15 @@ func (t *clientTable) list() []Client {
 
 func (t *clientTable) wait() { t.wg.Wait() }
 
+// labelOf is the label of ss's client, or "" if the gateway has not seen it.
+func (t *clientTable) labelOf(ss *mcp.ServerSession) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.bySession[ss]; ok {
+		return s.label
+	}
+	return ""
+}
+
 // Clients lists the connected clients, oldest first.
 func (g *Gateway) Clients() []Client { return g.clients.list() }

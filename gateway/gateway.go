@@ -132,7 +132,7 @@ func (g *Gateway) run(sub *events.Subscription) {
 			if !ok {
 				break
 			}
-			dirty = dirty || changesLists(e.Kind)
+			dirty = dirty || relists(e)
 			if e.Kind == events.KindNotification {
 				switch e.Text("method") {
 				case "notifications/message":
@@ -148,7 +148,15 @@ func (g *Gateway) run(sub *events.Subscription) {
 	}
 }
 
-// changesLists reports whether an event can change what the endpoints list.
+// relists reports whether an event can change what the endpoints list. A
+// client's own session of a per-client server changes none: the server's
+// own session lists its tools.
+func relists(e events.Event) bool {
+	return changesLists(e.Kind) && e.Text("client") == ""
+}
+
+// changesLists reports whether an event of kind k can change what the
+// endpoints list.
 func changesLists(k events.Kind) bool {
 	switch k {
 	case events.KindAdded, events.KindRemoved, events.KindConnected,

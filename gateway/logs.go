@@ -22,6 +22,9 @@ const logSendTimeout = 2 * time.Second
 type logEntry struct {
 	params  *mcp.LoggingMessageParams
 	servers []*mcp.Server
+	// client, if set, is the only client the message is for: it came from
+	// that client's own session of a per-client server.
+	client string
 }
 
 // forwardLog queues a server's log message (a notifications/message
@@ -40,7 +43,8 @@ func (g *Gateway) forwardLog(e events.Event) {
 	} else {
 		logger = e.Server + "/" + logger
 	}
-	entry := logEntry{params: &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(level), Logger: logger, Data: p["data"]}}
+	entry := logEntry{params: &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(level), Logger: logger, Data: p["data"]},
+		client: e.Text("client")}
 	for key, ep := range g.endpoints {
 		if key.sel == everything || key.sel == oneServer && key.name == e.Server {
 			entry.servers = append(entry.servers, ep.srv)
@@ -65,6 +69,9 @@ func (g *Gateway) deliverLogs() {
 		case e := <-g.logs:
 			for _, srv := range e.servers {
 				for ss := range srv.Sessions() {
+					if e.client != "" && g.clients.labelOf(ss) != e.client {
+						continue // another client's session said it
+					}
 					ctx, cancel := context.WithTimeout(g.ctx, logSendTimeout)
 					_ = ss.Log(ctx, e.params)
 					cancel()

@@ -52,3 +52,49 @@ func TestServerLogsFollowEachClientsLevel(t *testing.T) {
 		t.Fatal("fs's log message never reached its client")
 	}
 }
+
+// A log message from a client's own session of a per-client server is that
+// client's: no other client sees it.
+func TestClientSessionLogsStayWithTheirClient(t *testing.T) {
+	src := newFakeSource(t)
+	src.set("pc", stdio, "whoami")
+	g := newGateway(t, src)
+	mine, theirs := connect(t, g, everything, ""), connect(t, g, everything, "")
+	for _, c := range []*client{mine, theirs} {
+		require.NoError(t, c.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "debug"}))
+	}
+	label := g.clients.labelOf(mine.server)
+	require.NotEmpty(t, label)
+	say := func(data string, fields events.Fields) {
+		fields["method"] = "notifications/message"
+		fields["params"] = map[string]any{"level": "info", "data": data}
+		src.bus.Publish(events.KindNotification, "pc", fields)
+	}
+	say("mine only", events.Fields{"client": label})
+	say("everyone", events.Fields{})
+	next := func(c *client) any {
+		select {
+		case got := <-c.logs:
+			return got.Data
+		case <-time.After(5 * time.Second):
+			t.Fatal("no log message came")
+			return nil
+		}
+	}
+	require.Equal(t, "mine only", next(mine))
+	require.Equal(t, "everyone", next(mine))
+	// In order: the shared message came after the private one, so the other
+	// client would have had that first.
+	require.Equal(t, "everyone", next(theirs), "another client's session's log reached this client")
+}
+
+// A client's own session connecting or changing changes no list: the
+// gateway does not list the servers again for it (it would, for every
+// client's every session, on a busy per-client server).
+func TestClientSessionEventsDoNotRelist(t *testing.T) {
+	for _, k := range []events.Kind{events.KindConnected, events.KindToolsChanged, events.KindRemoved} {
+		require.True(t, relists(events.Event{Kind: k, Server: "pc"}), "%s of the server", k)
+		require.False(t, relists(events.Event{Kind: k, Server: "pc", Fields: events.Fields{"client": "someone (1)"}}), "%s of a client's session", k)
+	}
+	require.False(t, relists(events.Event{Kind: events.KindToolCall, Server: "pc"}))
+}

@@ -187,6 +187,7 @@ type client struct {
 	announce atomic.Int64  // notifications received
 	progress chan *mcp.ProgressNotificationParams
 	logs     chan *mcp.LoggingMessageParams
+	server   *mcp.ServerSession // the gateway's end of the session
 }
 
 func connect(t *testing.T, g *Gateway, sel selection, name string) *client {
@@ -197,7 +198,7 @@ func connect(t *testing.T, g *Gateway, sel selection, name string) *client {
 	ss, err := ep.srv.Connect(context.Background(), st, nil)
 	require.NoError(t, err)
 	c := &client{changed: make(chan struct{}, 100), logs: make(chan *mcp.LoggingMessageParams, 100),
-		progress: make(chan *mcp.ProgressNotificationParams, 100)}
+		progress: make(chan *mcp.ProgressNotificationParams, 100), server: ss}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { c.logs <- r.Params },
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
