@@ -10,19 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
-
-// inProcess serves srv to the manager through in-memory transports.
-type inProcess struct{ srv *mcp.Server }
-
-func (d *inProcess) Dial(ctx context.Context) (mcp.Transport, error) {
-	client, server := mcp.NewInMemoryTransports()
-	if _, err := d.srv.Connect(ctx, server, nil); err != nil {
-		return nil, err
-	}
-	return client, nil
-}
 
 // A client's resource subscription reaches the server behind the gateway,
 // the server's updates reach the client, on /mcp and on the server's own
@@ -47,7 +37,7 @@ func TestResourceSubscriptionsReachTheServer(t *testing.T) {
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "test://t/{id}", Name: "t"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "t"}}}, nil
 	})
-	r := newRig(t, map[string]manager.Spec{"sub": {Transport: manager.TransportInProcess, Dial: &inProcess{srv: srv}}}, gateway.HTTPOptions{})
+	r := newRig(t, map[string]manager.Spec{"sub": {Transport: manager.TransportInProcess, Dial: &testutil.InProcess{Server: srv}}}, gateway.HTTPOptions{})
 	r.wait("sub")
 
 	// A URI made from a template is subscribed at the server of the template.

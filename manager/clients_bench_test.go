@@ -117,7 +117,7 @@ func BenchmarkPerClientCalls(b *testing.B) {
 		}
 		w.until(name, events.KindConnected)
 	}
-	d := &demoInProcess{srv: demo.NewServer()}
+	d := &testutil.InProcess{Server: demo.NewServer()}
 	for name, spec := range map[string]manager.Spec{
 		"pcmem":     {Transport: manager.TransportInProcess, Dial: d, Session: manager.SessionPerClient},
 		"sharedmem": {Transport: manager.TransportInProcess, Dial: d},

@@ -6,31 +6,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/internal/demo"
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
-
-// demoInProcess is an in-process server: the demo server, connected
-// through in-memory transports on every dial.
-type demoInProcess struct{ srv *mcp.Server }
-
-func (d *demoInProcess) Dial(ctx context.Context) (mcp.Transport, error) {
-	client, server := mcp.NewInMemoryTransports()
-	if _, err := d.srv.Connect(ctx, server, nil); err != nil {
-		return nil, err
-	}
-	return client, nil
-}
 
 // An in-process server is reached through its own Dialer, never through
 // Options.Dial (which stands for processes and the network), and is used
 // like any other.
 func TestInProcessServer(t *testing.T) {
 	m := newManager(t, manager.Options{Dial: failingDial(errors.New("Options.Dial must not be used"))})
-	d := &demoInProcess{srv: demo.NewServer()}
+	d := &testutil.InProcess{Server: demo.NewServer()}
 	spec := manager.Spec{Transport: manager.TransportInProcess, Dial: d}
 	require.NoError(t, m.Add("inner", spec))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -44,13 +32,13 @@ func TestInProcessServer(t *testing.T) {
 
 	// Specs compare their Dialers by identity.
 	require.True(t, spec.Equal(manager.Spec{Transport: manager.TransportInProcess, Dial: d}))
-	require.False(t, spec.Equal(manager.Spec{Transport: manager.TransportInProcess, Dial: &demoInProcess{srv: d.srv}}))
+	require.False(t, spec.Equal(manager.Spec{Transport: manager.TransportInProcess, Dial: &testutil.InProcess{Server: d.Server}}))
 }
 
 func TestInProcessSpecProblems(t *testing.T) {
 	probs := manager.Spec{Transport: manager.TransportInProcess}.WithDefaults().Problems()
 	require.Equal(t, []string{"dial: an in-process server needs a Dialer"}, []string(probs))
-	probs = manager.Spec{Transport: manager.TransportStdio, Command: []string{"x"}, Dial: &demoInProcess{}}.WithDefaults().Problems()
+	probs = manager.Spec{Transport: manager.TransportStdio, Command: []string{"x"}, Dial: &testutil.InProcess{}}.WithDefaults().Problems()
 	require.Equal(t, []string{"dial: only an in-process server has a Dialer, this one is stdio"}, []string(probs))
 	require.ErrorContains(t, newManager(t, manager.Options{}).Add("x", manager.Spec{Transport: manager.TransportInProcess}), "needs a Dialer")
 }

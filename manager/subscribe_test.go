@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -56,7 +57,7 @@ func TestResourceSubscription(t *testing.T) {
 	m := newManager(t, manager.Options{})
 	tl := watch(t, m)
 	srv, subscribed, unsubscribed := subscribable(t)
-	require.NoError(t, m.Add("sub", manager.Spec{Transport: manager.TransportInProcess, Dial: &demoInProcess{srv: srv}}))
+	require.NoError(t, m.Add("sub", manager.Spec{Transport: manager.TransportInProcess, Dial: &testutil.InProcess{Server: srv}}))
 	waitState(t, m, "sub", manager.StateConnected)
 	require.NoError(t, m.Subscribe("sub", "test://r"))
 	require.Eventually(t, func() bool { return subscribed.Load() == 1 }, patience, 5*time.Millisecond)
