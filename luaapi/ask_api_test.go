@@ -142,7 +142,15 @@ func TestHandleElicitation(t *testing.T) {
 			name:    "content checked against the schema",
 			handler: `function() return {action = "accept", content = {age = -1}} end`,
 			params:  nameForm(),
-			wantErr: "content does not match the requested schema",
+			wantErr: "the answer does not fit the requested form: $.name: required property is missing",
+		},
+		{
+			// A server's form is untrusted: a reference loop must be refused
+			// before the validator follows it into a fatal stack overflow.
+			name:    "a form whose schema loops",
+			handler: `function() return {action = "accept", content = {a = 1}} end`,
+			params:  &mcp.ElicitParams{Message: "?", RequestedSchema: map[string]any{"allOf": []any{map[string]any{"$ref": "#"}}}},
+			wantErr: "reference loop that never consumes data",
 		},
 		{
 			name:    "unknown action",

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
@@ -15,24 +15,12 @@ import (
 // the request's own fields in snake_case, what they hold (a schema, a
 // message's content) as the server sent it.
 
-// elicitMode is the request's mode, inferred as the SDK does when the
-// server left it out.
-func elicitMode(p *mcp.ElicitParams) string {
-	switch {
-	case p.Mode != "":
-		return p.Mode
-	case p.URL != "" || p.ElicitationID != "":
-		return "url"
-	}
-	return "form"
-}
-
 // elicitTable is the req an elicitation handler gets: {mode, message,
 // requested_schema} for a form, {mode, message, url, elicitation_id} for
 // a URL.
 func elicitTable(L *lua.LState, p *mcp.ElicitParams) *lua.LTable {
 	t := L.CreateTable(0, 4)
-	t.RawSetString("mode", lua.LString(elicitMode(p)))
+	t.RawSetString("mode", lua.LString(ask.Mode(p)))
 	t.RawSetString("message", lua.LString(p.Message))
 	if p.RequestedSchema != nil {
 		if b, err := json.Marshal(p.RequestedSchema); err == nil {
@@ -46,7 +34,8 @@ func elicitTable(L *lua.LState, p *mcp.ElicitParams) *lua.LTable {
 
 // elicitResult reads an elicitation handler's answer, {action = "accept" |
 // "decline" | "cancel", content = {…}}, checking accepted content against
-// the requested schema here, where the error can say so plainly.
+// the requested schema here (as the manager does before sending), where
+// the error can say so plainly to the handler's author.
 func elicitResult(v lua.LValue, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	t, ok := v.(*lua.LTable)
 	if !ok {
@@ -83,10 +72,8 @@ func elicitResult(v lua.LValue, p *mcp.ElicitParams) (*mcp.ElicitResult, error) 
 		return nil, err
 	}
 	res.Content = obj
-	if elicitMode(p) == "form" && p.RequestedSchema != nil {
-		if err := checkAgainstSchema(obj, p.RequestedSchema); err != nil {
-			return nil, err
-		}
+	if err := ask.CheckElicitation(p, res); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -116,26 +103,6 @@ func contentObject(v lua.LValue) (map[string]any, error) {
 		}
 	}
 	return obj, nil
-}
-
-// checkAgainstSchema validates content against the requested schema.
-func checkAgainstSchema(content map[string]any, schema any) error {
-	b, err := json.Marshal(schema)
-	if err != nil {
-		return nil // the manager checks it again; nothing to say here
-	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil
-	}
-	resolved, err := s.Resolve(nil)
-	if err != nil {
-		return nil
-	}
-	if err := resolved.Validate(content); err != nil {
-		return fmt.Errorf("content does not match the requested schema: %v", err)
-	}
-	return nil
 }
 
 // samplingRenames are the request's top-level fields as sampling handlers
