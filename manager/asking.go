@@ -167,13 +167,17 @@ func (s *supervisor) elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.Elic
 	ctx, cancel := context.WithTimeout(ctx, max(s.spec.Timeouts.Request, elicitationTime))
 	defer cancel()
 	var res *mcp.ElicitResult
-	by, err := ask.First(s.candidates(ctx), ask.Elicitation, func(c ask.Candidate) (err error) {
-		res, err = c.Answerer.Elicit(ctx, s.from(c), p)
-		if err == nil {
-			err = ask.CheckElicitation(p, res)
-		}
-		return err
-	})
+	var by ask.Candidate
+	err := ask.CheckForm(p) // before anyone, or any validator, sees it
+	if err == nil {
+		by, err = ask.First(s.candidates(ctx), ask.Elicitation, func(c ask.Candidate) (err error) {
+			res, err = c.Answerer.Elicit(ctx, s.from(c), p)
+			if err == nil {
+				err = ask.CheckElicitation(p, res)
+			}
+			return err
+		})
+	}
 	mode := ask.Mode(p)
 	if err == nil && mode == "url" && res.Content != nil {
 		// A URL's answer carries no content: what the person typed stays

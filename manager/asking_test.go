@@ -313,3 +313,22 @@ func TestTwoClientsInFlightAreNotAsked(t *testing.T) {
 	require.Equal(t, map[string]any{"name": "from host"}, r.Result["content"])
 	require.NoError(t, <-slow)
 }
+
+// A form whose schema refers to itself is asked of nobody: a client's
+// validator would follow the loop until the process died. The server gets
+// an error saying why.
+func TestLoopingFormIsAskedOfNobody(t *testing.T) {
+	m, _ := procManager(t)
+	var asked bool
+	m.SetAnswerer(&answerer{offers: ask.Elicitation, elicit: func(context.Context, ask.From, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		asked = true
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}})
+	require.NoError(t, m.Add("a", asker(t, nil)))
+	r := askVia(t, m, manager.CallOptions{}, "elicitation/create", map[string]any{
+		"message": "?", "requestedSchema": map[string]any{"type": "object", "allOf": []any{map[string]any{"$ref": "#"}}}})
+	require.NotNil(t, r.Error)
+	require.Contains(t, r.Error.Message, "the requested form cannot be used")
+	require.Contains(t, r.Error.Message, "reference loop")
+	require.False(t, asked, "the form reached an answerer")
+}

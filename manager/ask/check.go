@@ -8,6 +8,21 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// CheckForm reports why a form elicitation's requested schema cannot be
+// used, or nil: it comes from the server, and a schema that refers to
+// itself without consuming data would send any validator (the go-sdk's,
+// in whichever client or server session checks the answer) into a fatal
+// stack overflow. Nobody is asked such a form.
+func CheckForm(p *mcp.ElicitParams) error {
+	if Mode(p) != "form" || p.RequestedSchema == nil {
+		return nil
+	}
+	if err := argschema.Safe(p.RequestedSchema); err != nil {
+		return fmt.Errorf("the requested form cannot be used: %w", err)
+	}
+	return nil
+}
+
 // CheckElicitation reports what is wrong with an answer to an elicitation
 // request, or nil: an action of accept, decline or cancel, and, for an
 // accepted form, content that satisfies the requested schema (each
