@@ -66,6 +66,9 @@ func (r *Runtime) Complete(ctx context.Context, line string, pos int) (suffixes 
 // onLoop runs f on the loop and returns its result, or nil if ctx ends or
 // the runtime closes first (f may then still run; its result is dropped).
 func (r *Runtime) onLoop(ctx context.Context, f func() []string) []string {
+	if ctx.Err() != nil {
+		return nil // a select with both ready would pick either
+	}
 	ch := make(chan []string, 1)
 	select {
 	case r.work <- func() { ch <- f() }:
