@@ -62,6 +62,23 @@
 // gives it a session of its own, which ReleaseClient frees when the
 // client's session ends.
 //
+// # Clients that leave, and bounds
+//
+// A call ends when its client can no longer take the answer: the client
+// cancels it, ends its session (DELETE, which answers the call with a
+// JSON-RPC error first), closes the HTTP request carrying it, or loses
+// the stream of its SSE session; the upstream request is cancelled then.
+// Sessions are capped (Options.MaxSessions: initialize is refused beyond
+// it, an open session is never closed to make room) and an HTTP session
+// idle for HTTPOptions.SessionTimeout is closed; one client's requests in
+// flight upstream are capped (Options.MaxClientCalls), however it sends
+// them. Over HTTP the guard checks Host (on loopback), Origin and the
+// token before anything answers; a peer that keeps sending wrong tokens
+// is shut out for longer and longer; connections are capped, more
+// tightly before they authenticate, and request headers, bodies and idle
+// connections have deadlines. Shutdown lets calls in flight finish within
+// a grace, then answers the rest with an error.
+//
 // # Concurrency
 //
 // One goroutine (run) owns the endpoints and the namers: it follows the
@@ -77,5 +94,12 @@
 // upstream on a goroutine of its own, counted among its session's calls.
 // Each client session has a watcher that, when the session ends, cancels
 // its calls, waits for them to return, publishes client_disconnected and
-// calls ReleaseClient, once. Close stops them all and waits.
+// calls ReleaseClient, once. A call counts among its session's calls until
+// its answer has been written (the go-sdk ends the request's context
+// then), so that Shutdown, which waits for them, closes a session only
+// after its answers went out. The HTTP layer keeps, for the calls, the
+// context of the request carrying each (a token in a header the go-sdk
+// hands to handlers) and of each SSE session's stream (a context value);
+// the wrong-token table and the connection counts each have a mutex of
+// their own. Close stops everything and waits.
 package gateway

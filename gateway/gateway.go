@@ -31,7 +31,23 @@ type Options struct {
 	// KeepAlive, if set, pings each client at this interval and closes a
 	// session that stops answering.
 	KeepAlive time.Duration
+	// MaxSessions caps the client sessions open at once, over every
+	// transport; an initialize beyond it is refused with a *LimitError
+	// (no session is closed to make room). If zero, DefaultMaxSessions.
+	MaxSessions int
+	// MaxClientCalls caps the requests one client session has in flight
+	// upstream (calls, prompts, resource reads), however it sends them
+	// (one at a time or a JSON-RPC batch); one beyond it is refused with
+	// a *LimitError. If zero, DefaultMaxClientCalls; less than zero, no
+	// cap.
+	MaxClientCalls int
 }
+
+// DefaultMaxSessions is Options.MaxSessions when zero.
+const DefaultMaxSessions = 1000
+
+// DefaultMaxClientCalls is Options.MaxClientCalls when zero.
+const DefaultMaxClientCalls = 64
 
 // Gateway serves the servers a Source keeps connected to MCP clients:
 // everything on /mcp under prefixed names, each server on its own endpoint
@@ -44,6 +60,7 @@ type Gateway struct {
 	log     *slog.Logger
 	bus     *events.Bus
 	clients clientTable
+	lives   requestLives
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -85,6 +102,15 @@ func New(opts Options) *Gateway {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	switch {
+	case opts.MaxClientCalls == 0:
+		opts.MaxClientCalls = DefaultMaxClientCalls
+	case opts.MaxClientCalls < 0:
+		opts.MaxClientCalls = 0 // session.begin: no bound
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{src: opts.Source, opts: opts, log: opts.Logger, bus: opts.Source.Bus(),
@@ -288,9 +314,61 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClo
 	return err
 }
 
-// Close ends every client session and stops following the source. HTTP
-// listeners are closed by their owners (Serve's context).
+// Shutdown ends every client session gracefully: from now on new
+// sessions and new calls are refused with ErrShuttingDown, the calls in
+// flight may finish until ctx is done, then those still running are
+// cancelled upstream and answered with an error saying mcpvisor is
+// shutting down, and every session is closed. It returns when they are,
+// with ctx's error if the grace ran out. Close the gateway afterwards;
+// stop HTTP listeners from accepting (HTTPServer.Close) first.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	sessions := g.clients.drain()
+	var idle []<-chan struct{}
+	for _, s := range sessions {
+		idle = append(idle, s.drain())
+	}
+	var err error
+	for _, ch := range idle {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err != nil {
+		for _, s := range sessions {
+			s.cancel(ErrShuttingDown)
+		}
+		for _, ch := range idle {
+			<-ch // cancelled calls return at once
+		}
+	}
+	// The answers are written; the HTTP requests carrying them end once
+	// sent. Then the sessions' streams end.
+	wait := time.NewTimer(deleteWait)
+	defer wait.Stop()
+	for _, s := range sessions {
+		select {
+		case <-s.served():
+		case <-wait.C:
+		}
+	}
+	for _, s := range sessions {
+		_ = s.ss.Close()
+	}
+	return err
+}
+
+// Close ends every client session at once (cancelling their calls, as
+// Shutdown does when its grace is over) and stops following the source.
+// HTTP listeners are closed by their owners.
 func (g *Gateway) Close() {
+	over, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = g.Shutdown(over)
 	g.cancel()
 	<-g.done
 	<-g.logsDone

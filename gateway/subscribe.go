@@ -26,8 +26,8 @@ func (ep *endpoint) subscribe(_ context.Context, req *mcp.SubscribeRequest) erro
 	s := ep.g.clients.session(ep, req.Session)
 	// Counted as a call, so that the session's end waits for it and then
 	// drops what it took.
-	if !s.begin() {
-		return errClientGone
+	if err := s.begin(); err != nil {
+		return err
 	}
 	defer s.done()
 	server, err := ep.resourceServer(req.Params.URI)
