@@ -29,8 +29,13 @@ import (
 //go:embed default_startup.lua
 var defaultStartup string
 
-// shutdownGrace bounds a graceful shutdown; a second signal forces exit.
+// shutdownGrace bounds the servers' part of a graceful shutdown; a
+// second signal forces exit.
 const shutdownGrace = 10 * time.Second
+
+// defaultShutdownGrace is --shutdown-grace: how long the gateway's calls
+// in flight may finish before the servers stop.
+const defaultShutdownGrace = 10 * time.Second
 
 // host is one running mcpvisor: the bus, the manager, the Lua runtime and
 // the log subscriber.
@@ -162,6 +167,8 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 		hudAPI = h.hud
 	}
 	h.gateway.h = h
+	h.gateway.opts = gatewayOptions{maxSessions: cfg.maxSessions, maxClientCalls: cfg.maxClientCalls,
+		sessionIdle: cfg.sessionIdle, grace: cfg.shutdownGrace}
 	opts := luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts"), Logger: logger, HUD: hudAPI,
 		Gateway: gatewayAPI{&h.gateway}}
 	if prompter != nil { // a nil *terminalPrompter is not a nil Prompter
