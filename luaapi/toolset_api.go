@@ -31,9 +31,11 @@ type toolsetEntry struct {
 // toolset the gateway serves at /toolsets/NAME/mcp: the tools whose
 // "server.tool" matches an include pattern (every tool if there is none)
 // and no exclude pattern, or those the function returns true for (it gets
-// the table mcp_tools gives for one tool). In the config file it takes
-// effect once the whole file has run and goes with a reload that no longer
-// declares it; elsewhere at once.
+// the table mcp_tools gives for one tool, and is asked about every tool on
+// the loop whenever the tools or the toolset change; the gateway serves
+// its last answer). In the config file it takes effect once the whole file
+// has run and goes with a reload that no longer declares it; elsewhere at
+// once.
 func (r *Runtime) luaToolset(L *lua.LState) int {
 	const fname = "mcp_toolset"
 	name := L.CheckString(1)
