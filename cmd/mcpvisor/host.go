@@ -261,7 +261,7 @@ func (h *host) shutdown() error {
 }
 
 // startupSource reads the config: -c FILE, else ./startup.lua, else the
-// built-in default.
+// user's config (userConfigPath), else the built-in default.
 // configHint is the config file that commands the host suggests must
 // name: "" for the default (./startup.lua).
 func configHint(file string) string {
@@ -277,6 +277,13 @@ func startupSource(file string) (path, src string, err error) {
 			return "startup.lua", string(b), nil
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return "", "", fmt.Errorf("read startup.lua: %w", err)
+		}
+		if user, err := userConfigPath(); err == nil {
+			if b, err := os.ReadFile(user); err == nil {
+				return user, string(b), nil
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return "", "", fmt.Errorf("read config: %w", err)
+			}
 		}
 		return "startup.lua", defaultStartup, nil
 	}
