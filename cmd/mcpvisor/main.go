@@ -35,6 +35,11 @@ Usage:
                            windsurf, codex): see mcpvisor connect --help
   mcpvisor disconnect CLIENT
                            take it out again
+  mcpvisor status           show the servers and clients of your running
+                           mcpvisor (also: ls); --addr ADDR for a gateway
+                           elsewhere
+  mcpvisor reconnect|enable|disable NAME
+                           act on a server of your running mcpvisor
   mcpvisor check [-c FILE]  evaluate and validate the config without starting
                            anything; print the servers it declares and what
                            would keep each from starting here (a program not
@@ -171,6 +176,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runInit(args[1:], stdin, stdout, stderr)
 		case "connect", "disconnect":
 			return runConnect(args[0], args[1:], stdin, stdout, stderr)
+		case "status", "ls", "reconnect", "enable", "disable":
+			return runControl(args[0], args[1:], stdout, stderr)
 		case "login":
 			return runLogin(args[1:], stdout, stderr)
 		case "logout":
