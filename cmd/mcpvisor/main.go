@@ -40,6 +40,9 @@ Usage:
                            elsewhere
   mcpvisor reconnect|enable|disable NAME
                            act on a server of your running mcpvisor
+  mcpvisor service install [--http ADDR]
+                           run serve --http at login: a systemd user unit
+                           or a launchd agent (uninstall takes it out)
   mcpvisor check [-c FILE]  evaluate and validate the config without starting
                            anything; print the servers it declares and what
                            would keep each from starting here (a program not
@@ -176,6 +179,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runInit(args[1:], stdin, stdout, stderr)
 		case "connect", "disconnect":
 			return runConnect(args[0], args[1:], stdin, stdout, stderr)
+		case "service":
+			return runService(args[1:], stdin, stdout, stderr)
 		case "status", "ls", "reconnect", "enable", "disable":
 			return runControl(args[0], args[1:], stdout, stderr)
 		case "login":
