@@ -186,4 +186,3 @@ func serviceAction(verb, addr, file string, ask *confirmer, out io.Writer) error
 		svc.path, svc.start, addr, addr)
 	return nil
 }
-
