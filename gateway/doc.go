@@ -21,7 +21,7 @@
 // name is stable while its tool is listed, whatever other servers do; two
 // tools that would share a name both stay (a name_collision event says
 // so). A server's spec may choose its prefix, hide tools and rename them
-// (manager.Expose). Prompts are named the same way; resources keep their
+// (expose.Rules, declared with each server). Prompts are named the same way; resources keep their
 // URIs.
 //
 // # Calls

@@ -10,9 +10,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/mcpvisor/mcpvisor/internal/expose"
+	"github.com/mcpvisor/mcpvisor/manager"
 )
 
 // defaultToolServer is the server name of mcp_tool tools declared without
@@ -136,7 +138,7 @@ func checkToolName(name string) error {
 	switch {
 	case name == "" || len(name) > 64:
 		return fmt.Errorf("tool name must be 1 to 64 characters, got %q", name)
-	case !manager.ValidExposedName(name):
+	case !expose.ValidName(name):
 		return fmt.Errorf("tool name %q may hold only letters, digits, '_' and '-'", name)
 	}
 	return nil

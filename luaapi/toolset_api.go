@@ -7,9 +7,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/events"
-	"github.com/mcpvisor/mcpvisor/manager"
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/expose"
+	"github.com/mcpvisor/mcpvisor/manager"
 )
 
 // FilterTimeout bounds how long a toolset's Lua filter may take to answer
@@ -91,7 +93,7 @@ func checkToolsetName(name string) error {
 		return fmt.Errorf("toolset name must be 1 to 64 characters, got %q", name)
 	}
 	for _, c := range name {
-		if !manager.ExposableRune(c) && c != '.' {
+		if !expose.Rune(c) && c != '.' {
 			return fmt.Errorf("toolset name %q may hold only letters, digits, '_', '-' and '.' (it is served at /toolsets/NAME/mcp)", name)
 		}
 	}
