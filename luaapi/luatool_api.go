@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/internal/expose"
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/argschema"
 )
 
 // defaultToolServer is the server name of mcp_tool tools declared without
@@ -244,8 +245,10 @@ func (s *luaServer) handler(tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args map[string]any
 		if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
-			if err := json.Unmarshal(raw, &args); err != nil {
-				return toolError(fmt.Sprintf("tool %s.%s: arguments must be a JSON object: %v", s.name, tool, err)), nil
+			var v any
+			err := json.Unmarshal(raw, &v)
+			if args, _ = v.(map[string]any); err != nil || args == nil {
+				return toolError(fmt.Sprintf("tool %s.%s: arguments must be a JSON object, got %s", s.name, tool, argschema.Describe(v))), nil
 			}
 		}
 		if args == nil {
