@@ -59,6 +59,9 @@ func (t *clientSessions) forClient(client, op string) (*supervisor, error) {
 		// client refused, and another client's name is not its business
 		// (a name is chosen by its client, and may say anything).
 		held := fmt.Sprintf("all %d client sessions (max_sessions = %d) are held by other clients", t.max, t.max)
+		if t.max == 1 {
+			held = "its one client session (max_sessions = 1) is held by another client"
+		}
 		if closing > 0 {
 			held += fmt.Sprintf(", %d of them closing", closing)
 		}
