@@ -33,12 +33,12 @@ func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, serve
 	if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
 		var v any
 		if err := json.Unmarshal(raw, &v); err != nil {
-			return errorResult(fmt.Sprintf("%s: the arguments are not valid JSON. Retrying the same arguments will not help.", op))
+			return errorResult(fmt.Sprintf("%s: %s: the arguments are not valid JSON. Retrying the same arguments will not help.", manager.CodeInvalidArguments, op))
 		}
 		var ok bool
 		if args, ok = v.(map[string]any); !ok {
-			return errorResult(fmt.Sprintf("%s: arguments must be a JSON object of named arguments, got %s. Retrying with the same arguments will not help; send an object.",
-				op, argschema.Describe(v)))
+			return errorResult(fmt.Sprintf("%s: %s: arguments must be a JSON object of named arguments, got %s. Retrying with the same arguments will not help; send an object.",
+				manager.CodeInvalidArguments, op, argschema.Describe(v)))
 		}
 	}
 	if req.Session == nil {

@@ -64,7 +64,7 @@ func TestErrorTextsArePlainWords(t *testing.T) {
 		{"an object", "demo__add", map[string]any{"a": map[string]any{}, "b": 1}, "demo", `tools/call "add"`,
 			[]string{"$.a: must be integer, got object {}"}},
 		{"arguments as a string", "demo__add", "not an object", "demo", `tools/call "add"`,
-			[]string{`arguments must be a JSON object of named arguments, got string "not an object"`}},
+			[]string{"INVALID_ARGUMENTS: ", `arguments must be a JSON object of named arguments, got string "not an object"`}},
 		{"an integer beyond what a JSON number holds", "demo__add", map[string]any{"a": 1e300, "b": 1}, "demo", `tools/call "add"`,
 			[]string{"$.a: must be integer, got number 1e+300"}},
 		{"a disabled server", "off__echo", map[string]any{"text": "x"}, "off", `tools/call "echo"`,
