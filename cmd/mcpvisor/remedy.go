@@ -28,12 +28,15 @@ func checkCommand(config string) string {
 	return "mcpvisor check -c " + shellWord(config)
 }
 
-// cliRemedy says a remedy as a shell user acts on it: the command to run.
-// It is "" for the remedies the command line has no command for (a
-// reconnect, an enable: those are the REPL's, and the Lua user's words
-// say them), and for none.
+// cliRemedy says a remedy as a shell user acts on it: the command to run
+// (reconnect and enable act on the running instance). It is "" for the
+// remedies the command line has no command for, and for none.
 func cliRemedy(r manager.Remedy, config string) string {
 	switch r.Kind {
+	case manager.RemedyEnable:
+		return "enable it with `mcpvisor enable " + shellWord(r.Server) + "`"
+	case manager.RemedyReconnect:
+		return "reconnect it with `mcpvisor reconnect " + shellWord(r.Server) + "`"
 	case manager.RemedyLogin:
 		return "log in with `" + loginCommand(config, r.Server) + "`"
 	case manager.RemedyFixDeclaration:
