@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/argschema"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 )
 
@@ -33,8 +34,14 @@ func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, serve
 	op := fmt.Sprintf("server %q: tools/call %q", server, tool)
 	var args map[string]any
 	if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &args); err != nil {
-			return errorResult(fmt.Sprintf("%s: arguments must be a JSON object: %v", op, err)), nil
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return errorResult(fmt.Sprintf("%s: %s: the arguments are not valid JSON. Retrying the same arguments will not help.", manager.CodeInvalidArguments, op)), nil
+		}
+		var ok bool
+		if args, ok = v.(map[string]any); !ok {
+			return errorResult(fmt.Sprintf("%s: %s: arguments must be a JSON object of named arguments, got %s. Retrying with the same arguments will not help; send an object.",
+				manager.CodeInvalidArguments, op, argschema.Describe(v))), nil
 		}
 	}
 	if req.Session == nil {
@@ -47,7 +54,7 @@ func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, serve
 		return ep.g.roundTrip(ctx, req, s, c, op), nil
 	}
 	if err := s.begin(); err != nil {
-		return errorResult(op + ": " + err.Error()), nil
+		return errorResult(errorText(fmt.Errorf("%s: %w", op, err))), nil
 	}
 	// Counted until the answer has gone out (see session.done).
 	defer context.AfterFunc(ctx, s.done)
@@ -97,22 +104,12 @@ func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall, a ask.An
 	}
 	if err != nil {
 		if errors.Is(context.Cause(ctx), ErrShuttingDown) {
-			return errorResult(c.op + ": " + ErrShuttingDown.Error() + ": the call did not finish within the shutdown grace and was cancelled upstream")
+			return errorResult(c.op + ": " + ErrShuttingDown.Error() + ": the call did not finish within the shutdown grace and was cancelled upstream. " +
+				"It may or may not have done its work; retrying once mcpvisor is back may succeed.")
 		}
 		return errorResult(errorText(err))
 	}
 	return res
-}
-
-// errorText is what a client reads of a failed call: the manager's
-// error, led by its code (CONNECTION_LIMIT, CIRCUIT_OPEN, …) so that an
-// agent can tell the cases apart.
-func errorText(err error) string {
-	var me *manager.Error
-	if errors.As(err, &me) && me.Code != "" {
-		return string(me.Code) + ": " + err.Error()
-	}
-	return err.Error()
 }
 
 // roundTrip serves a call of a client on 2026-07-28 or later. Its first
@@ -130,7 +127,7 @@ func (g *Gateway) roundTrip(ctx context.Context, req *mcp.CallToolRequest, s *se
 		rt.answer(p.InputResponses)
 	} else {
 		if err := s.begin(); err != nil {
-			return errorResult(op + ": " + err.Error())
+			return errorResult(errorText(fmt.Errorf("%s: %w", op, err)))
 		}
 		if rt = s.addTrip(ctx, p.Name); rt == nil {
 			s.done()
@@ -220,18 +217,6 @@ func (ep *endpoint) upstream(ctx context.Context, ss *mcp.ServerSession, extra *
 		defer context.AfterFunc(life, func() { cancel(errRequestGone) })()
 	}
 	return f(ctx)
-}
-
-// rpcError is what a client gets for a failed prompt or resource request:
-// the server's own JSON-RPC error (its code kept, so "resource not found"
-// stays that), else an internal error whose message names the server and
-// the operation.
-func rpcError(err error) error {
-	var je *jsonrpc.Error
-	if errors.As(err, &je) {
-		return &jsonrpc.Error{Code: je.Code, Message: err.Error(), Data: je.Data}
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
 
 // unknownTools answers a call of a tool the endpoint does not list (yet):

@@ -38,17 +38,25 @@ type LimitError struct {
 func (e *LimitError) Error() string {
 	switch e.Limit {
 	case SessionLimit:
-		return fmt.Sprintf("mcpvisor already has %d client sessions open, the most it serves at once (--max-sessions); "+
-			"close sessions that are no longer used (clients end theirs with DELETE, and one idle for long is closed), or raise the limit", e.Max)
+		return fmt.Sprintf("mcpvisor already has %d client sessions open, the most it serves at once "+
+			"(set by the person running it, --max-sessions); an open session is never closed to make room", e.Max)
 	case CallLimit:
-		return fmt.Sprintf("this client already has %d requests in flight, the most one client may have (--max-client-calls); "+
-			"wait for one to finish, or raise the limit", e.Max)
+		return fmt.Sprintf("this client already has %d requests in flight, the most one client may have "+
+			"(set by the person running mcpvisor, --max-client-calls)", e.Max)
 	}
 	return fmt.Sprintf("limit %d reached (%d)", e.Limit, e.Max)
+}
+
+// limitAdvice says when retrying a request refused for a limit can help.
+func limitAdvice(e *LimitError) string {
+	if e.Limit == SessionLimit {
+		return "Retrying later may succeed: sessions end when their clients leave, or after a while without requests."
+	}
+	return "Retrying once one of this client's requests has finished may succeed."
 }
 
 // refused is the JSON-RPC error a client gets for a request refused with
 // err (a limit, or the gateway's shutdown).
 func refused(err error) *jsonrpc.Error {
-	return &jsonrpc.Error{Code: CodeRefused, Message: err.Error()}
+	return &jsonrpc.Error{Code: CodeRefused, Message: errorText(err)}
 }

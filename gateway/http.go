@@ -59,6 +59,12 @@ type HTTPOptions struct {
 	// connection beyond either is answered 503 and closed. If zero,
 	// DefaultMaxConns and DefaultMaxUnauthConns. (Listen only.)
 	MaxConns, MaxUnauthConns int
+	// Ready answers /readyz: whether every server has had its first say.
+	// If nil, /readyz answers as /healthz does.
+	Ready func() bool
+	// Control, if set, is served under /control/ behind the token (the
+	// shell's `mcpvisor status --addr`).
+	Control http.Handler
 }
 
 // withDefaults fills in the zero fields.
@@ -159,7 +165,10 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	} {
 		mux.Handle(route.pattern, g.endpointHandler(route.sel, route.sse, opts))
 	}
-	return g.guard(mux, opts)
+	if opts.Control != nil {
+		mux.Handle("/control/", opts.Control)
+	}
+	return guard(withHealth(g.requireToken(mux, opts.Token), opts.Ready), opts)
 }
 
 // endpointHandler serves one kind of endpoint. Only requests that passed
@@ -199,17 +208,15 @@ func (ep *endpoint) handler(sse bool, opts HTTPOptions) http.Handler {
 	return ep.streaming
 }
 
-// guard checks every request before anything answers it: a loopback
-// listener serves only requests addressed to a loopback name (DNS
-// rebinding), web pages of other origins are refused, the token is
-// required when one is set; then the request's connection counts as
-// authenticated, and its body is bounded in size and in time.
-func (g *Gateway) guard(next http.Handler, opts HTTPOptions) http.Handler {
-	var gate *authGate
-	if opts.Token != "" {
-		gate = newAuthGate(opts.Token, g.log)
-	}
+// guard checks every request before anything answers it: its body is
+// bounded in size and in time (whatever happens to the request next), a
+// loopback listener serves only requests addressed to a loopback name
+// (DNS rebinding), and web pages of other origins are refused.
+func guard(next http.Handler, opts HTTPOptions) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = newTimedBody(w, http.MaxBytesReader(w, r.Body, opts.MaxBodyBytes), opts.BodyTimeout)
+		}
 		if !hostAllowed(r) {
 			http.Error(w, fmt.Sprintf("Host %q is not allowed: mcpvisor listens on loopback and serves only requests addressed to a loopback name", r.Host), http.StatusForbidden)
 			return
@@ -218,13 +225,23 @@ func (g *Gateway) guard(next http.Handler, opts HTTPOptions) http.Handler {
 			http.Error(w, fmt.Sprintf("origin %q is not allowed: only local pages may use mcpvisor", o), http.StatusForbidden)
 			return
 		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireToken lets through to next only requests with the token, when
+// one is set (see authGate); the connection of one let through counts as
+// authenticated from then on.
+func (g *Gateway) requireToken(next http.Handler, token string) http.Handler {
+	var gate *authGate
+	if token != "" {
+		gate = newAuthGate(token, g.log)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if gate != nil && !gate.check(w, r) {
 			return
 		}
 		authenticated(r)
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = newTimedBody(w, http.MaxBytesReader(w, r.Body, opts.MaxBodyBytes), opts.BodyTimeout)
-		}
 		next.ServeHTTP(w, r)
 	})
 }
