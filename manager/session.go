@@ -225,7 +225,7 @@ func (s *supervisor) connected(c *conn) {
 	if s.sessions > 1 {
 		s.stats.reconnected()
 	}
-	was := s.brk.success()
+	was := Circuit(s.policy.Connected())
 	s.trace.connected()
 	s.gate.open()
 	s.transition(StateConnected, func(n *snapshot) {

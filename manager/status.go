@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpvisor/mcpvisor/manager/internal/retry"
 )
 
 // Status is one server's observable state at one moment. Each change
@@ -163,3 +165,17 @@ func (st Status) Settled() bool {
 	}
 	return st.Attempts > 0 || strings.HasPrefix(st.Waiting, slotsPrefix)
 }
+
+// Circuit is the state of a server's circuit breaker: closed, open after
+// too many consecutive failed attempts within a window, half open for the
+// one probe attempt after OpenFor.
+type Circuit int
+
+// The breaker states. The zero value is CircuitClosed.
+const (
+	CircuitClosed   = Circuit(retry.Closed)   // attempts follow the backoff schedule
+	CircuitOpen     = Circuit(retry.Open)     // no attempts until the probe is due
+	CircuitHalfOpen = Circuit(retry.HalfOpen) // exactly one probe attempt is in progress
+)
+
+func (c Circuit) String() string { return retry.Circuit(c).String() }

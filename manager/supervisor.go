@@ -15,6 +15,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/internal/retry"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -80,12 +81,10 @@ type supervisor struct {
 	changed chan struct{}
 
 	// Owned by the supervisor goroutine.
-	failures  int      // consecutive failures (attempts and unproven sessions)
-	unproven  bool     // the failure being recorded is a session lost before it proved itself
-	brk       *breaker // the circuit breaker
-	sessions  int      // sessions established so far
-	reiniting bool     // the next attempt replaces an expired HTTP session
-	reinited  bool     // the current session replaced an expired one
+	policy    *retry.Policy // failures, breaker and backoff: when to attempt
+	sessions  int           // sessions established so far
+	reiniting bool          // the next attempt replaces an expired HTTP session
+	reinited  bool          // the current session replaced an expired one
 	idleTimer *time.Timer
 	slot      *ticket       // the next attempt's slot or place in line (Add, mcp_reconnect, re-init)
 	turn      *ticket       // the next attempt's place in the line of attempts (Add)
@@ -110,7 +109,7 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 		changed:        make(chan struct{}),
 		kick:           make(chan struct{}, 1),
 		requests:       make(chan refreshReq),
-		brk:            newBreaker(spec.Breaker),
+		policy:         spec.retryPolicy(m.rand),
 		requestTimeout: timeoutError{spec.Timeouts.Request},
 		trace:          m.tel.connectTrace(name, spec.Endpoint()),
 	}
@@ -174,7 +173,7 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 	if to != cur.status.State {
 		next.status.Since = time.Now()
 	}
-	next.status.Circuit = s.brk.state
+	next.status.Circuit = Circuit(s.policy.Circuit())
 	next.status.Waiting = ""
 	if edit != nil {
 		edit(&next)
@@ -232,38 +231,37 @@ func (s *supervisor) run() {
 	}
 }
 
-// connectLoop makes attempts until one succeeds, paced by the backoff
-// schedule and the breaker. It returns nil when the server is to be
-// removed or disabled.
+// connectLoop makes attempts until one succeeds, paced by the retry
+// policy. It returns nil when the server is to be removed or disabled.
 func (s *supervisor) connectLoop() *conn {
 	for s.ctx.Err() == nil && !s.disabled.Load() {
 		probe := false
-		if s.brk.state == CircuitOpen {
-			endWait := s.trace.circuitWait(s.failures, s.brk.probeAt())
-			ok := s.pause(s.brk.probeAt())
+		if s.policy.Circuit() == retry.Open {
+			endWait := s.trace.circuitWait(s.policy.Failures(), s.policy.ProbeAt())
+			ok := s.pause(s.policy.ProbeAt())
 			endWait()
 			if !ok {
 				return nil
 			}
-			if s.brk.state == CircuitOpen { // not reset by mcp_reconnect meanwhile
-				s.brk.halfOpen()
+			if s.policy.Probe() { // not reset by mcp_reconnect meanwhile
 				s.publish(events.KindCircuit, events.Fields{"from": "open", "to": "half_open"})
 				probe = true
 			}
 		}
-		slot, ok := s.takeSlot(s.failures + 1)
+		n := s.policy.Failures() + 1
+		slot, ok := s.takeSlot(n)
 		if !ok {
 			return nil
 		}
-		turn, ok := s.takeTurn(s.failures + 1)
+		turn, ok := s.takeTurn(n)
 		if !ok {
 			slot.giveBack()
 			return nil
 		}
-		c, err := s.attempt(s.failures+1, probe)
+		c, err := s.attempt(n, probe)
 		turn.giveBack() // connected or not, the attempt is over
 		if err == nil {
-			c.attempt = s.failures + 1
+			c.attempt = n
 			c.slot = slot
 			return c
 		}
@@ -271,27 +269,30 @@ func (s *supervisor) connectLoop() *conn {
 		if s.ctx.Err() != nil {
 			return nil
 		}
-		if !s.failed(err, true) {
+		if !s.failed(err, retry.Attempt) {
 			return nil
 		}
 	}
 	return nil
 }
 
-// failed records a failed attempt or a lost session and waits as the
-// retry limit, the breaker and the backoff schedule say. The breaker
-// counts failed attempts (breaker true), including sessions lost before
-// they proved themselves; the loss of a proven session only starts the
-// backoff schedule (with the defaults: five quick retries, then the
-// circuit opens). It reports whether to attempt again (false: the server
-// is being removed or disabled).
-func (s *supervisor) failed(cause error, breaker bool) bool {
+// failed records a failed attempt or a lost session (what says which)
+// and waits as the retry policy decides (see package retry: with the
+// defaults, five quick retries, then the circuit opens). It reports
+// whether to attempt again (false: the server is being removed or
+// disabled).
+func (s *supervisor) failed(cause error, what retry.Failure) bool {
 	s.dropSlot()
-	s.failures++
-	n := s.failures
 	s.reiniting = false
 	var login *oauth.LoginRequiredError
-	if errors.As(cause, &login) {
+	var unauthorized *endpoint.UnauthorizedError
+	terminal := errors.As(cause, &login) || errors.As(cause, &unauthorized) || errors.Is(cause, proc.ErrCannotStart)
+	if terminal {
+		what = retry.Terminal
+	}
+	d := s.policy.Failed(time.Now(), what)
+	n := d.Failures
+	if login != nil {
 		// Only a login helps, which needs a person: wait for one (here, in
 		// another process or by mcp_login) instead of retrying.
 		msg := fmt.Sprintf("%v; not retried until then", cause)
@@ -303,8 +304,7 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
 		return s.parkUnauthorized()
 	}
-	var unauthorized *endpoint.UnauthorizedError
-	if errors.As(cause, &unauthorized) {
+	if unauthorized != nil {
 		// Retrying with the same credentials cannot succeed: wait for new
 		// ones (a reconnect or a changed declaration).
 		msg := fmt.Sprintf("%v; not retried: set the credentials it wants (headers = {Authorization = \"Bearer ${TOKEN}\"}), then mcp_reconnect(%q)", cause, s.name)
@@ -316,44 +316,35 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
 		return s.parkFailed()
 	}
-	if limit := s.spec.retryLimit(); limit >= 0 && n > limit {
-		return s.giveUp(n, fmt.Sprintf("gave up after %d %s: %v", n, plural(n, "attempt", "attempts"), cause))
-	}
-	if errors.Is(cause, proc.ErrCannotStart) {
+	switch d.Verdict {
+	case retry.GiveUp:
+		if d.Exhausted {
+			return s.giveUp(n, fmt.Sprintf("gave up after %d %s: %v", n, plural(n, "attempt", "attempts"), cause))
+		}
 		// A missing program or directory does not appear within a backoff
 		// schedule: retrying would only repeat the same warning.
 		return s.giveUp(n, fmt.Sprintf("%v (not retried: reconnect it once that is fixed)", cause))
-	}
-	from := s.brk.state
-	now := time.Now()
-	if breaker && s.brk.failure(now, s.probeJitter()) {
-		probe := s.brk.probeAt()
+	case retry.Opened:
 		s.transition(StateOpen, func(snap *snapshot) {
 			snap.status.Attempts = n
 			snap.status.LastError = cause.Error()
-			snap.status.NextAttempt = probe
-		}, events.KindCircuit, events.Fields{"from": from.String(), "to": "open", "failures": n,
-			"probe_in_ms": probe.Sub(now).Milliseconds(), "error": cause.Error()})
+			snap.status.NextAttempt = d.At
+		}, events.KindCircuit, events.Fields{"from": d.From.String(), "to": "open", "failures": n,
+			"probe_in_ms": d.Delay.Milliseconds(), "error": cause.Error()})
 		return true // connectLoop waits for the probe
 	}
 	// After a lost session (proven or not) the server is reconnecting:
 	// callers that fail fast still wait for this attempt.
-	lostSession := !breaker || s.unproven
-	step := n
-	if s.unproven {
-		step, s.unproven = n+1, false
-	}
-	delay := s.spec.Backoff.Delay(step, s.m.rand())
-	next := now.Add(delay)
+	lostSession := what != retry.Attempt
 	s.transition(StateBackoff, func(snap *snapshot) {
 		snap.reconnecting = lostSession
 		snap.status.Attempts = n
 		snap.status.LastError = cause.Error()
-		snap.status.NextAttempt = next
-	}, events.KindBackoff, events.Fields{"attempt": n, "delay_ms": delay.Milliseconds(), "error": cause.Error()})
-	endWait := s.trace.backoffWait(n, delay)
+		snap.status.NextAttempt = d.At
+	}, events.KindBackoff, events.Fields{"attempt": n, "delay_ms": d.Delay.Milliseconds(), "error": cause.Error()})
+	endWait := s.trace.backoffWait(n, d.Delay)
 	defer endWait()
-	return s.pause(next)
+	return s.pause(d.At)
 }
 
 // giveUp puts the server in StateFailed with msg as its last error, and
@@ -366,15 +357,6 @@ func (s *supervisor) giveUp(n int, msg string) bool {
 	}, events.KindFailed, events.Fields{"attempts": n, "error": msg})
 	s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
 	return s.parkFailed()
-}
-
-// probeJitter is the random fraction of open_for added to a breaker's
-// probe delay; none when the backoff has jitter turned off.
-func (s *supervisor) probeJitter() float64 {
-	if s.spec.Backoff.Jitter == NoJitter {
-		return 0
-	}
-	return s.m.rand()
 }
 
 // pause waits until the given time (for ever if zero). It reports true
@@ -493,10 +475,7 @@ func (s *supervisor) takeReconnect() bool {
 }
 
 func (s *supervisor) resetFailures() {
-	s.failures = 0
-	was := s.brk.state
-	s.brk.reset()
-	if was != CircuitClosed {
+	if was := s.policy.Reset(); was != retry.Closed {
 		s.publish(events.KindCircuit, events.Fields{"from": was.String(), "to": "closed", "reason": "reset"})
 	}
 }
@@ -533,7 +512,7 @@ func (s *supervisor) after(c *conn, end ending) {
 	case endIdle:
 		s.transition(StateIdle, nil, events.KindIdle, events.Fields{"idle_ms": s.spec.Timeouts.Idle.Milliseconds()})
 		c.close()
-		s.failures = 0
+		s.policy.Idle()
 		s.parkIdle()
 	case endDisable:
 		s.transition(StateDisabled, nil, events.KindDisabled, nil)
@@ -572,11 +551,7 @@ func (s *supervisor) after(c *conn, end ending) {
 		// A connection that dies right after the handshake has not proven
 		// itself: the schedule continues rather than resetting, so a server
 		// that crashes after each handshake backs off and trips the breaker.
-		proven := time.Since(s.snap.Load().status.ConnectedAt) >= s.spec.Backoff.Max
-		if proven {
-			s.failures = 0
-			s.brk.reset()
-		}
+		proven := s.policy.Lost(time.Since(s.snap.Load().status.ConnectedAt))
 		// An expired HTTP session is replaced at once, single-flight (this
 		// goroutine), but not twice in a row: a server that forgets every
 		// new session fails like any other instead of looping.
@@ -584,13 +559,14 @@ func (s *supervisor) after(c *conn, end ending) {
 			s.reiniting = true
 			return
 		}
+		what := retry.LostProven
 		if !proven {
 			// It got through its handshake and still died: a full spawn,
 			// handshake and listing per turn, so it waits one step
 			// longer on the schedule than a refused attempt would.
-			s.unproven = true
+			what = retry.LostUnproven
 		}
-		s.failed(lost, !proven)
+		s.failed(lost, what)
 	}
 }
 
