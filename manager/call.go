@@ -268,7 +268,7 @@ func (s *supervisor) session(ctx context.Context, op string, failFast bool) (*sn
 	if cur := s.snap.Load().status.State; cur == StateClosing || cur == StateRemoved {
 		return nil, errorf(CodeClosed, s.name, op, "server is being removed")
 	}
-	if cur := s.snap.Load().status; cur.Waiting != "" {
+	if cur := s.snap.Load().status; cur.WaitingFor != WaitNone {
 		return nil, newError(CodeConnectionLimit, s.name, "connect", slotWaitError{cur.Waiting, context.Cause(ctx), lastErrorSuffix(cur)})
 	}
 	var te timeoutError

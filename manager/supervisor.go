@@ -141,7 +141,7 @@ func (s *supervisor) wake() {
 // one to stop waiting for a server queued for a connection slot wakes it:
 // if it was idle, nobody needs it any more.
 func (s *supervisor) unwant() {
-	if s.wanted.Add(-1) == 0 && s.snap.Load().status.Waiting != "" {
+	if s.wanted.Add(-1) == 0 && s.snap.Load().status.WaitingFor != WaitNone {
 		s.wake()
 	}
 }
@@ -174,7 +174,7 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 		next.status.Since = time.Now()
 	}
 	next.status.Circuit = Circuit(s.policy.Circuit())
-	next.status.Waiting = ""
+	next.status.WaitingFor, next.status.Waiting = WaitNone, ""
 	if edit != nil {
 		edit(&next)
 	}
