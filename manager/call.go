@@ -242,9 +242,9 @@ func (s *supervisor) session(ctx context.Context, op string, failFast bool) (*sn
 		case StateRemoved, StateClosing:
 			return true, errorf(CodeClosed, s.name, op, "server is being removed")
 		case StateUnauthorized:
-			return true, errorf(CodeConnectionFailed, s.name, op, "server requires authorization: %s", st.LastError)
+			return true, newError(CodeConnectionFailed, s.name, op, stoppedError{snap.stopped, fmt.Sprintf("server requires authorization: %s", st.LastError)})
 		case StateFailed:
-			return true, errorf(CodeConnectionFailed, s.name, op, "server is failed: %s; mcp_reconnect(%q) to try again", st.LastError, s.name)
+			return true, newError(CodeConnectionFailed, s.name, op, stoppedError{snap.stopped, fmt.Sprintf("server is failed: %s; mcp_reconnect(%q) to try again", st.LastError, s.name)})
 		case StateDisabled:
 			return true, errorf(CodeServerDisabled, s.name, op, "server is disabled; mcp_enable(%q) to connect it", s.name)
 		case StateBackoff:
@@ -308,6 +308,17 @@ func (s *supervisor) await(ctx context.Context, need bool, accept func(*snapshot
 		}
 	}
 }
+
+// stoppedError is a request refused because the server stopped
+// retrying; the terminal outcome that stopped it, if any, is in its chain.
+type stoppedError struct {
+	outcome error // ErrUnauthorized, ErrCannotStart or nil
+	msg     string
+}
+
+func (e stoppedError) Error() string { return e.msg }
+
+func (e stoppedError) Unwrap() error { return e.outcome }
 
 // slotWaitError is a caller's wait for a server held back by the
 // connection cap ([Options.MaxConnections]) that ended first.

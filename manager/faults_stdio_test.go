@@ -183,6 +183,8 @@ func TestStdioSpawnFailure(t *testing.T) {
 			_, err := f.call("x.echo", nil, time.Second)
 			requireFault(t, err, manager.ErrConnectionFailed, "x", `tools/call "echo"`)
 			require.Contains(t, err.Error(), tt.want)
+			require.ErrorIs(t, err, manager.ErrCannotStart)
+			require.NotErrorIs(t, err, manager.ErrUnauthorized)
 
 			require.NoError(t, f.m.Reconnect("x"))
 			evs = lifecycle(f.until("x", events.KindFailed, patience))

@@ -121,6 +121,7 @@ func TestOAuthLoginConnects(t *testing.T) {
 	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
 	requireCode(t, err, manager.ErrConnectionFailed, "saas", `tools/call "whoami"`)
 	require.Contains(t, err.Error(), "mcpvisor login saas")
+	require.ErrorIs(t, err, manager.ErrUnauthorized)
 
 	h.login(t, ctx)
 	require.Equal(t, manager.StateConnected, state(t, h.m, "saas"))

@@ -431,10 +431,6 @@ func (s Spec) Startable(server string) error {
 	return nil
 }
 
-// ErrCannotStart is in the chain of errors about a program or working
-// directory that is not there: see [Spec.Startable].
-var ErrCannotStart = proc.ErrCannotStart
-
 // CheckRoot reports why uri cannot be a root, or nil: a root is a
 // file:// URI of an absolute path on this machine ("file:///home/me/project"),
 // without query or fragment.

@@ -84,6 +84,10 @@ type snapshot struct {
 	// session: the server was up a moment ago, so a caller that would
 	// rather fail fast still waits for this attempt.
 	reconnecting bool
+	// stopped is the terminal outcome (ErrUnauthorized, ErrCannotStart)
+	// that keeps the server unauthorized or failed; nil otherwise, and
+	// when it gave up after its retries.
+	stopped error
 }
 
 // setCatalog records what a discovery found.

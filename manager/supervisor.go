@@ -175,6 +175,7 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 	}
 	next.status.Circuit = Circuit(s.policy.Circuit())
 	next.status.WaitingFor, next.status.Waiting = WaitNone, ""
+	next.stopped = nil
 	if edit != nil {
 		edit(&next)
 	}
@@ -238,7 +239,7 @@ func (s *supervisor) connectLoop() *conn {
 		probe := false
 		if s.policy.Circuit() == retry.Open {
 			endWait := s.trace.circuitWait(s.policy.Failures(), s.policy.ProbeAt())
-			ok := s.pause(s.policy.ProbeAt())
+			ok := s.pause(s.policy.ProbeAt(), false)
 			endWait()
 			if !ok {
 				return nil
@@ -276,6 +277,32 @@ func (s *supervisor) connectLoop() *conn {
 	return nil
 }
 
+// Terminal outcomes: failures that retrying on the backoff schedule cannot
+// fix, so the server stops retrying and waits for a person (a login, new
+// credentials, a program installed) and a reconnect. errors.Is finds them
+// in the chain of what caused the failure, and of a request's error while
+// the server waits.
+var (
+	// ErrUnauthorized: the server refused the credentials it was given, or
+	// wants a login (state unauthorized).
+	ErrUnauthorized = endpoint.ErrUnauthorized
+	// ErrCannotStart: a stdio server's program or working directory is
+	// not there (state failed); see [Spec.Startable].
+	ErrCannotStart = proc.ErrCannotStart
+)
+
+// outcome is the terminal outcome whose sentinel is in cause's chain, or
+// nil if retrying may help.
+func outcome(cause error) error {
+	switch {
+	case errors.Is(cause, ErrUnauthorized):
+		return ErrUnauthorized
+	case errors.Is(cause, ErrCannotStart):
+		return ErrCannotStart
+	}
+	return nil
+}
+
 // failed records a failed attempt or a lost session (what says which)
 // and waits as the retry policy decides (see package retry: with the
 // defaults, five quick retries, then the circuit opens). It reports
@@ -284,46 +311,14 @@ func (s *supervisor) connectLoop() *conn {
 func (s *supervisor) failed(cause error, what retry.Failure) bool {
 	s.dropSlot()
 	s.reiniting = false
-	var login *oauth.LoginRequiredError
-	var unauthorized *endpoint.UnauthorizedError
-	terminal := errors.As(cause, &login) || errors.As(cause, &unauthorized) || errors.Is(cause, proc.ErrCannotStart)
-	if terminal {
+	if outcome(cause) != nil {
 		what = retry.Terminal
 	}
 	d := s.policy.Failed(time.Now(), what)
 	n := d.Failures
-	if login != nil {
-		// Only a login helps, which needs a person: wait for one (here, in
-		// another process or by mcp_login) instead of retrying.
-		msg := fmt.Sprintf("%v; not retried until then", cause)
-		s.transition(StateUnauthorized, func(snap *snapshot) {
-			snap.status.Attempts = n
-			snap.status.LastError = msg
-			snap.status.NextAttempt = time.Time{}
-		}, events.KindUnauthorized, events.Fields{"challenge": login.Challenge(), "error": msg, "login": s.m.auth.Command(s.name)})
-		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
-		return s.parkUnauthorized()
-	}
-	if unauthorized != nil {
-		// Retrying with the same credentials cannot succeed: wait for new
-		// ones (a reconnect or a changed declaration).
-		msg := fmt.Sprintf("%v; not retried: set the credentials it wants (headers = {Authorization = \"Bearer ${TOKEN}\"}), then mcp_reconnect(%q)", cause, s.name)
-		s.transition(StateUnauthorized, func(snap *snapshot) {
-			snap.status.Attempts = n
-			snap.status.LastError = msg
-			snap.status.NextAttempt = time.Time{}
-		}, events.KindUnauthorized, events.Fields{"challenge": unauthorized.Challenge, "error": msg})
-		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
-		return s.parkFailed()
-	}
 	switch d.Verdict {
 	case retry.GiveUp:
-		if d.Exhausted {
-			return s.giveUp(n, fmt.Sprintf("gave up after %d %s: %v", n, plural(n, "attempt", "attempts"), cause))
-		}
-		// A missing program or directory does not appear within a backoff
-		// schedule: retrying would only repeat the same warning.
-		return s.giveUp(n, fmt.Sprintf("%v (not retried: reconnect it once that is fixed)", cause))
+		return s.stopRetrying(cause, d)
 	case retry.Opened:
 		s.transition(StateOpen, func(snap *snapshot) {
 			snap.status.Attempts = n
@@ -344,30 +339,72 @@ func (s *supervisor) failed(cause error, what retry.Failure) bool {
 	}, events.KindBackoff, events.Fields{"attempt": n, "delay_ms": d.Delay.Milliseconds(), "error": cause.Error()})
 	endWait := s.trace.backoffWait(n, d.Delay)
 	defer endWait()
-	return s.pause(d.At)
+	return s.pause(d.At, false)
 }
 
-// giveUp puts the server in StateFailed with msg as its last error, and
-// waits there for a reconnect or enable (see failed for the result).
-func (s *supervisor) giveUp(n int, msg string) bool {
-	s.transition(StateFailed, func(snap *snapshot) {
+// stopRetrying publishes that the server stopped retrying after failure
+// d.Failures, caused by cause: unauthorized (a terminal [ErrUnauthorized])
+// or failed (another terminal outcome, or the retry limit). It then waits
+// for a reconnect or an enable, or, for a login the server needs, a login
+// (see failed for the result).
+func (s *supervisor) stopRetrying(cause error, d retry.Decision) bool {
+	n := d.Failures
+	state, kind := StateFailed, events.KindFailed
+	var msg string
+	var fields events.Fields
+	var login *oauth.LoginRequiredError
+	var unauthorized *endpoint.UnauthorizedError
+	switch {
+	case errors.As(cause, &login):
+		// Only a login helps, which needs a person: wait for one (here, in
+		// another process or by mcp_login) instead of retrying.
+		msg = fmt.Sprintf("%v; not retried until then", cause)
+		state, kind = StateUnauthorized, events.KindUnauthorized
+		fields = events.Fields{"challenge": login.Challenge(), "error": msg, "login": s.m.auth.Command(s.name)}
+	case errors.As(cause, &unauthorized):
+		// Retrying with the same credentials cannot succeed: wait for new
+		// ones (a reconnect or a changed declaration).
+		msg = fmt.Sprintf("%v; not retried: set the credentials it wants (headers = {Authorization = \"Bearer ${TOKEN}\"}), then mcp_reconnect(%q)", cause, s.name)
+		state, kind = StateUnauthorized, events.KindUnauthorized
+		fields = events.Fields{"challenge": unauthorized.Challenge, "error": msg}
+	case d.Exhausted:
+		msg = fmt.Sprintf("gave up after %d %s: %v", n, plural(n, "attempt", "attempts"), cause)
+		fields = events.Fields{"attempts": n, "error": msg}
+	default:
+		// A missing program or directory does not appear within a backoff
+		// schedule: retrying would only repeat the same warning.
+		msg = fmt.Sprintf("%v (not retried: reconnect it once that is fixed)", cause)
+		fields = events.Fields{"attempts": n, "error": msg}
+	}
+	s.transition(state, func(snap *snapshot) {
+		snap.stopped = outcome(cause)
 		snap.status.Attempts = n
 		snap.status.LastError = msg
 		snap.status.NextAttempt = time.Time{}
-	}, events.KindFailed, events.Fields{"attempts": n, "error": msg})
+	}, kind, fields)
 	s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
-	return s.parkFailed()
+	return s.pause(time.Time{}, login != nil)
 }
 
 // pause waits until the given time (for ever if zero). It reports true
-// when it is time to attempt (the time came, or mcp_reconnect asked to
-// try now) and false when the server is being removed or disabled.
-func (s *supervisor) pause(until time.Time) bool {
-	var due <-chan time.Time
+// when it is time to attempt (the time came, mcp_reconnect asked to try
+// now, or, with awaitLogin, a login landed) and false when the server is
+// being removed or disabled. With awaitLogin it looks every loginPoll
+// whether a login landed in the state directory (mcpvisor login in
+// another process; Manager.Login reconnects by itself).
+func (s *supervisor) pause(until time.Time, awaitLogin bool) bool {
+	var due, poll <-chan time.Time
 	if !until.IsZero() {
 		t := time.NewTimer(time.Until(until))
 		defer t.Stop()
 		due = t.C
+	}
+	var src *oauth.Source
+	if awaitLogin {
+		src = s.m.authSource(s.name, s.spec)
+		t := time.NewTicker(s.m.loginPoll)
+		defer t.Stop()
+		poll = t.C
 	}
 	for {
 		select {
@@ -382,34 +419,7 @@ func (s *supervisor) pause(until time.Time) bool {
 			if s.takeReconnect() {
 				return true
 			}
-		}
-	}
-}
-
-// loginPoll is how often a server waiting for a login looks whether one
-// landed in the state directory (mcpvisor login in another process). It
-// reads a file's metadata; nothing goes to the server.
-const loginPoll = 2 * time.Second
-
-// parkUnauthorized waits in StateUnauthorized for a login (Manager.Login
-// reconnects; a login by another process is found in the state
-// directory), mcp_reconnect or mcp_enable. It reports as pause does.
-func (s *supervisor) parkUnauthorized() bool {
-	src := s.m.authSource(s.name, s.spec)
-	poll := time.NewTicker(s.m.loginPoll)
-	defer poll.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return false
-		case <-s.kick:
-			if s.disabled.Load() {
-				return false
-			}
-			if s.takeReconnect() {
-				return true
-			}
-		case <-poll.C:
+		case <-poll:
 			landed := src != nil && src.Reload()
 			if hook := s.m.loginPolled; hook != nil {
 				hook(s.name)
@@ -422,8 +432,10 @@ func (s *supervisor) parkUnauthorized() bool {
 	}
 }
 
-// parkFailed waits in StateFailed for mcp_reconnect or mcp_enable.
-func (s *supervisor) parkFailed() bool { return s.pause(time.Time{}) }
+// loginPoll is how often a server waiting for a login looks whether one
+// landed in the state directory (mcpvisor login in another process). It
+// reads a file's metadata; nothing goes to the server.
+const loginPoll = 2 * time.Second
 
 // parkDisabled publishes StateDisabled (once) and waits to be enabled.
 func (s *supervisor) parkDisabled() {
