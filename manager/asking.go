@@ -78,7 +78,7 @@ func (s *supervisor) asking(ctx context.Context, req uint64, opts CallOptions) c
 		return ctx
 	}
 	c := &ask.Candidate{Answerer: opts.Answerer, By: "client", Client: opts.Client}
-	s.inflight.answerBy(req, c)
+	s.inflight.AnswerBy(req, c)
 	if s.home != nil {
 		s.ownerAnswerer.Store(c)
 	}
@@ -96,7 +96,7 @@ func (s *supervisor) candidates(ctx context.Context) []ask.Candidate {
 	// client: on a shared session a request cannot say which call it
 	// belongs to, and one client's user must never see another's form,
 	// nor one client's roots go to another's call.
-	if callers := s.inflight.answerers(); len(callers) > 0 && oneClient(callers) {
+	if callers := s.inflight.Answerers(); len(callers) > 0 && oneClient(callers) {
 		out = append(out, callers...)
 	}
 	if c := s.ownerAnswerer.Load(); c != nil {

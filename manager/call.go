@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
@@ -75,7 +72,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 	}
 	defer s.callers.exit() // after its event
 	ctx, req, cancel := s.requestContext(ctx, opts.Timeout)
-	defer s.inflight.end(req, cancel)
+	defer s.inflight.End(req, cancel)
 	ctx = s.asking(ctx, req, opts)
 
 	start := time.Now()
@@ -98,7 +95,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		}
 		params := &mcp.CallToolParams{Name: tool, Arguments: args}
 		if opts.Progress != nil {
-			token, done := s.progress.add(opts.Progress)
+			token, done := s.progress.Add(opts.Progress)
 			defer done()
 			params.SetProgressToken(token)
 		}
@@ -179,7 +176,7 @@ func (s *supervisor) callFailure(ctx context.Context, req uint64, err error, c *
 		switch {
 		case errors.As(cause, &te):
 			return te
-		case s.inflight.abandoned(req):
+		case s.inflight.Abandoned(req):
 			return fmt.Errorf("%w (%w)", errAbandoned, ErrDisconnected)
 		}
 		return cancelledError{cause}
@@ -340,7 +337,7 @@ func (e slotWaitError) Unwrap() error { return e.cause }
 
 // requestContext bounds one request by timeout, or by the server's request
 // timeout when zero; its cause says which limit ran out. The request is in
-// flight (a drain that runs out abandons it) until s.inflight.end(id,
+// flight (a drain that runs out abandons it) until s.inflight.End(id,
 // cancel).
 func (s *supervisor) requestContext(ctx context.Context, timeout time.Duration) (_ context.Context, id uint64, cancel context.CancelFunc) {
 	cause := s.requestTimeout // boxed once: no allocation per request
@@ -350,59 +347,8 @@ func (s *supervisor) requestContext(ctx context.Context, timeout time.Duration) 
 		cause = timeoutError{timeout}
 	}
 	ctx, cancel = context.WithTimeoutCause(ctx, timeout, cause)
-	return ctx, s.inflight.add(cancel), cancel
+	return ctx, s.inflight.Add(cancel), cancel
 }
-
-// progressRoutes maps the progress tokens of calls in flight to their
-// callbacks. Tokens are unique per supervisor.
-type progressRoutes struct {
-	next atomic.Uint64
-
-	mu sync.Mutex
-	// mu guards routes.
-	routes map[string]func(Progress)
-}
-
-// add registers fn under a new token; done removes it after progressGrace.
-func (p *progressRoutes) add(fn func(Progress)) (token string, done func()) {
-	token = "mcpvisor-" + strconv.FormatUint(p.next.Add(1), 10)
-	p.mu.Lock()
-	if p.routes == nil {
-		p.routes = make(map[string]func(Progress))
-	}
-	p.routes[token] = fn
-	p.mu.Unlock()
-	return token, func() {
-		time.AfterFunc(progressGrace, func() {
-			p.mu.Lock()
-			delete(p.routes, token)
-			p.mu.Unlock()
-		})
-	}
-}
-
-// deliver hands a notification to the call that asked for it. Unknown
-// tokens (a notification more than progressGrace after the call ended) are
-// dropped.
-func (p *progressRoutes) deliver(token any, pr Progress) {
-	t, ok := token.(string)
-	if !ok {
-		return
-	}
-	p.mu.Lock()
-	fn := p.routes[t]
-	p.mu.Unlock()
-	if fn != nil {
-		fn(pr)
-	}
-}
-
-// progressGrace is how long a finished call's route still takes
-// notifications. The SDK hands a response to its caller on the reader
-// goroutine but notifications to a handler goroutine, so progress the
-// server sent just before its answer is often handled just after the call
-// returned; removing the route at once dropped it.
-const progressGrace = time.Second
 
 // minFrameSize is a lower bound of the JSON size of a call's arguments:
 // the bytes of every string, key and number in them, without quotes,

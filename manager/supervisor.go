@@ -4,19 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
-	"github.com/mcpvisor/mcpvisor/internal/endpoint"
-	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/internal/inflight"
 	"github.com/mcpvisor/mcpvisor/manager/internal/retry"
-	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -25,7 +21,14 @@ import (
 // published snapshot, waits for the next one, or asks for something by
 // setting a flag and kicking the goroutine (level-based: repeated requests
 // coalesce).
+//
+// Its concerns live apart: when to attempt is the retry policy's (package
+// retry, acted on in retrying.go); a connection is dialled and shaken hands
+// with in conn.go and served by hold (session.go, its health in health.go);
+// requests in flight are routed by package inflight (cancellation,
+// questions from the server, progress) and admitted by the gate.
 type supervisor struct {
+	// Who it is; fixed when it is made.
 	name  string // as declared
 	key   string // NameKey(name): how it is compared with other names
 	order string // lower-cased name: how it is sorted for display
@@ -38,25 +41,27 @@ type supervisor struct {
 	// is a session of; "" and nil for a server's own supervisor.
 	owner string
 	home  *supervisor
-	// ownerAnswerer answers for the owner between its calls: the
-	// answerer its last call gave.
-	ownerAnswerer atomic.Pointer[ask.Candidate]
 	// notify bounds the notification events the server can cause.
 	notify *notifyLimiter
 
-	ctx    context.Context // cancelled when removal is requested
-	cancel context.CancelFunc
-	done   chan struct{} // closed when run returns
-	reason atomic.Value  // string: why it is being closed (removed, replaced, shutdown)
+	// Its lifetime.
+	ctx     context.Context // cancelled when removal is requested
+	cancel  context.CancelFunc
+	done    chan struct{}  // closed when run returns
+	reason  atomic.Value   // string: why it is being closed (removed, replaced, shutdown)
+	closers sync.WaitGroup // connections of timed-out attempts still stopping
 
-	requestTimeout error // timeoutError of spec.Timeouts.Request, made once
-
+	// What it publishes: the snapshot, replaced whole by its goroutine.
 	snap atomic.Pointer[snapshot]
+	mu   sync.Mutex
+	// mu guards changed, which is closed and replaced on every publish.
+	changed chan struct{}
 
 	// Requests from other goroutines: set the flag, then kick.
-	dirty     atomic.Int32 // listKinds a list_changed asked to re-list
-	disabled  atomic.Bool  // desired: no session (mcp_disable)
-	reconnect atomic.Bool  // reset backoff and breaker, try now
+	kick      chan struct{} // capacity 1: some flag is set
+	dirty     atomic.Int32  // listKinds a list_changed asked to re-list
+	disabled  atomic.Bool   // desired: no session (mcp_disable)
+	reconnect atomic.Bool   // reset backoff and breaker, try now
 	// reconnectAsked is when Reconnect was last called (Unix ns): a session
 	// connected before then is on its way out, and nobody who comes after
 	// the request is given it (see stale).
@@ -66,32 +71,30 @@ type supervisor struct {
 	reinit         atomic.Pointer[mcp.ClientSession] // this session's HTTP session expired
 	subsDirty      atomic.Bool                       // callers' resource subscriptions changed
 	subs           subscriptions                     // resource subscriptions callers hold
-	kick           chan struct{}                     // capacity 1: some flag is set
 	requests       chan refreshReq                   // forced discovery from callers
-	progress       progressRoutes                    // progress tokens of calls in flight
 
-	gate     gate         // requests using the session
-	inflight inflight     // requests from their start, for abandoning them
-	callers  gate         // tool calls from resolve to their event (finish waits for them)
-	stats    callStats    // request metrics
-	lastRecv atomic.Int64 // UnixNano when the server was last heard from
-
-	mu sync.Mutex
-	// mu guards changed, which is closed and replaced on every publish.
-	changed chan struct{}
+	// Requests in flight: admitted, routed and accounted; safe for
+	// concurrent use.
+	gate     gate              // requests using the session
+	callers  gate              // tool calls from resolve to their event (finish waits for them)
+	inflight inflight.Requests // requests from their start: abandoning them, who answers for them
+	progress inflight.Progress[Progress]
+	// ownerAnswerer answers for the owner between its calls: the
+	// answerer its last call gave.
+	ownerAnswerer  atomic.Pointer[ask.Candidate]
+	requestTimeout error        // timeoutError of spec.Timeouts.Request, made once
+	stats          callStats    // request metrics
+	lastRecv       atomic.Int64 // UnixNano when the server was last heard from
 
 	// Owned by the supervisor goroutine.
 	policy    *retry.Policy // failures, breaker and backoff: when to attempt
 	sessions  int           // sessions established so far
 	reiniting bool          // the next attempt replaces an expired HTTP session
 	reinited  bool          // the current session replaced an expired one
-	idleTimer *time.Timer
 	slot      *ticket       // the next attempt's slot or place in line (Add, mcp_reconnect, re-init)
 	turn      *ticket       // the next attempt's place in the line of attempts (Add)
 	woken     bool          // the next attempt is for callers of the idle server
 	trace     *connectTrace // spans of the connection attempts
-
-	closers sync.WaitGroup // connections of timed-out attempts still stopping
 }
 
 func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
@@ -232,211 +235,6 @@ func (s *supervisor) run() {
 	}
 }
 
-// connectLoop makes attempts until one succeeds, paced by the retry
-// policy. It returns nil when the server is to be removed or disabled.
-func (s *supervisor) connectLoop() *conn {
-	for s.ctx.Err() == nil && !s.disabled.Load() {
-		probe := false
-		if s.policy.Circuit() == retry.Open {
-			endWait := s.trace.circuitWait(s.policy.Failures(), s.policy.ProbeAt())
-			ok := s.pause(s.policy.ProbeAt(), false)
-			endWait()
-			if !ok {
-				return nil
-			}
-			if s.policy.Probe() { // not reset by mcp_reconnect meanwhile
-				s.publish(events.KindCircuit, events.Fields{"from": "open", "to": "half_open"})
-				probe = true
-			}
-		}
-		n := s.policy.Failures() + 1
-		slot, ok := s.takeSlot(n)
-		if !ok {
-			return nil
-		}
-		turn, ok := s.takeTurn(n)
-		if !ok {
-			slot.giveBack()
-			return nil
-		}
-		c, err := s.attempt(n, probe)
-		turn.giveBack() // connected or not, the attempt is over
-		if err == nil {
-			c.attempt = n
-			c.slot = slot
-			return c
-		}
-		slot.giveBack()
-		if s.ctx.Err() != nil {
-			return nil
-		}
-		if !s.failed(err, retry.Attempt) {
-			return nil
-		}
-	}
-	return nil
-}
-
-// Terminal outcomes: failures that retrying on the backoff schedule cannot
-// fix, so the server stops retrying and waits for a person (a login, new
-// credentials, a program installed) and a reconnect. errors.Is finds them
-// in the chain of what caused the failure, and of a request's error while
-// the server waits.
-var (
-	// ErrUnauthorized: the server refused the credentials it was given, or
-	// wants a login (state unauthorized).
-	ErrUnauthorized = endpoint.ErrUnauthorized
-	// ErrCannotStart: a stdio server's program or working directory is
-	// not there (state failed); see [Spec.Startable].
-	ErrCannotStart = proc.ErrCannotStart
-)
-
-// outcome is the terminal outcome whose sentinel is in cause's chain, or
-// nil if retrying may help.
-func outcome(cause error) error {
-	switch {
-	case errors.Is(cause, ErrUnauthorized):
-		return ErrUnauthorized
-	case errors.Is(cause, ErrCannotStart):
-		return ErrCannotStart
-	}
-	return nil
-}
-
-// failed records a failed attempt or a lost session (what says which)
-// and waits as the retry policy decides (see package retry: with the
-// defaults, five quick retries, then the circuit opens). It reports
-// whether to attempt again (false: the server is being removed or
-// disabled).
-func (s *supervisor) failed(cause error, what retry.Failure) bool {
-	s.dropSlot()
-	s.reiniting = false
-	if outcome(cause) != nil {
-		what = retry.Terminal
-	}
-	d := s.policy.Failed(time.Now(), what)
-	n := d.Failures
-	switch d.Verdict {
-	case retry.GiveUp:
-		return s.stopRetrying(cause, d)
-	case retry.Opened:
-		s.transition(StateOpen, func(snap *snapshot) {
-			snap.status.Attempts = n
-			snap.status.LastError = cause.Error()
-			snap.status.NextAttempt = d.At
-		}, events.KindCircuit, events.Fields{"from": d.From.String(), "to": "open", "failures": n,
-			"probe_in_ms": d.Delay.Milliseconds(), "error": cause.Error()})
-		return true // connectLoop waits for the probe
-	}
-	// After a lost session (proven or not) the server is reconnecting:
-	// callers that fail fast still wait for this attempt.
-	lostSession := what != retry.Attempt
-	s.transition(StateBackoff, func(snap *snapshot) {
-		snap.reconnecting = lostSession
-		snap.status.Attempts = n
-		snap.status.LastError = cause.Error()
-		snap.status.NextAttempt = d.At
-	}, events.KindBackoff, events.Fields{"attempt": n, "delay_ms": d.Delay.Milliseconds(), "error": cause.Error()})
-	endWait := s.trace.backoffWait(n, d.Delay)
-	defer endWait()
-	return s.pause(d.At, false)
-}
-
-// stopRetrying publishes that the server stopped retrying after failure
-// d.Failures, caused by cause: unauthorized (a terminal [ErrUnauthorized])
-// or failed (another terminal outcome, or the retry limit). It then waits
-// for a reconnect or an enable, or, for a login the server needs, a login
-// (see failed for the result).
-func (s *supervisor) stopRetrying(cause error, d retry.Decision) bool {
-	n := d.Failures
-	state, kind := StateFailed, events.KindFailed
-	var msg string
-	var fields events.Fields
-	var login *oauth.LoginRequiredError
-	var unauthorized *endpoint.UnauthorizedError
-	switch {
-	case errors.As(cause, &login):
-		// Only a login helps, which needs a person: wait for one (here, in
-		// another process or by mcp_login) instead of retrying.
-		msg = fmt.Sprintf("%v; not retried until then", cause)
-		state, kind = StateUnauthorized, events.KindUnauthorized
-		fields = events.Fields{"challenge": login.Challenge(), "error": msg, "login": s.m.auth.Command(s.name)}
-	case errors.As(cause, &unauthorized):
-		// Retrying with the same credentials cannot succeed: wait for new
-		// ones (a reconnect or a changed declaration).
-		msg = fmt.Sprintf("%v; not retried: set the credentials it wants (headers = {Authorization = \"Bearer ${TOKEN}\"}), then mcp_reconnect(%q)", cause, s.name)
-		state, kind = StateUnauthorized, events.KindUnauthorized
-		fields = events.Fields{"challenge": unauthorized.Challenge, "error": msg}
-	case d.Exhausted:
-		msg = fmt.Sprintf("gave up after %d %s: %v", n, plural(n, "attempt", "attempts"), cause)
-		fields = events.Fields{"attempts": n, "error": msg}
-	default:
-		// A missing program or directory does not appear within a backoff
-		// schedule: retrying would only repeat the same warning.
-		msg = fmt.Sprintf("%v (not retried: reconnect it once that is fixed)", cause)
-		fields = events.Fields{"attempts": n, "error": msg}
-	}
-	s.transition(state, func(snap *snapshot) {
-		snap.stopped = outcome(cause)
-		snap.status.Attempts = n
-		snap.status.LastError = msg
-		snap.status.NextAttempt = time.Time{}
-	}, kind, fields)
-	s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
-	return s.pause(time.Time{}, login != nil)
-}
-
-// pause waits until the given time (for ever if zero). It reports true
-// when it is time to attempt (the time came, mcp_reconnect asked to try
-// now, or, with awaitLogin, a login landed) and false when the server is
-// being removed or disabled. With awaitLogin it looks every loginPoll
-// whether a login landed in the state directory (mcpvisor login in
-// another process; Manager.Login reconnects by itself).
-func (s *supervisor) pause(until time.Time, awaitLogin bool) bool {
-	var due, poll <-chan time.Time
-	if !until.IsZero() {
-		t := time.NewTimer(time.Until(until))
-		defer t.Stop()
-		due = t.C
-	}
-	var src *oauth.Source
-	if awaitLogin {
-		src = s.m.authSource(s.name, s.spec)
-		t := time.NewTicker(s.m.loginPoll)
-		defer t.Stop()
-		poll = t.C
-	}
-	for {
-		select {
-		case <-due:
-			return true
-		case <-s.ctx.Done():
-			return false
-		case <-s.kick:
-			if s.disabled.Load() {
-				return false
-			}
-			if s.takeReconnect() {
-				return true
-			}
-		case <-poll:
-			landed := src != nil && src.Reload()
-			if hook := s.m.loginPolled; hook != nil {
-				hook(s.name)
-			}
-			if landed {
-				s.resetFailures()
-				return true
-			}
-		}
-	}
-}
-
-// loginPoll is how often a server waiting for a login looks whether one
-// landed in the state directory (mcpvisor login in another process). It
-// reads a file's metadata; nothing goes to the server.
-const loginPoll = 2 * time.Second
-
 // parkDisabled publishes StateDisabled (once) and waits to be enabled.
 func (s *supervisor) parkDisabled() {
 	s.dropSlot()
@@ -474,48 +272,6 @@ func (s *supervisor) parkIdle() {
 			}
 		}
 	}
-}
-
-// takeReconnect consumes an mcp_reconnect request: the schedule and the
-// breaker start over.
-func (s *supervisor) takeReconnect() bool {
-	if !s.reconnect.Swap(false) {
-		return false
-	}
-	s.resetFailures()
-	return true
-}
-
-func (s *supervisor) resetFailures() {
-	if was := s.policy.Reset(); was != retry.Closed {
-		s.publish(events.KindCircuit, events.Fields{"from": was.String(), "to": "closed", "reason": "reset"})
-	}
-}
-
-// attempt makes connection attempt n: dial (spawn), handshake and first
-// discovery, all bounded by the connect timeout. A panic inside is
-// recovered and reported as the attempt's error: the server backs off
-// and no other server notices.
-func (s *supervisor) attempt(n int, probe bool) (c *conn, err error) {
-	fields := events.Fields{"attempt": n}
-	if probe {
-		fields["probe"] = true
-	}
-	s.transition(StateConnecting, func(snap *snapshot) {
-		snap.status.NextAttempt = time.Time{}
-	}, events.KindConnecting, fields)
-	endSpan := s.trace.attempt(n)
-	defer func() { endSpan(err) }() // after the recovery below has set err
-	defer func() {
-		if r := recover(); r != nil {
-			s.m.log.Error("panic in connection attempt", "server", s.name, "panic", r, "stack", string(debug.Stack()))
-			if c != nil {
-				c.close()
-			}
-			c, err = nil, errorf(CodeConnectionFailed, s.name, "connect", "internal error: %v", r)
-		}
-	}()
-	return s.connect()
 }
 
 // after handles a session that ended for a reason other than removal.
@@ -596,7 +352,7 @@ func (s *supervisor) drainAndClose(c *conn) {
 	drained := s.gate.drain(ctx)
 	cancel()
 	if !drained {
-		s.inflight.abandon(false)
+		s.inflight.Abandon(false)
 	}
 	c.close()
 }
@@ -614,7 +370,7 @@ func (s *supervisor) finish() {
 	if st := s.snap.Load().status.State; st != StateClosing {
 		s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
 	}
-	s.inflight.abandon(true) // callers still waiting for a session: closing says why
+	s.inflight.Abandon(true) // callers still waiting for a session: closing says why
 	// The abandoned calls return at once; each publishes its tool_call
 	// before removed, the server's last event.
 	ctx, cancel := context.WithTimeout(context.Background(), s.m.opts.DrainTimeout)
@@ -622,30 +378,6 @@ func (s *supervisor) finish() {
 	cancel()
 	s.closers.Wait()
 	s.transition(StateRemoved, nil, events.KindRemoved, events.Fields{"reason": s.reason.Load()})
-}
-
-// lostReason explains why a session ended.
-func (c *conn) lostReason(ctx context.Context, waitErr error) error {
-	exit := c.exitError()
-	if exit == nil && (waitErr == nil || errors.Is(waitErr, io.EOF) || errors.Is(waitErr, mcp.ErrConnectionClosed)) {
-		// Its stdout closed: a process that is exiting is given a moment
-		// to be reaped, so the reason is its exit status.
-		exit = c.awaitExit(ctx)
-	}
-	if exit != nil {
-		return exit
-	}
-	if waitErr != nil {
-		return fmt.Errorf("connection lost: %w", waitErr)
-	}
-	return errors.New("connection closed by the server")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // stale reports whether snap's session is one a Reconnect asked to replace:
