@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
-	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/mcpvisor/mcpvisor/manager/internal/inflight"
 	"github.com/mcpvisor/mcpvisor/manager/internal/retry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -75,13 +74,10 @@ type supervisor struct {
 
 	// Requests in flight: admitted, routed and accounted; safe for
 	// concurrent use.
-	gate     gate              // requests using the session
-	callers  gate              // tool calls from resolve to their event (finish waits for them)
-	inflight inflight.Requests // requests from their start: abandoning them, who answers for them
-	progress inflight.Progress[Progress]
-	// ownerAnswerer answers for the owner between its calls: the
-	// answerer its last call gave.
-	ownerAnswerer  atomic.Pointer[ask.Candidate]
+	gate           gate              // requests using the session
+	callers        gate              // tool calls from resolve to their event (finish waits for them)
+	inflight       inflight.Requests // requests from their start: abandoning them, who answers for them and their owner
+	progress       inflight.Progress[Progress]
 	requestTimeout error        // timeoutError of spec.Timeouts.Request, made once
 	stats          callStats    // request metrics
 	lastRecv       atomic.Int64 // UnixNano when the server was last heard from

@@ -41,23 +41,40 @@ func TestRequestsAbandon(t *testing.T) {
 	require.True(t, r.Abandoned(d))
 }
 
-// What a server asks goes to the answerers of the requests in flight, the
-// most recent first; a request that ended answers nothing.
+// What a server asks outside one request goes to the answerers of the
+// requests in flight, the most recent first, but only when they are all
+// one client's; then to the owner's answerer, which stays when its
+// request ends.
 func TestRequestsAnswerers(t *testing.T) {
-	var r Requests
 	nop := func() {}
+	clients := func(cs []ask.Candidate) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Client+"/"+c.By)
+		}
+		return out
+	}
+
+	var r Requests
 	ids := make([]uint64, 3)
-	for i, client := range []string{"a", "b", "c"} {
+	for i, by := range []string{"first", "second", "third"} {
 		ids[i] = r.Add(nop)
-		r.AnswerBy(ids[i], &ask.Candidate{By: "client", Client: client})
+		r.AnswerBy(ids[i], &ask.Candidate{By: by, Client: "a"}, false)
 	}
 	r.Add(nop) // no answerer
 	r.End(ids[1], nop)
-	var got []string
-	for _, c := range r.Answerers() {
-		got = append(got, c.Client)
-	}
-	require.Equal(t, []string{"c", "a"}, got)
+	require.Equal(t, []string{"a/third", "a/first"}, clients(r.Answerers()))
+
+	b := r.Add(nop)
+	r.AnswerBy(b, &ask.Candidate{By: "other", Client: "b"}, false)
+	require.Empty(t, r.Answerers(), "two clients' requests: a question cannot say whose it is")
+
+	var own Requests
+	q := own.Add(nop)
+	own.AnswerBy(q, &ask.Candidate{By: "call", Client: "a"}, true)
+	require.Equal(t, []string{"a/call", "a/call"}, clients(own.Answerers()), "the request's, then the owner's")
+	own.End(q, nop)
+	require.Equal(t, []string{"a/call"}, clients(own.Answerers()), "the owner's answerer stays between its requests")
 }
 
 // Progress reaches the request whose token it carries, also for a second

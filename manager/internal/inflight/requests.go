@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 )
@@ -15,6 +16,10 @@ import (
 // then, and each can tell afterwards that it was abandoned rather than
 // cancelled by its caller. The zero value is ready to use.
 type Requests struct {
+	// owner answers for the owner of a per-client session between its
+	// requests: the answerer its last request gave.
+	owner atomic.Pointer[ask.Candidate]
+
 	mu sync.Mutex
 	// mu guards the following.
 	next    uint64
@@ -54,18 +59,28 @@ func (r *Requests) End(id uint64, cancel context.CancelFunc) {
 }
 
 // AnswerBy records who answers what the server asks while request id is
-// in flight.
-func (r *Requests) AnswerBy(id uint64, c *ask.Candidate) {
+// in flight. With owner (the session is one client's own), c also answers
+// for that client between its requests, until its next request gives
+// another.
+func (r *Requests) AnswerBy(id uint64, c *ask.Candidate, owner bool) {
 	r.mu.Lock()
 	if q, ok := r.live[id]; ok {
 		q.answerer = c
 		r.live[id] = q
 	}
 	r.mu.Unlock()
+	if owner {
+		r.owner.Store(c)
+	}
 }
 
-// Answerers lists the answerers of the requests in flight, the most
-// recent first.
+// Answerers lists who may answer what the server asks outside the
+// context of one request, in the order to ask them: the answerers of the
+// requests in flight, the most recent first, and then the owner's. The
+// requests in flight are asked only when they are all one client's: on a
+// shared session a question cannot say which request it belongs to, and
+// one client's user must never see another's form, nor one client's roots
+// go to another's request.
 func (r *Requests) Answerers() []ask.Candidate {
 	type entry struct {
 		id uint64
@@ -80,9 +95,16 @@ func (r *Requests) Answerers() []ask.Candidate {
 	}
 	r.mu.Unlock()
 	slices.SortFunc(list, func(a, b entry) int { return cmp.Compare(b.id, a.id) })
-	out := make([]ask.Candidate, len(list))
-	for i, e := range list {
-		out[i] = *e.c
+	var out []ask.Candidate
+	for _, e := range list {
+		if e.c.Client != list[0].c.Client {
+			out = out[:0]
+			break
+		}
+		out = append(out, *e.c)
+	}
+	if c := r.owner.Load(); c != nil {
+		out = append(out, *c)
 	}
 	return out
 }
