@@ -89,7 +89,7 @@ func (t *clientSessions) release(client, reason string) {
 	}
 	t.mu.Unlock()
 	if s != nil {
-		s.inflight.abandon(false)
+		s.inflight.Abandon(false)
 		s.stop(reason)
 	}
 }

@@ -135,11 +135,11 @@ func New(opts Options) *Manager {
 	if m.opts.Version == "" {
 		m.opts.Version = "dev"
 	}
-	m.slots = newSlots(m.opts.MaxConnections, slotsReached)
+	m.slots = newSlots(m.opts.MaxConnections, WaitSlot)
 	if m.opts.MaxConnecting == 0 {
 		m.opts.MaxConnecting = DefaultMaxConnecting()
 	}
-	m.attempts = newSlots(m.opts.MaxConnecting, "max connecting (%d) reached")
+	m.attempts = newSlots(m.opts.MaxConnecting, WaitTurn)
 	m.http = endpoint.NewPool()
 	m.auth = oauth.NewKeeper(oauth.KeeperOptions{Dir: opts.StateDir, Transport: m.http})
 	m.loginPoll = loginPoll
@@ -395,7 +395,7 @@ func (m *Manager) Wait(ctx context.Context, name string, state State) (Status, e
 	st := snap.status
 	if ended {
 		still := st.State.String()
-		if st.Waiting != "" {
+		if st.WaitingFor != WaitNone {
 			still += " (waiting: " + st.Waiting + ")"
 		}
 		return st, errorf(CodeConnectionTimeout, s.name, "wait", "still %s, not %s%s", still, state, lastErrorSuffix(st)).with(st.Remedy)
