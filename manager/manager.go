@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 
 	"go.opentelemetry.io/otel/metric"
@@ -89,6 +90,7 @@ type Manager struct {
 	opts     Options
 	bus      *events.Bus
 	ownsBus  bool
+	notes    *notify.Hub // what servers say, for listeners
 	log      *slog.Logger
 	http     *http.Transport
 	auth     *oauth.Keeper // logins to OAuth servers
@@ -119,7 +121,7 @@ type Manager struct {
 
 // New returns a manager with no servers.
 func New(opts Options) *Manager {
-	m := &Manager{opts: opts, bus: opts.Bus, log: opts.Logger, dial: opts.Dial, rand: opts.Rand,
+	m := &Manager{opts: opts, bus: opts.Bus, notes: notify.NewHub(), log: opts.Logger, dial: opts.Dial, rand: opts.Rand,
 		servers: make(map[string]*supervisor), exact: make(map[string]*supervisor), leaving: make(map[string]*supervisor)}
 	if m.bus == nil {
 		m.bus, m.ownsBus = events.NewBus(events.Options{}), true
@@ -444,6 +446,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	m.http.CloseIdleConnections()
 	m.tel.close()
+	m.notes.Close()
 	if m.ownsBus && err == nil {
 		m.bus.Close()
 	}

@@ -101,7 +101,6 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 		name:           name,
 		key:            NameKey(name),
 		order:          strings.ToLower(name),
-		notify:         newNotifyLimiter(),
 		spec:           spec,
 		m:              m,
 		ctx:            ctx,
@@ -114,6 +113,7 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 		requestTimeout: timeoutError{spec.Timeouts.Request},
 		trace:          m.tel.connectTrace(name, spec.Endpoint()),
 	}
+	s.notify = newNotifyLimiter(s.reportDropped)
 	s.reason.Store("removed")
 	s.disabled.Store(spec.Disabled)
 	state := StateConnecting
@@ -633,6 +633,7 @@ func (s *supervisor) finish() {
 	s.callers.drain(ctx)
 	cancel()
 	s.closers.Wait()
+	s.notify.stop() // what it dropped is said before removed
 	s.transition(StateRemoved, nil, events.KindRemoved, events.Fields{"reason": s.reason.Load()})
 }
 
