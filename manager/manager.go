@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -417,12 +418,13 @@ func lastErrorSuffix(st Status) string {
 }
 
 // Close removes every server in parallel and waits until all are disposed
-// or ctx ends, shaped like http.Server.Shutdown. Later calls to Add fail
-// with CLOSED.
+// — those removed before and still draining too — or ctx ends, shaped like
+// http.Server.Shutdown. Later calls to Add fail with CLOSED.
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
 	m.closed = true
 	list := make([]*supervisor, 0, len(m.servers))
+	wait := slices.Collect(maps.Values(m.leaving))
 	for k, s := range m.servers {
 		list = append(list, s)
 		m.leaving[k] = s
@@ -434,7 +436,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		s.stop("shutdown")
 	}
 	var err error
-	for _, s := range list {
+	for _, s := range append(list, wait...) {
 		select {
 		case <-s.done:
 		case <-ctx.Done():
