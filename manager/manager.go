@@ -234,8 +234,7 @@ var errShutdown = fmt.Errorf("the host is shutting down")
 // closed when its disposal is complete: session closed, process reaped and
 // the removed event published.
 func (m *Manager) Remove(name string) (done <-chan struct{}, err error) {
-	endSpan := m.tel.remove(strings.TrimSpace(name))
-	defer func() { endSpan(done, err) }()
+	span := m.tel.remove(strings.TrimSpace(name))
 	m.mu.Lock()
 	s := m.byName(name)
 	if s != nil {
@@ -245,8 +244,11 @@ func (m *Manager) Remove(name string) (done <-chan struct{}, err error) {
 	}
 	m.mu.Unlock()
 	if s == nil {
-		return nil, m.notFound(name, "remove")
+		err := m.notFound(name, "remove")
+		span.fail(err)
+		return nil, err
 	}
+	s.removeSpan.Store(span) // its supervisor ends it, last of all
 	s.stop("removed")
 	return s.done, nil
 }

@@ -47,6 +47,8 @@ type supervisor struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run returns
 	reason atomic.Value  // string: why it is being closed (removed, replaced, shutdown)
+	// removeSpan is the mcp.remove span of the Remove that stopped it.
+	removeSpan atomic.Pointer[removeSpan]
 
 	requestTimeout error // timeoutError of spec.Timeouts.Request, made once
 
@@ -202,6 +204,7 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 // the server is removed.
 func (s *supervisor) run() {
 	defer close(s.done)
+	defer func() { s.removeSpan.Load().end() }() // nil unless Remove asked
 	defer s.m.forget(s)
 	if s.home != nil {
 		defer s.home.clients.gone(s)
