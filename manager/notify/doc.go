@@ -14,16 +14,17 @@
 //     method renders it for Lua hooks and the log the way a server sent
 //     it (kind notification, method and params).
 //   - A lossless listener ([ListenOptions.Lossless]) applies back-pressure
-//     to resource updates and list changes: when its queue is full, the
-//     publisher (the server's notification handler) waits for room for as
-//     long as the consumer keeps taking notices. Log messages and progress
-//     never wait: the manager rate-limits them before they get here, and
-//     a full queue drops them.
+//     to resource updates: when its queue is full, the publisher (the
+//     server's notification handler) waits for room for as long as the
+//     consumer keeps taking notices. Log messages, progress and list
+//     changes never wait: the manager rate-limits log messages and progress
+//     before they get here, it acts on list changes itself (and announces
+//     what changed on the bus), and a full queue drops them.
 //   - Nothing is lost silently. What a listener's queue could not take is
 //     counted per server and reported to that consumer, at the place in
 //     the order where it went missing, as a [Lost] notice, so that it can
-//     make up for it (send every subscribed resource as updated, list
-//     again, tell its clients how many log messages they missed).
+//     make up for it (send every subscribed resource as updated, tell its
+//     clients how many log messages they missed).
 //   - A consumer that stops taking notices for [ListenOptions.Stall] is
 //     stalled: its publishers stop waiting for it, and what it misses until
 //     it has emptied its queue is counted in a Lost notice. A stuck

@@ -37,9 +37,9 @@ func NewHub() *Hub {
 type ListenOptions struct {
 	// QueueSize bounds the notices waiting for the consumer. If zero, 4096.
 	QueueSize int
-	// Lossless makes publishers of resource updates and list changes wait
-	// for room in a full queue while the consumer keeps taking notices,
-	// instead of counting them lost.
+	// Lossless makes publishers of resource updates wait for room in a
+	// full queue while the consumer keeps taking notices, instead of
+	// counting them lost.
 	Lossless bool
 	// Stall is how long a lossless listener's consumer may take nothing
 	// from a full queue before its publishers stop waiting for it. If
@@ -70,7 +70,7 @@ func (h *Hub) Listen(opts ListenOptions) *Listener {
 }
 
 // Publish hands n to every listener. For a lossless listener whose queue
-// is full it waits, for a resource update or a list change, until there is
+// is full it waits, for a resource update, until there is
 // room, the listener stalls or closes, or ctx ends (then n is counted lost
 // for that listener). It never waits otherwise. Publishing on a closed hub
 // does nothing.

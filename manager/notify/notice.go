@@ -75,8 +75,10 @@ const (
 )
 
 // ListChanged is a server's notifications/tools/list_changed (or
-// resources, prompts): the manager lists that kind again, and publishes
-// what changed on the events bus (tools_changed, …).
+// resources, prompts). The manager itself lists that kind again and
+// publishes what changed on the events bus (tools_changed, …), where a
+// subscriber that fell behind is told so and lists everything again; the
+// notice is for observers and, like a log message, never waits.
 type ListChanged struct {
 	Origin
 	// List is [Tools], [Resources] or [Prompts].
@@ -91,7 +93,7 @@ func (n ListChanged) Fields() events.Fields {
 	return n.fields("notifications/"+n.List+"/list_changed", nil)
 }
 
-func (ListChanged) waits() bool { return true }
+func (ListChanged) waits() bool { return false }
 
 // LogMessage is a server's notifications/message.
 type LogMessage struct {
@@ -133,7 +135,7 @@ func (Progress) waits() bool { return false }
 // Lost reports what one listener's queue could not take of one session's
 // notices, at the place in the order where they went missing. A consumer
 // makes up for it: resource updates by treating every resource it
-// subscribed to on that server as updated, list changes by listing again.
+// subscribed to on that server as updated.
 type Lost struct {
 	Origin
 	ResourceUpdates int
