@@ -205,11 +205,7 @@ func (m *Manager) Add(name string, spec Spec) (err error) {
 	m.exact[n] = s
 	m.mu.Unlock()
 
-	added := events.Fields{"transport": string(spec.Transport), "endpoint": spec.Endpoint()}
-	if spec.Disabled {
-		added["enabled"] = false // it starts disabled, with no disabled event
-	}
-	m.bus.Publish(events.KindAdded, n, added)
+	m.bus.Emit(n, "", Added{Transport: spec.Transport, Endpoint: spec.Endpoint(), Disabled: spec.Disabled})
 	go s.run()
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -155,12 +154,12 @@ func (s *supervisor) hold(c *conn) ending {
 				s.transition(StateConnected, func(n *snapshot) {
 					n.status.Healthy = true
 					n.status.LastPing = r.latency
-				}, "", nil)
+				}, nil)
 			case isMethodNotFound(r.err):
 				s.heard()
 				unsupported = true
-				s.transition(StateConnected, func(n *snapshot) { n.status.PingUnsupported = true }, events.KindHealthUnsupported,
-					events.Fields{"error": errorf(CodeConnectionFailed, s.name, "ping",
+				s.transition(StateConnected, func(n *snapshot) { n.status.PingUnsupported = true },
+					HealthUnsupported{Error: errorf(CodeConnectionFailed, s.name, "ping",
 						"not supported (-32601); watching the session and request errors instead").Error()})
 			default:
 				if !errors.Is(r.err, ErrTimeout) {
@@ -178,7 +177,7 @@ func (s *supervisor) hold(c *conn) ending {
 					}
 				}
 				err := fmt.Errorf("health check failed: ping: %w", r.err)
-				s.publish(events.KindHealthFailed, events.Fields{"error": newError(CodeConnectionFailed, s.name, "ping", r.err).Error()})
+				s.emit(HealthFailed{Error: newError(CodeConnectionFailed, s.name, "ping", r.err).Error()})
 				return ending{kind: endLost, err: err}
 			}
 		case <-silence.C:
@@ -249,14 +248,14 @@ func (s *supervisor) connected(c *conn) {
 				n.status.ServerVersion = init.ServerInfo.Version
 			}
 		}
-	}, events.KindConnected, connectedFields(c, init))
+	}, connected(c, init))
 	if was != CircuitClosed {
-		s.publish(events.KindCircuit, events.Fields{"from": was.String(), "to": "closed"})
+		s.emit(CircuitChanged{From: was, To: CircuitClosed})
 	}
 	s.reinited = s.reiniting
 	if s.reiniting {
 		s.reiniting = false
-		s.publish(events.KindSessionReinitialized, nil)
+		s.emit(SessionReinitialized{})
 	}
 	s.subsDirty.Store(false)
 	s.syncSubscriptions(c)
@@ -297,18 +296,14 @@ func (s *supervisor) heard() {
 	s.lastRecv.Store(time.Now().UnixNano())
 }
 
-// connectedFields describe a new connection in its event.
-func connectedFields(c *conn, init *mcp.InitializeResult) events.Fields {
-	f := events.Fields{"attempt": c.attempt, "tools": len(c.cat.tools)}
-	if pid := c.pid(); pid != 0 {
-		f["pid"] = pid
-	}
+// connected describes a new connection in its event.
+func connected(c *conn, init *mcp.InitializeResult) Connected {
+	p := Connected{Attempt: c.attempt, Tools: len(c.cat.tools), PID: c.pid()}
 	if init != nil {
-		f["protocol"] = init.ProtocolVersion
+		p.Initialized, p.Protocol = true, init.ProtocolVersion
 		if init.ServerInfo != nil {
-			f["server_name"] = init.ServerInfo.Name
-			f["server_version"] = init.ServerInfo.Version
+			p.Described, p.ServerName, p.ServerVersion = true, init.ServerInfo.Name, init.ServerInfo.Version
 		}
 	}
-	return f
+	return p
 }

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/mcpvisor/mcpvisor/events"
 )
 
 // slots caps the connections held at once across the manager
@@ -134,7 +132,7 @@ func (s *supervisor) takeSlot(n int) (t *ticket, ok bool) {
 		}
 		t.giveBack() // unwanted: back to idle
 		t = nil
-		s.transition(StateIdle, nil, events.KindIdle, events.Fields{"reason": "no caller is waiting for a connection slot any more"})
+		s.transition(StateIdle, nil, Idle{Reason: "no caller is waiting for a connection slot any more"})
 		s.parkIdle()
 		if s.ctx.Err() != nil || s.disabled.Load() {
 			return nil, false
@@ -166,7 +164,7 @@ func (s *supervisor) announceWaiting(n int, why string) {
 	s.transition(StateConnecting, func(snap *snapshot) {
 		snap.status.NextAttempt = time.Time{}
 		snap.status.Waiting = why
-	}, events.KindConnecting, events.Fields{"attempt": n, "waiting": why})
+	}, Connecting{Attempt: n, Waiting: why})
 }
 
 // DefaultMaxConnecting is the cap on connection attempts in flight when

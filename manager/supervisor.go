@@ -165,8 +165,8 @@ func (s *supervisor) watch() (*snapshot, <-chan struct{}) {
 // transition publishes the next snapshot, built by edit from a copy of the
 // current one, then the event describing it. It is the only writer of the
 // snapshot and runs on the supervisor goroutine. Leaving StateRemoved is
-// refused. With kind "" only the snapshot changes (health readings).
-func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind, fields events.Fields) {
+// refused. With p nil only the snapshot changes (health readings).
+func (s *supervisor) transition(to State, edit func(*snapshot), p events.Payload) {
 	cur := s.snap.Load()
 	if cur.status.State == StateRemoved {
 		return
@@ -194,8 +194,8 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 	// The event goes out before waiters wake, so whatever a woken caller
 	// publishes (its tool_call) comes after it: one server's events arrive
 	// in the order they happened.
-	if kind != "" {
-		s.publish(kind, fields)
+	if p != nil {
+		s.emit(p)
 	}
 	close(ch)
 }
@@ -250,7 +250,7 @@ func (s *supervisor) connectLoop() *conn {
 			}
 			if s.brk.state == CircuitOpen { // not reset by mcp_reconnect meanwhile
 				s.brk.halfOpen()
-				s.publish(events.KindCircuit, events.Fields{"from": "open", "to": "half_open"})
+				s.emit(CircuitChanged{From: CircuitOpen, To: CircuitHalfOpen})
 				probe = true
 			}
 		}
@@ -302,7 +302,7 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 			snap.status.Attempts = n
 			snap.status.LastError = msg
 			snap.status.NextAttempt = time.Time{}
-		}, events.KindUnauthorized, events.Fields{"challenge": login.Challenge(), "error": msg, "login": s.m.auth.Command(s.name)})
+		}, Unauthorized{Challenge: login.Challenge(), Error: msg, Login: s.m.auth.Command(s.name)})
 		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
 		return s.parkUnauthorized()
 	}
@@ -315,7 +315,7 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 			snap.status.Attempts = n
 			snap.status.LastError = msg
 			snap.status.NextAttempt = time.Time{}
-		}, events.KindUnauthorized, events.Fields{"challenge": unauthorized.Challenge, "error": msg})
+		}, Unauthorized{Challenge: unauthorized.Challenge, Error: msg})
 		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
 		return s.parkFailed()
 	}
@@ -335,8 +335,7 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 			snap.status.Attempts = n
 			snap.status.LastError = cause.Error()
 			snap.status.NextAttempt = probe
-		}, events.KindCircuit, events.Fields{"from": from.String(), "to": "open", "failures": n,
-			"probe_in_ms": probe.Sub(now).Milliseconds(), "error": cause.Error()})
+		}, CircuitChanged{From: from, To: CircuitOpen, Failures: n, ProbeIn: probe.Sub(now), Error: cause.Error()})
 		return true // connectLoop waits for the probe
 	}
 	// After a lost session (proven or not) the server is reconnecting:
@@ -353,7 +352,7 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 		snap.status.Attempts = n
 		snap.status.LastError = cause.Error()
 		snap.status.NextAttempt = next
-	}, events.KindBackoff, events.Fields{"attempt": n, "delay_ms": delay.Milliseconds(), "error": cause.Error()})
+	}, BackingOff{Attempt: n, Delay: delay, Error: cause.Error()})
 	endWait := s.trace.backoffWait(n, delay)
 	defer endWait()
 	return s.pause(next)
@@ -366,7 +365,7 @@ func (s *supervisor) giveUp(n int, msg string) bool {
 		snap.status.Attempts = n
 		snap.status.LastError = msg
 		snap.status.NextAttempt = time.Time{}
-	}, events.KindFailed, events.Fields{"attempts": n, "error": msg})
+	}, Failed{Attempts: n, Error: msg})
 	s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
 	return s.parkFailed()
 }
@@ -451,7 +450,7 @@ func (s *supervisor) parkDisabled() {
 	s.dropSlot()
 	s.trace.stopped("disabled")
 	if s.snap.Load().status.State != StateDisabled {
-		s.transition(StateDisabled, func(snap *snapshot) { snap.status.NextAttempt = time.Time{} }, events.KindDisabled, nil)
+		s.transition(StateDisabled, func(snap *snapshot) { snap.status.NextAttempt = time.Time{} }, Disabled{})
 	}
 	for s.disabled.Load() {
 		select {
@@ -500,7 +499,7 @@ func (s *supervisor) resetFailures() {
 	was := s.brk.state
 	s.brk.reset()
 	if was != CircuitClosed {
-		s.publish(events.KindCircuit, events.Fields{"from": was.String(), "to": "closed", "reason": "reset"})
+		s.emit(CircuitChanged{From: was, To: CircuitClosed, Reason: "reset"})
 	}
 }
 
@@ -509,13 +508,9 @@ func (s *supervisor) resetFailures() {
 // recovered and reported as the attempt's error: the server backs off
 // and no other server notices.
 func (s *supervisor) attempt(n int, probe bool) (c *conn, err error) {
-	fields := events.Fields{"attempt": n}
-	if probe {
-		fields["probe"] = true
-	}
 	s.transition(StateConnecting, func(snap *snapshot) {
 		snap.status.NextAttempt = time.Time{}
-	}, events.KindConnecting, fields)
+	}, Connecting{Attempt: n, Probe: probe})
 	endSpan := s.trace.attempt(n)
 	defer func() { endSpan(err) }() // after the recovery below has set err
 	defer func() {
@@ -534,18 +529,18 @@ func (s *supervisor) attempt(n int, probe bool) (c *conn, err error) {
 func (s *supervisor) after(c *conn, end ending) {
 	switch end.kind {
 	case endIdle:
-		s.transition(StateIdle, nil, events.KindIdle, events.Fields{"idle_ms": s.spec.Timeouts.Idle.Milliseconds()})
+		s.transition(StateIdle, nil, Idle{After: s.spec.Timeouts.Idle})
 		c.close()
 		s.failures = 0
 		s.parkIdle()
 	case endDisable:
-		s.transition(StateDisabled, nil, events.KindDisabled, nil)
+		s.transition(StateDisabled, nil, Disabled{})
 		s.drainAndClose(c)
 		s.resetFailures()
 	case endReconnect:
 		s.resetFailures()
-		s.transition(StateConnecting, nil, events.KindDisconnected,
-			events.Fields{"error": errorf(CodeConnectionFailed, s.name, "session", "closed: reconnect requested").Error()})
+		s.transition(StateConnecting, nil,
+			Disconnected{Error: errorf(CodeConnectionFailed, s.name, "session", "closed: reconnect requested").Error()})
 		s.keepSlot(c) // reconnecting now: no other server takes its place meanwhile
 		c.close()
 	case endReinit, endLost:
@@ -555,7 +550,7 @@ func (s *supervisor) after(c *conn, end ending) {
 		}
 		lost := newError(CodeConnectionFailed, s.name, "session", cause)
 		s.transition(StateConnecting, func(snap *snapshot) { snap.status.LastError = lost.Error() },
-			events.KindDisconnected, events.Fields{"error": lost.Error()})
+			Disconnected{Error: lost.Error()})
 		if errors.Is(cause, mcp.ErrSessionMissing) {
 			s.keepSlot(c) // for the new session, unless it backs off (failed)
 		}
@@ -601,7 +596,7 @@ func (s *supervisor) after(c *conn, end ending) {
 // the ones in flight drained up to the drain timeout, then abandoned, then
 // the session closed and (stdio) the process group stopped and reaped.
 func (s *supervisor) dispose(c *conn) {
-	s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
+	s.transition(StateClosing, nil, Closing{Reason: s.reason.Load().(string)})
 	s.drainAndClose(c)
 }
 
@@ -627,7 +622,7 @@ func (s *supervisor) finish() {
 	s.dropSlot()
 	s.trace.stopped(s.reason.Load().(string))
 	if st := s.snap.Load().status.State; st != StateClosing {
-		s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
+		s.transition(StateClosing, nil, Closing{Reason: s.reason.Load().(string)})
 	}
 	s.inflight.abandon(true) // callers still waiting for a session: closing says why
 	// The abandoned calls return at once; each publishes its tool_call
@@ -637,7 +632,7 @@ func (s *supervisor) finish() {
 	cancel()
 	s.closers.Wait()
 	s.notify.stop() // what it dropped is said before removed
-	s.transition(StateRemoved, nil, events.KindRemoved, events.Fields{"reason": s.reason.Load()})
+	s.transition(StateRemoved, nil, Removed{Reason: s.reason.Load().(string)})
 }
 
 // lostReason explains why a session ended.
