@@ -263,7 +263,7 @@ func (s *supervisor) asked(ctx context.Context, kind events.Kind, by ask.Candida
 	switch {
 	case errors.Is(err, ask.ErrNoAnswer):
 		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
-			"mcpvisor: nobody can answer %s for server %q (no client that supports it has a call in flight, and no mcp_handle(%q, …) handler answered)", what, s.name, what)}
+			"mcpvisor: nobody can answer %s for server %q (no client that supports it has a call in flight, and no handler of the host answered)", what, s.name)}
 	case ctx.Err() != nil && (errors.Is(err, ctx.Err()) || errors.Is(context.Cause(ctx), context.DeadlineExceeded)):
 		limit, why := s.spec.Timeouts.Request, "timeouts.request"
 		if kind == events.KindElicitation && limit < elicitationTime {

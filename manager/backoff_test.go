@@ -151,6 +151,7 @@ func TestMaxRetriesGivesUp(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, manager.StateFailed, st.State)
 		require.Equal(t, wantErr, st.LastError)
+		require.Equal(t, manager.Remedy{Kind: manager.RemedyReconnect, Server: "x"}, st.Remedy)
 
 		start := time.Now()
 		_, err = m.Call(context.Background(), "x.echo", nil, manager.CallOptions{Timeout: time.Minute})

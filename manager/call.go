@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -104,7 +105,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		span.inject(ctx, params)
 		res, err = snap.session.CallTool(ctx, params)
 		if err != nil {
-			return false, newError(CodeInvocationFailed, s.name, op, s.callFailure(ctx, req, err, snap.conn))
+			return false, invocationFailed(s.name, op, s.callFailure(ctx, req, err, snap.conn))
 		}
 		return res.IsError, nil
 	})
@@ -200,6 +201,23 @@ func (s *supervisor) callFailure(ctx context.Context, req uint64, err error, c *
 	return err
 }
 
+// invocationFailed is a request that failed on its way to the server or
+// back, with the remedy its cause calls for: a login when the server's
+// authorization wants one, a retry when a fresh token was obtained but the
+// request was not sent again.
+func invocationFailed(server, op string, err error) *Error {
+	e := newError(CodeInvocationFailed, server, op, err)
+	var login *oauth.LoginRequiredError
+	var refreshed *oauth.TokenRefreshedError
+	switch {
+	case errors.As(err, &login):
+		e.Remedy = Remedy{Kind: RemedyLogin, Server: server}
+	case errors.As(err, &refreshed):
+		e.Remedy = Remedy{Kind: RemedyRetry, Server: server}
+	}
+	return e
+}
+
 // codeRejectedByTransport is the code of the go-sdk's jsonrpc2.ErrRejected
 // (internal to it), which wraps HTTP failures: a transport error, not an
 // answer from the server.
@@ -235,19 +253,18 @@ func (s *supervisor) session(ctx context.Context, op string, failFast bool) (*sn
 		case StateRemoved, StateClosing:
 			return true, errorf(CodeClosed, s.name, op, "server is being removed")
 		case StateUnauthorized:
-			return true, errorf(CodeConnectionFailed, s.name, op, "server requires authorization: %s", st.LastError)
+			return true, errorf(CodeConnectionFailed, s.name, op, "server requires authorization: %s", st.LastError).with(st.Remedy)
 		case StateFailed:
-			return true, errorf(CodeConnectionFailed, s.name, op, "server is failed: %s; mcp_reconnect(%q) to try again", st.LastError, s.name)
+			return true, errorf(CodeConnectionFailed, s.name, op, "server is failed: %s", st.LastError).with(st.Remedy)
 		case StateDisabled:
-			return true, errorf(CodeServerDisabled, s.name, op, "server is disabled; mcp_enable(%q) to connect it", s.name)
+			return true, errorf(CodeServerDisabled, s.name, op, "server is disabled").with(st.Remedy)
 		case StateBackoff:
 			if failFast && !snap.reconnecting && st.LastError != "" {
-				return true, errorf(CodeConnectionFailed, s.name, op, "not connected: %s; the next attempt is in %s, or mcp_reconnect(%q) to try now",
-					st.LastError, time.Until(st.NextAttempt).Round(100*time.Millisecond), s.name)
+				return true, errorf(CodeConnectionFailed, s.name, op, "not connected: %s", st.LastError).with(st.Remedy)
 			}
 		case StateOpen:
-			return true, errorf(CodeCircuitOpen, s.name, op, "circuit open after %d failed attempts (last error: %s); the next probe is in %s, or mcp_reconnect(%q) to try now",
-				st.Attempts, st.LastError, time.Until(st.NextAttempt).Round(100*time.Millisecond), s.name)
+			return true, errorf(CodeCircuitOpen, s.name, op, "circuit open after %d failed attempts (last error: %s)",
+				st.Attempts, st.LastError).with(st.Remedy)
 		}
 		return false, nil
 	})
@@ -262,7 +279,8 @@ func (s *supervisor) session(ctx context.Context, op string, failFast bool) (*sn
 		return nil, errorf(CodeClosed, s.name, op, "server is being removed")
 	}
 	if cur := s.snap.Load().status; cur.Waiting != "" {
-		return nil, newError(CodeConnectionLimit, s.name, "connect", slotWaitError{cur.Waiting, context.Cause(ctx), lastErrorSuffix(cur)})
+		return nil, newError(CodeConnectionLimit, s.name, "connect", slotWaitError{cur.Waiting, context.Cause(ctx), lastErrorSuffix(cur)}).
+			with(Remedy{Kind: RemedyRetry, Server: s.name})
 	}
 	var te timeoutError
 	if !errors.As(context.Cause(ctx), &te) {

@@ -131,6 +131,11 @@
 // Test codes with errors.Is against the Err* sentinels; deadlines of ours
 // also match [ErrTimeout].
 //
+// An error says what happened, never what to do about it in anyone's
+// words: what would help is its [Remedy] (and a down server's
+// [Status.Remedy]), data that each face words for its reader, found with
+// [RemedyOf]. The manager knows no Lua, no command line and no config file.
+//
 // # Telemetry
 //
 // With [Options.TracerProvider] and [Options.MeterProvider] (or the otel

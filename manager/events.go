@@ -148,14 +148,15 @@ func (p BackingOff) Fields() events.Fields {
 type Failed struct {
 	Attempts int
 	Error    string
+	Remedy   RemedyKind // what brings it back
 }
 
 // Kind is failed.
 func (Failed) Kind() events.Kind { return events.KindFailed }
 
-// Fields renders attempts and error.
+// Fields renders attempts, error and remedy.
 func (p Failed) Fields() events.Fields {
-	return events.Fields{"attempts": p.Attempts, "error": p.Error}
+	return events.Fields{"attempts": p.Attempts, "error": p.Error, "remedy": p.Remedy.String()}
 }
 
 // Unauthorized is published when a server answers 401 (kind
@@ -163,21 +164,17 @@ func (p Failed) Fields() events.Fields {
 type Unauthorized struct {
 	Challenge string // its WWW-Authenticate
 	Error     string
-	// Login is the command that logs in to it, "" when a login is not
-	// what it needs (credentials in its declaration are).
-	Login string
+	// Remedy is what it needs: a login (RemedyLogin), or credentials in
+	// its declaration (RemedyCredentials).
+	Remedy RemedyKind
 }
 
 // Kind is unauthorized.
 func (Unauthorized) Kind() events.Kind { return events.KindUnauthorized }
 
-// Fields renders challenge, error, and login when set.
+// Fields renders challenge, error and remedy.
 func (p Unauthorized) Fields() events.Fields {
-	f := events.Fields{"challenge": p.Challenge, "error": p.Error}
-	if p.Login != "" {
-		f["login"] = p.Login
-	}
-	return f
+	return events.Fields{"challenge": p.Challenge, "error": p.Error, "remedy": p.Remedy.String()}
 }
 
 // CircuitChanged is published when the circuit breaker changes state

@@ -79,10 +79,6 @@ type Options struct {
 	// directory). If empty, $XDG_STATE_HOME/mcpvisor, or
 	// ~/.local/state/mcpvisor.
 	StateDir string
-	// ConfigFile is the config the host runs, when it is not the default
-	// (./startup.lua): the commands its messages suggest name it
-	// (mcpvisor login -c FILE NAME).
-	ConfigFile string
 }
 
 // Manager keeps a set of MCP servers connected. Create it with [New]; it is
@@ -148,7 +144,7 @@ func New(opts Options) *Manager {
 	}
 	m.attempts = newSlots(m.opts.MaxConnecting, "max connecting (%d) reached")
 	m.http = endpoint.NewPool()
-	m.auth = oauth.NewKeeper(oauth.KeeperOptions{Dir: opts.StateDir, Transport: m.http, ConfigFile: opts.ConfigFile})
+	m.auth = oauth.NewKeeper(oauth.KeeperOptions{Dir: opts.StateDir, Transport: m.http})
 	m.loginPoll = loginPoll
 	m.tel = newTelemetry(opts.TracerProvider, opts.MeterProvider, m.Statuses, m.log)
 	if m.dial == nil {
@@ -220,8 +216,8 @@ func (m *Manager) conflict(name, existing string) error {
 	default:
 		how = " is already declared with a different spec"
 	}
-	return errorf(CodeNameConflict, name, "add", "server name conflict: %q%s; existing servers: %s; use another name or mcp_remove(%q) first",
-		name, how, strings.Join(m.Names(), ", "), existing)
+	return errorf(CodeNameConflict, name, "add", "server name conflict: %q%s; existing servers: %s",
+		name, how, strings.Join(m.Names(), ", ")).with(Remedy{Kind: RemedyRename, Server: existing})
 }
 
 var errShutdown = fmt.Errorf("the host is shutting down")
@@ -403,7 +399,7 @@ func (m *Manager) Wait(ctx context.Context, name string, state State) (Status, e
 		if st.Waiting != "" {
 			still += " (waiting: " + st.Waiting + ")"
 		}
-		return st, errorf(CodeConnectionTimeout, s.name, "wait", "still %s, not %s%s", still, state, lastErrorSuffix(st))
+		return st, errorf(CodeConnectionTimeout, s.name, "wait", "still %s, not %s%s", still, state, lastErrorSuffix(st)).with(st.Remedy)
 	}
 	return st, err
 }
@@ -465,7 +461,7 @@ func (m *Manager) Reconnect(name string) error {
 		return err
 	}
 	if s.disabled.Load() {
-		return errorf(CodeServerDisabled, s.name, "reconnect", "server is disabled; mcp_enable(%q) to connect it", s.name)
+		return errorf(CodeServerDisabled, s.name, "reconnect", "server is disabled").with(Remedy{Kind: RemedyEnable, Server: s.name})
 	}
 	s.reconnectAsked.Store(time.Now().UnixNano())
 	s.reconnect.Store(true)

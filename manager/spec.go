@@ -11,8 +11,10 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 
-	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpvisor/mcpvisor/internal/expose"
+	"github.com/mcpvisor/mcpvisor/internal/proc"
 )
 
 // Transport is how the host talks to a server.
@@ -68,8 +70,9 @@ type Spec struct {
 	// MaxFrameBytes caps one inbound JSON-RPC message (stdio line or SSE
 	// event). If zero, 16 MiB.
 	MaxFrameBytes int
-	// Expose is how the gateway offers the server's tools to MCP clients.
-	Expose Expose
+	// Expose is how the gateway offers the server's tools to MCP clients;
+	// the manager validates it with the rest and otherwise ignores it.
+	Expose expose.Rules
 	// Session is how callers share the server: SessionShared (the
 	// default, "") gives every caller the one session; SessionPerClient
 	// gives each client (see CallOptions.Client) an upstream session of
@@ -240,7 +243,9 @@ func (s Spec) Problems() []string {
 	default:
 		p.add("transport", "must be stdio, http or sse, got %q", s.Transport)
 	}
-	s.Expose.problems(&p)
+	for _, e := range s.Expose.Problems() {
+		p.add(e.Field, "%s", e.Msg)
+	}
 	if !reflect.DeepEqual(s.Auth, oauth.Config{}) && s.Transport != TransportHTTP && s.Transport != TransportSSE {
 		p.add("auth", "only an http or sse server logs in, this one is %s", s.Transport)
 	}

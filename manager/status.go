@@ -21,8 +21,12 @@ type Status struct {
 	// to the current state; it is zero while connected.
 	Attempts int
 	// LastError is why the last attempt or session failed; cleared when a
-	// connection succeeds.
+	// connection succeeds. It says what happened, not what to do: that is
+	// Remedy.
 	LastError string
+	// Remedy, while the server is down (backoff, open, failed,
+	// unauthorized, disabled), is what brings it back; zero otherwise.
+	Remedy Remedy
 	// Since is when State was entered.
 	Since time.Time
 	// ConnectedAt is when the current session came up (zero if none).

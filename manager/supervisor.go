@@ -118,9 +118,9 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 	s.notify = newNotifyLimiter(s.reportDropped)
 	s.reason.Store("removed")
 	s.disabled.Store(spec.Disabled)
-	state := StateConnecting
+	state, remedy := StateConnecting, Remedy{}
 	if spec.Disabled {
-		state = StateDisabled
+		state, remedy = StateDisabled, Remedy{Kind: RemedyEnable, Server: name}
 	}
 	s.snap.Store(&snapshot{status: Status{
 		Name:      name,
@@ -128,6 +128,7 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 		Endpoint:  spec.Endpoint(),
 		State:     state,
 		Since:     time.Now(),
+		Remedy:    remedy,
 	}})
 	return s
 }
@@ -178,6 +179,10 @@ func (s *supervisor) transition(to State, edit func(*snapshot), p events.Payload
 	}
 	next.status.Circuit = s.brk.state
 	next.status.Waiting = ""
+	next.status.Remedy = Remedy{}
+	if to == StateDisabled {
+		next.status.Remedy = Remedy{Kind: RemedyEnable, Server: s.name}
+	}
 	if edit != nil {
 		edit(&next)
 	}
@@ -295,37 +300,41 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 	s.reiniting = false
 	var login *oauth.LoginRequiredError
 	if errors.As(cause, &login) {
-		// Only a login helps, which needs a person: wait for one (here, in
-		// another process or by mcp_login) instead of retrying.
-		msg := fmt.Sprintf("%v; not retried until then", cause)
+		// Only a login helps, which needs a person: wait for one (here or
+		// in another process) instead of retrying.
+		msg := fmt.Sprintf("%v; not retried until someone logs in", cause)
+		remedy := Remedy{Kind: RemedyLogin, Server: s.name}
 		s.transition(StateUnauthorized, func(snap *snapshot) {
 			snap.status.Attempts = n
 			snap.status.LastError = msg
 			snap.status.NextAttempt = time.Time{}
-		}, Unauthorized{Challenge: login.Challenge(), Error: msg, Login: s.m.auth.Command(s.name)})
-		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
+			snap.status.Remedy = remedy
+		}, Unauthorized{Challenge: login.Challenge(), Error: msg, Remedy: remedy.Kind})
+		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg).with(remedy))
 		return s.parkUnauthorized()
 	}
 	var unauthorized *endpoint.UnauthorizedError
 	if errors.As(cause, &unauthorized) {
 		// Retrying with the same credentials cannot succeed: wait for new
 		// ones (a reconnect or a changed declaration).
-		msg := fmt.Sprintf("%v; not retried: set the credentials it wants (headers = {Authorization = \"Bearer ${TOKEN}\"}), then mcp_reconnect(%q)", cause, s.name)
+		msg := fmt.Sprintf("%v; not retried with the same credentials", cause)
+		remedy := Remedy{Kind: RemedyCredentials, Server: s.name}
 		s.transition(StateUnauthorized, func(snap *snapshot) {
 			snap.status.Attempts = n
 			snap.status.LastError = msg
 			snap.status.NextAttempt = time.Time{}
-		}, Unauthorized{Challenge: unauthorized.Challenge, Error: msg})
-		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
+			snap.status.Remedy = remedy
+		}, Unauthorized{Challenge: unauthorized.Challenge, Error: msg, Remedy: remedy.Kind})
+		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg).with(remedy))
 		return s.parkFailed()
 	}
 	if limit := s.spec.retryLimit(); limit >= 0 && n > limit {
-		return s.giveUp(n, fmt.Sprintf("gave up after %d %s: %v", n, plural(n, "attempt", "attempts"), cause))
+		return s.giveUp(n, fmt.Sprintf("gave up after %d %s: %v", n, plural(n, "attempt", "attempts"), cause), RemedyReconnect)
 	}
 	if errors.Is(cause, proc.ErrCannotStart) {
 		// A missing program or directory does not appear within a backoff
 		// schedule: retrying would only repeat the same warning.
-		return s.giveUp(n, fmt.Sprintf("%v (not retried: reconnect it once that is fixed)", cause))
+		return s.giveUp(n, fmt.Sprintf("%v (not retried)", cause), RemedyFixDeclaration)
 	}
 	from := s.brk.state
 	now := time.Now()
@@ -335,6 +344,7 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 			snap.status.Attempts = n
 			snap.status.LastError = cause.Error()
 			snap.status.NextAttempt = probe
+			snap.status.Remedy = Remedy{Kind: RemedyWait, Server: s.name, At: probe}
 		}, CircuitChanged{From: from, To: CircuitOpen, Failures: n, ProbeIn: probe.Sub(now), Error: cause.Error()})
 		return true // connectLoop waits for the probe
 	}
@@ -352,21 +362,25 @@ func (s *supervisor) failed(cause error, breaker bool) bool {
 		snap.status.Attempts = n
 		snap.status.LastError = cause.Error()
 		snap.status.NextAttempt = next
+		snap.status.Remedy = Remedy{Kind: RemedyWait, Server: s.name, At: next}
 	}, BackingOff{Attempt: n, Delay: delay, Error: cause.Error()})
 	endWait := s.trace.backoffWait(n, delay)
 	defer endWait()
 	return s.pause(next)
 }
 
-// giveUp puts the server in StateFailed with msg as its last error, and
-// waits there for a reconnect or enable (see failed for the result).
-func (s *supervisor) giveUp(n int, msg string) bool {
+// giveUp puts the server in StateFailed with msg as its last error and
+// the remedy of that kind, and waits there for a reconnect or enable (see
+// failed for the result).
+func (s *supervisor) giveUp(n int, msg string, kind RemedyKind) bool {
+	remedy := Remedy{Kind: kind, Server: s.name}
 	s.transition(StateFailed, func(snap *snapshot) {
 		snap.status.Attempts = n
 		snap.status.LastError = msg
 		snap.status.NextAttempt = time.Time{}
-	}, Failed{Attempts: n, Error: msg})
-	s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg))
+		snap.status.Remedy = remedy
+	}, Failed{Attempts: n, Error: msg, Remedy: kind})
+	s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg).with(remedy))
 	return s.parkFailed()
 }
 
@@ -407,7 +421,7 @@ func (s *supervisor) pause(until time.Time) bool {
 }
 
 // loginPoll is how often a server waiting for a login looks whether one
-// landed in the state directory (mcpvisor login in another process). It
+// landed in the state directory (a login made by another process). It
 // reads a file's metadata; nothing goes to the server.
 const loginPoll = 2 * time.Second
 

@@ -16,6 +16,10 @@ const latencyWeight = 0.2
 // value is an empty model ready to use. See the package documentation for
 // what each event kind contributes.
 type Model struct {
+	// LoginCommand, if set, is the shell command that logs in to a
+	// server: a server waiting for a login shows it beside the Lua call.
+	LoginCommand func(server string) string
+
 	servers map[string]*server // by name, as the events carry it
 	seq     uint64             // the last Seq applied
 	missed  uint64             // events this model's source dropped (lagged)
@@ -98,7 +102,7 @@ func (m *Model) Apply(e events.Event) {
 			}
 		case manager.ToolCall:
 			if s != nil {
-				s.apply(e)
+				s.apply(e, m.LoginCommand)
 			}
 		}
 		return
@@ -114,7 +118,7 @@ func (m *Model) Apply(e events.Event) {
 	if s == nil {
 		return
 	}
-	s.apply(e)
+	s.apply(e, m.LoginCommand)
 }
 
 // ApplyAll applies each event in order.
@@ -137,8 +141,8 @@ func (m *Model) Clients() int { return m.clients }
 func (m *Model) Len() int { return len(m.servers) }
 
 // apply folds one of the server's own events into its row, by the type
-// of its payload.
-func (s *server) apply(e events.Event) {
+// of its payload; loginCommand is the model's LoginCommand.
+func (s *server) apply(e events.Event, loginCommand func(string) string) {
 	switch p := e.Payload.(type) {
 	case manager.Added:
 		s.transport = string(p.Transport)
@@ -174,9 +178,13 @@ func (s *server) apply(e events.Event) {
 		s.state = StateUnauthorized
 		s.retryAt = time.Time{}
 		s.setErr(p.Error)
-		if p.Login != "" {
+		if p.Remedy == manager.RemedyLogin {
 			// What to run comes first, where a narrow line still shows it.
-			s.err = oneLine(fmt.Sprintf("run %s or mcp_login(%q) · %s", p.Login, e.Server, s.err))
+			run := fmt.Sprintf("mcp_login(%q)", e.Server)
+			if loginCommand != nil {
+				run = loginCommand(e.Server) + " or " + run
+			}
+			s.err = oneLine("run " + run + " · " + s.err)
 		}
 	case manager.Failed:
 		s.state = StateFailed
