@@ -135,7 +135,7 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	if opts.Token != "" {
 		h = auth.RequireBearerToken(tokenVerifier(opts.Token), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
-	return guard(h, opts.MaxBodyBytes)
+	return crossOrigin(h)
 }
 
 func (g *Gateway) endpointHandler(sel selection, sse bool, opts HTTPOptions) http.Handler {
@@ -172,36 +172,28 @@ func (ep *endpoint) handler(sse bool, opts HTTPOptions) http.Handler {
 	return ep.streaming
 }
 
-// guard rejects requests from web pages of other origins (a browser's
-// cross-site request to a local server, or DNS rebinding) and bounds
-// request bodies.
-func guard(next http.Handler, maxBody int64) http.Handler {
+// crossOrigin refuses what a web page of another site asks of the gateway
+// through a visitor's browser: net/http's CrossOriginProtection, which
+// judges a request by its Sec-Fetch-Site header, or by its Origin against
+// its Host. A page served from this machine (a loopback origin, any port)
+// is let through, as any local program could call the gateway anyway.
+//
+// This does not stop DNS rebinding: to the browser a rebound page is the
+// gateway's own origin. The go-sdk's handlers stop it, refusing a request
+// that reached a loopback address with a Host that is not loopback.
+func crossOrigin(next http.Handler) http.Handler {
+	p := http.NewCrossOriginProtection()
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, fmt.Sprintf("origin %q is not allowed: only local pages may use mcpvisor", r.Header.Get("Origin")), http.StatusForbidden)
+	}))
+	protected := p.Handler(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, r.Host) {
-			http.Error(w, fmt.Sprintf("origin %q is not allowed: only local pages may use mcpvisor", o), http.StatusForbidden)
+		if u, err := url.Parse(r.Header.Get("Origin")); err == nil && (u.Scheme == "http" || u.Scheme == "https") && isLoopbackHost(u.Hostname()) {
+			next.ServeHTTP(w, r)
 			return
 		}
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-		}
-		next.ServeHTTP(w, r)
+		protected.ServeHTTP(w, r)
 	})
-}
-
-// originAllowed accepts a loopback origin and the server's own.
-func originAllowed(origin, host string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	if isLoopbackHost(u.Hostname()) {
-		return true
-	}
-	h, _, err := net.SplitHostPort(host)
-	if err != nil {
-		h = host
-	}
-	return strings.EqualFold(u.Hostname(), h)
 }
 
 func isLoopbackAddr(addr string) bool {
