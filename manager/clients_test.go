@@ -51,11 +51,7 @@ func running(t *testing.T, pid int) bool {
 // awaitGone waits (bounded) for a process to end.
 func awaitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for running(t, pid) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	require.False(t, running(t, pid), "process %d still runs", pid)
+	require.Eventually(t, func() bool { return !running(t, pid) }, patience, 10*time.Millisecond, "process %d still runs", pid)
 }
 
 // Each client of a per-client server gets a process of its own and keeps

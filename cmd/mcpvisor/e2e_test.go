@@ -513,19 +513,16 @@ func TestSecondSignalForcesExit(t *testing.T) {
 // to wait on for a file another process writes, so this polls.
 func waitPidfile(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, err := os.ReadFile(path)
-		if err == nil && bytes.HasSuffix(b, []byte("\n")) {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			require.NoError(t, err, "pid file %s", path)
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pid in %s after 10s", path)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var b []byte // written by the check that succeeded, read after it
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got, err := os.ReadFile(path)
+		require.NoError(c, err)
+		require.True(c, bytes.HasSuffix(got, []byte("\n")), "no whole line in pid file %s: %q", path, got)
+		b = got
+	}, 10*time.Second, 10*time.Millisecond)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err, "pid file %s", path)
+	return pid
 }
 
 // `mcpvisor demo-server` speaks MCP on stdio to any client.
