@@ -166,12 +166,10 @@ func TestPerClientReleasedMidCall(t *testing.T) {
 		mt, err := m.Metrics("pc")
 		return err == nil && mt.InFlight == 1
 	}, patience, 5*time.Millisecond)
-	start := time.Now()
 	m.ReleaseClient("client-a")
-	select {
+	select { // within patience: the call would run a minute
 	case err := <-errc:
 		require.ErrorIs(t, err, manager.ErrDisconnected)
-		require.Less(t, time.Since(start), patience)
 	case <-time.After(patience):
 		t.Fatal("the released client's call still runs")
 	}

@@ -412,9 +412,8 @@ return json.encode({demo = mcp_status("demo"), bad = mcp_status("bad"), mute = m
 		st["bad"].LastError)
 	assert.Equal(t, 1, strings.Count(o.stderr, `msg="server failed, giving up"`))
 	assert.NotContains(t, o.stderr, `msg="backing off, will retry"`)
-	// Generous: the demo connects in milliseconds and shutdown closes the
-	// mute server's stdin, which ends it.
-	assert.Less(t, o.took, 5*time.Second, "run time")
+	// The run ended (within runBinary's bound) although the mute server's
+	// attempt would run an hour: shutdown stops it.
 }
 
 // SIGTERM shuts the host down gracefully, well within the shutdown grace,
@@ -451,8 +450,8 @@ func TestSIGTERM(t *testing.T) {
 }
 
 // terminate reads the demo server's pid from p's first stdout line, sends
-// SIGTERM and checks that p exits on its own within the shutdown grace,
-// having reaped the demo server.
+// SIGTERM and checks that p exits on its own, having disposed of the demo
+// server (a shutdown that ran out of its grace would not have).
 func terminate(t *testing.T, p *process) {
 	t.Helper()
 	pid, err := strconv.Atoi(p.line(10 * time.Second))
@@ -466,9 +465,7 @@ func terminate(t *testing.T, p *process) {
 	if !p.wait(shutdownGrace + 2*time.Second) {
 		t.Fatalf("mcpvisor still runs %v after SIGTERM (shutdown grace %v)", time.Since(sent), shutdownGrace)
 	}
-	took := time.Since(sent)
-	t.Logf("exited %v after SIGTERM with %v", took.Round(time.Millisecond), p.cmd.ProcessState)
-	assert.Less(t, took, shutdownGrace, "shutdown time")
+	t.Logf("exited %v after SIGTERM with %v", time.Since(sent).Round(time.Millisecond), p.cmd.ProcessState)
 	ws := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	assert.False(t, ws.Signaled(), "mcpvisor was killed by the signal instead of shutting down: %v", p.cmd.ProcessState)
 	assert.Contains(t, p.stderr.String(), "mcpvisor: shutting down")
