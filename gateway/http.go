@@ -34,6 +34,12 @@ type HTTPOptions struct {
 	// SessionTimeout closes idle client sessions; if zero,
 	// DefaultSessionTimeout.
 	SessionTimeout time.Duration
+	// Ready answers /readyz: whether every server has had its first say.
+	// If nil, /readyz answers as /healthz does.
+	Ready func() bool
+	// Control, if set, is served under /control/ behind the token (the
+	// shell's `mcpvisor status --addr`).
+	Control http.Handler
 }
 
 // TokenError says that an address needs a token.
@@ -131,11 +137,15 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	} {
 		mux.Handle(route.pattern, g.endpointHandler(route.sel, route.sse, opts))
 	}
+	if opts.Control != nil {
+		mux.Handle("/control/", opts.Control)
+	}
 	var h http.Handler = mux
 	if opts.Token != "" {
 		h = auth.RequireBearerToken(tokenVerifier(opts.Token), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
-	return crossOrigin(h)
+	h = withHealth(h, opts.Ready)
+	return localHost(crossOrigin(http.MaxBytesHandler(h, opts.MaxBodyBytes)))
 }
 
 func (g *Gateway) endpointHandler(sel selection, sse bool, opts HTTPOptions) http.Handler {
@@ -179,8 +189,7 @@ func (ep *endpoint) handler(sse bool, opts HTTPOptions) http.Handler {
 // is let through, as any local program could call the gateway anyway.
 //
 // This does not stop DNS rebinding: to the browser a rebound page is the
-// gateway's own origin. The go-sdk's handlers stop it, refusing a request
-// that reached a loopback address with a Host that is not loopback.
+// gateway's own origin. The Host check does (localHost).
 func crossOrigin(next http.Handler) http.Handler {
 	p := http.NewCrossOriginProtection()
 	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -193,6 +202,27 @@ func crossOrigin(next http.Handler) http.Handler {
 			return
 		}
 		protected.ServeHTTP(w, r)
+	})
+}
+
+// localHost refuses with 403 a request that reached a loopback address
+// under a Host that is not loopback: a page of another site whose name was
+// made to resolve to 127.0.0.1 (DNS rebinding), which the browser takes for
+// the gateway's own origin. The go-sdk's handlers check the same for the MCP
+// endpoints; this covers every path, /control/ included.
+func localHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackAddr(local.String()) {
+			host, _, err := net.SplitHostPort(r.Host)
+			if err != nil {
+				host = r.Host
+			}
+			if !isLoopbackHost(strings.Trim(host, "[]")) {
+				http.Error(w, fmt.Sprintf("host %q is not allowed: mcpvisor listens on loopback, so only a local name may reach it", r.Host), http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -107,20 +107,24 @@ func TestForeignOriginRefused(t *testing.T) {
 // A foreign site whose name is made to resolve to 127.0.0.1 (DNS
 // rebinding) is, to the browser, the gateway's own origin, so no origin
 // check stops its page; the Host it sends does: 403 for any Host that is not
-// loopback. A loopback Host is served.
+// loopback, on the MCP endpoints and the control API alike. A loopback Host
+// is served.
 func TestRebindingHostRefused(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, nil, gateway.HTTPOptions{})
+	control := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "{}") })
+	r := newRig(t, nil, gateway.HTTPOptions{Control: control})
 	_, port, err := net.SplitHostPort(strings.TrimPrefix(r.base, "http://"))
 	require.NoError(t, err)
 	rebound := "rebound.example:" + port
-	for _, path := range []string{"/mcp", "/sse"} {
+	for _, path := range []string{"/mcp", "/sse", "/control/v1/servers/x/disable"} {
 		code, body, _ := post(t, r.base+path, initializeBody,
 			map[string]string{"Host": rebound, "Origin": "http://" + rebound, "Sec-Fetch-Site": "same-origin"})
 		assert.Equal(t, http.StatusForbidden, code, "Host %s on %s: %s", rebound, path, body)
 	}
-	code, body, _ := post(t, r.base+"/mcp", initializeBody, map[string]string{"Host": "localhost:" + port})
-	assert.Equal(t, http.StatusOK, code, body)
+	for _, path := range []string{"/mcp", "/control/v1/servers/x/disable"} {
+		code, body, _ := post(t, r.base+path, initializeBody, map[string]string{"Host": "localhost:" + port})
+		assert.Equal(t, http.StatusOK, code, "%s: %s", path, body)
+	}
 }
 
 // Garbage, an oversized body and an unknown method each get an HTTP error
