@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -376,9 +377,7 @@ func groupRunning(t testing.TB, pgid int) []procStat {
 func requireGroupGone(t testing.TB, pgid int) {
 	t.Helper()
 	require.NotZero(t, pgid)
-	deadline := time.Now().Add(2 * time.Second)
-	for len(groupRunning(t, pgid)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	require.Empty(t, groupRunning(t, pgid), "process group %d still has running members", pgid)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, groupRunning(t, pgid), "process group %d still has running members", pgid)
+	}, 2*time.Second, 10*time.Millisecond)
 }
