@@ -199,21 +199,6 @@ func (tl *timeline) heard(d time.Duration) []ev {
 	}
 }
 
-// nextNotice returns the next notice of server with method, skipping
-// others, failing the test if none comes within wait.
-func (tl *timeline) nextNotice(server, method string, wait time.Duration) ev {
-	tl.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	for {
-		n, err := tl.notes.Next(ctx)
-		require.NoError(tl.t, err, "waiting for %s of %q", method, server)
-		if e := tl.noticeEv(n); e.Server == server && e.Fields["method"] == method {
-			return e
-		}
-	}
-}
-
 func (tl *timeline) noticeEv(n notify.Notice) ev {
 	o := n.From()
 	return ev{At: o.Time.Sub(tl.start), Kind: n.Kind(), Server: o.Server, Fields: n.Fields()}
