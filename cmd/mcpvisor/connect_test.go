@@ -164,3 +164,15 @@ func keys(m map[string]any) []string {
 	}
 	return out
 }
+
+func TestSubcommandUsage(t *testing.T) {
+	tempHome(t)
+	for _, cmd := range [][]string{{"init"}, {"service", "install"}} {
+		code, out, _ := runCmd(t, append(cmd, "--help")...)
+		assert.Equal(t, 0, code, cmd)
+		assert.Contains(t, out, "Usage: mcpvisor "+cmd[0], "help goes to stdout")
+		code, _, errOut := runCmd(t, append(cmd, "stray")...)
+		assert.Equal(t, 2, code, cmd)
+		assert.Contains(t, errOut, `unexpected argument "stray"`)
+	}
+}

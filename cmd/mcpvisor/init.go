@@ -37,16 +37,8 @@ func runInit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	file := fs.String("c", "", "")
 	yes := fs.Bool("yes", false, "")
 	noImport := fs.Bool("no-import", false, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, initUsage)
-			return 0
-		}
-		if err == nil {
-			err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
-		}
-		fmt.Fprintf(stderr, "mcpvisor init: %v\n\n%s", err, initUsage)
-		return 2
+	if code, ok := parseSubcommand(fs, args, initUsage, stdout, stderr); !ok {
+		return code
 	}
 	ask := &confirmer{in: bufio.NewReader(stdin), out: stdout, yes: *yes, interactive: isTerminal(stdin)}
 	if err := initConfig(*file, !*noImport, ask, stdout); err != nil {

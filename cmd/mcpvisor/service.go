@@ -109,16 +109,8 @@ func runService(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	addr := fs.String("http", "127.0.0.1:8931", "")
 	file := fs.String("c", "", "")
 	yes := fs.Bool("yes", false, "")
-	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, serviceUsage)
-			return 0
-		}
-		if err == nil {
-			err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
-		}
-		fmt.Fprintf(stderr, "mcpvisor service: %v\n\n%s", err, serviceUsage)
-		return 2
+	if code, ok := parseSubcommand(fs, args[1:], serviceUsage, stdout, stderr); !ok {
+		return code
 	}
 	ask := &confirmer{in: bufio.NewReader(stdin), out: stdout, yes: *yes, interactive: isTerminal(stdin)}
 	if err := serviceAction(verb, *addr, *file, ask, stdout); err != nil {
