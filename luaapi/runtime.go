@@ -67,8 +67,10 @@ type Options struct {
 	// two suspensions before it is stopped. If zero, 100ms.
 	SliceBudget time.Duration
 	// MemoryLimit stops a chunk (REPL line, -e, script, config) that makes
-	// the host's heap grow past it, with a Lua error naming the limit. If
-	// zero, DefaultMemoryLimit (1 GiB); negative turns it off.
+	// the host's memory (what it holds from the system) grow past it, with
+	// a Lua error naming the limit; a single value that would take it past
+	// is refused before it is made. If zero, DefaultMemoryLimit (1 GiB);
+	// negative turns it off.
 	MemoryLimit int64
 	// HUD is the terminal display that mcp_hud switches. If nil, there is
 	// no terminal and mcp_hud says so.
@@ -206,6 +208,7 @@ func New(opts Options) (*Runtime, error) {
 	r.memory.limit, r.memory.started = uint64(opts.MemoryLimit), make(chan struct{}, 1)
 	r.memDone = make(chan struct{})
 	if opts.MemoryLimit > 0 {
+		watches.Store(r.state.G, &r.memory)
 		go r.memory.watch(r.stop, r.memDone)
 	} else {
 		close(r.memDone)
@@ -278,6 +281,7 @@ func (r *Runtime) Close() {
 		<-r.listener.done
 		<-r.rootsNote.done
 		r.sub.Close()
+		watches.Delete(r.state.G)
 		r.state.Close()
 	})
 }

@@ -31,9 +31,12 @@ type task struct {
 	origin int
 	// config collects the declarations of a config evaluation; nil outside.
 	config *desired
-	// overMemory is set by the memory watchdog (another goroutine) before
-	// it cancels the task.
+	// overMemory is set by the memory watchdog (another goroutine), or by
+	// a value refused for its size, before the task is cancelled.
 	overMemory atomic.Bool
+	// memoryWhy says which value was refused, when one was (set on the
+	// loop).
+	memoryWhy string
 }
 
 // taskOptions are the optional properties of a new task.
