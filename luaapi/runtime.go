@@ -72,6 +72,13 @@ type Options struct {
 	// is refused before it is made. If zero, DefaultMemoryLimit (1 GiB);
 	// negative turns it off.
 	MemoryLimit int64
+	// ConfigBudget bounds how long a config file (startup.lua, a reload,
+	// a check) may run on the Lua loop, its slices summed: time it spends
+	// waiting (mcp_wait, sleep, a call) does not count. A file over it is
+	// stopped with an error naming its file and line, and the loop is
+	// free again; see LoadConfig for what is applied. If zero,
+	// DefaultConfigBudget; negative, none.
+	ConfigBudget time.Duration
 	// HUD is the terminal display that mcp_hud switches. If nil, there is
 	// no terminal and mcp_hud says so.
 	HUD HUD
@@ -175,6 +182,9 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if opts.MemoryLimit == 0 {
 		opts.MemoryLimit = DefaultMemoryLimit
+	}
+	if opts.ConfigBudget == 0 {
+		opts.ConfigBudget = DefaultConfigBudget
 	}
 	base, cancel := context.WithCancel(context.Background())
 	r := &Runtime{

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/demo"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
+	"github.com/mcpvisor/mcpvisor/luaapi"
 )
 
 const usage = `mcpvisor keeps your MCP servers connected and lets you use their tools from Lua.
@@ -56,6 +57,12 @@ Flags:
                         (connected, failed, backing off, disabled or waiting
                         for a slot) before they start (default 5s; 0: start
                         at once); the REPL starts at once
+  --config-budget DURATION
+                        how long the config may run Lua without finishing
+                        (time waiting in mcp_wait, sleep or a call does not
+                        count) before it is stopped with an error naming
+                        the file and line (default 5s; 0: no limit); at
+                        start, the servers it declared before are kept
   --log-level LEVEL     debug, info, warn or error (default info at the REPL,
                         warn with -e, run or a piped script)
   --log-format FORMAT   text or json (default text)
@@ -225,6 +232,9 @@ type config struct {
 	// wait bounds how long a run that is not interactive gives the servers
 	// to settle before its code starts; 0 starts at once.
 	wait time.Duration
+	// configBudget bounds the time the config runs Lua, as
+	// luaapi.Options.ConfigBudget: 0 the default, less than 0 none.
+	configBudget time.Duration
 	// script is `run FILE [args]`: the file ("-" for stdin) and the whole
 	// command line with the file's index in it, for the script's arg.
 	script      string
@@ -270,6 +280,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.server, "server", "", "")
 	fs.StringVar(&c.toolset, "toolset", "", "")
 	fs.DurationVar(&c.wait, "wait", defaultWait, "")
+	fs.DurationVar(&c.configBudget, "config-budget", luaapi.DefaultConfigBudget, "")
 	var hudFlag, noHUDFlag bool
 	fs.BoolVar(&hudFlag, "hud", false, "")
 	fs.BoolVar(&noHUDFlag, "no-hud", false, "")
@@ -314,6 +325,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.wait < 0 {
 		return c, fmt.Errorf("--wait must be 0 (start at once) or more, got %v", c.wait)
+	}
+	switch {
+	case c.configBudget < 0:
+		return c, fmt.Errorf("--config-budget must be 0 (no limit) or more, got %v", c.configBudget)
+	case c.configBudget == 0:
+		c.configBudget = -1 // asked for no limit
 	}
 	if c.hasCode && c.script != "" {
 		return c, errors.New("-e and run each give the code to run; give one")
