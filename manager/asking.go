@@ -347,7 +347,7 @@ func (r *clientRoots) update(ctx context.Context, s *supervisor, client *mcp.Cli
 	defer cancel()
 	roots, _, err := s.askRoots(ctx)
 	if err != nil && !errors.Is(err, ask.ErrNoAnswer) {
-		s.m.log.Warn("roots not updated", "server", s.name, "error", err)
+		s.m.log.Warn("roots not updated", "server", s.name, "error", s.hide(err))
 		return
 	}
 	uris := make([]string, len(roots))

@@ -198,6 +198,7 @@ func (s *supervisor) publish(kind events.Kind, fields events.Fields) {
 		}
 		fields["client"] = s.owner
 	}
+	s.hideFields(fields)
 	s.m.bus.Publish(kind, s.name, fields)
 }
 

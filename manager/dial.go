@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
+	"github.com/mcpvisor/mcpvisor/internal/redact"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 )
 
@@ -37,6 +38,7 @@ func (m *Manager) defaultDial(ctx context.Context, server string, spec Spec) (mc
 			Grace:   m.opts.StopGrace,
 			MaxLine: spec.MaxFrameBytes,
 			Logger:  m.log,
+			Secrets: redact.New(spec.Secrets),
 		})
 		if err != nil {
 			return nil, err

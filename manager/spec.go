@@ -12,6 +12,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 
 	"github.com/mcpvisor/mcpvisor/internal/proc"
+	"github.com/mcpvisor/mcpvisor/internal/redact"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -90,6 +91,13 @@ type Spec struct {
 	// references unexpanded, when it had any: what Endpoint shows, so
 	// that a value from the environment (a token) is never displayed.
 	Written string
+	// Secrets are the values taken from the environment, by variable
+	// name (${TOKEN} → its value). Wherever text from the server is shown
+	// or sent (its stderr, its error messages, status, events, logs, the
+	// errors callers get) each value is replaced by its ${NAME}, in
+	// whatever encoding the server printed it (see package
+	// internal/redact). A value under 6 bytes is not hidden.
+	Secrets map[string]string
 }
 
 // Timeouts are a server's time limits. Zero fields take defaults.
@@ -401,6 +409,10 @@ func (s Spec) Startable(server string) error {
 		return nil
 	}
 	if err := proc.Startable(s.Command, s.Cwd); err != nil {
+		if secrets := redact.New(s.Secrets); secrets != nil {
+			// It quotes the command line: ${NAME}, not the values.
+			err = hiddenError{err: err, secrets: secrets}
+		}
 		return newError(CodeInvalidConfig, server, "spawn", err)
 	}
 	return nil

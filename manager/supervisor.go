@@ -14,6 +14,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
+	"github.com/mcpvisor/mcpvisor/internal/redact"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,6 +43,8 @@ type supervisor struct {
 	ownerAnswerer atomic.Pointer[ask.Candidate]
 	// notify bounds the notification events the server can cause.
 	notify *notifyLimiter
+	// secrets are spec.Secrets, hidden in the server's text (secrets.go).
+	secrets *redact.Secrets
 
 	ctx    context.Context // cancelled when removal is requested
 	cancel context.CancelFunc
@@ -102,6 +105,7 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 		key:            NameKey(name),
 		order:          strings.ToLower(name),
 		notify:         newNotifyLimiter(),
+		secrets:        redact.New(spec.Secrets),
 		spec:           spec,
 		m:              m,
 		ctx:            ctx,
@@ -178,6 +182,7 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 	next.status.Waiting = ""
 	if edit != nil {
 		edit(&next)
+		next.status.LastError = s.secrets.String(next.status.LastError)
 	}
 	if to != StateConnected {
 		next.session, next.conn = nil, nil
@@ -286,6 +291,7 @@ func (s *supervisor) connectLoop() *conn {
 // circuit opens). It reports whether to attempt again (false: the server
 // is being removed or disabled).
 func (s *supervisor) failed(cause error, breaker bool) bool {
+	cause = s.hide(cause)
 	s.dropSlot()
 	s.failures++
 	n := s.failures
@@ -514,7 +520,7 @@ func (s *supervisor) attempt(n int, probe bool) (c *conn, err error) {
 		snap.status.NextAttempt = time.Time{}
 	}, events.KindConnecting, fields)
 	endSpan := s.trace.attempt(n)
-	defer func() { endSpan(err) }() // after the recovery below has set err
+	defer func() { endSpan(s.hide(err)) }() // after the recovery below has set err
 	defer func() {
 		if r := recover(); r != nil {
 			s.m.log.Error("panic in connection attempt", "server", s.name, "panic", r, "stack", string(debug.Stack()))

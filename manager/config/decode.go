@@ -43,6 +43,7 @@ func DecodeSpec(name string, raw map[string]any, opts DecodeOptions) (manager.Sp
 	}
 	d := decoder{lookup: lookup}
 	s := d.spec(raw).WithDefaults()
+	s.Secrets = d.secrets
 	// The spec's own validation (ranges, consistency) runs even when
 	// decoding found problems, so one edit can fix everything. A field whose
 	// form was wrong is reported once: its range check would only complain
@@ -60,8 +61,9 @@ func DecodeSpec(name string, raw map[string]any, opts DecodeOptions) (manager.Sp
 }
 
 type decoder struct {
-	lookup func(string) (string, bool)
-	probs  problems
+	lookup  func(string) (string, bool)
+	probs   problems
+	secrets map[string]string // the ${VAR} expanded, by name
 }
 
 // problems collects what is wrong with a declaration as "field: message".
@@ -463,6 +465,12 @@ func (d *decoder) expand(field, s string) string {
 		v, ok := d.lookup(name)
 		if !ok {
 			d.probs.add(field, "environment variable %s is not set (referenced as ${%s}); set it where mcpvisor starts (export %s=…), or write the value", name, name, name)
+		}
+		if ok {
+			if d.secrets == nil {
+				d.secrets = map[string]string{}
+			}
+			d.secrets[name] = v
 		}
 		return v
 	})

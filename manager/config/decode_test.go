@@ -68,7 +68,8 @@ func TestDecodeSpecValid(t *testing.T) {
 				Command:   []string{"server", "--token=s3cret"},
 				Env:       map[string]string{"API_TOKEN": "s3cret", "PORT": "9000", "DEBUG": "true"},
 				Cwd:       "/home/me/src",
-				Written:   "server --token=${TOKEN}", // what is shown: never the token
+				Written:   "server --token=${TOKEN}",                                // what is shown: never the token
+				Secrets:   map[string]string{"TOKEN": "s3cret", "HOME": "/home/me"}, // hidden in what the server prints
 			}),
 		},
 		{
@@ -79,6 +80,7 @@ func TestDecodeSpecValid(t *testing.T) {
 				URL:       "http://localhost:8080/mcp",
 				Headers:   map[string]string{"Authorization": "Bearer s3cret"},
 				Written:   "http://localhost:${PORT}/mcp",
+				Secrets:   map[string]string{"PORT": "8080", "TOKEN": "s3cret"},
 			}),
 		},
 		{
