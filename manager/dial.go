@@ -72,6 +72,7 @@ func (m *Manager) httpClient(life context.Context, server string, spec Spec) (*h
 	if src := m.authSource(server, spec); src != nil {
 		base = src.Transport(spec.URL, base)
 	}
+	base = m.streams.transport(base)
 	return endpoint.NewClient(life, base, endpoint.Config{
 		URL:           spec.URL,
 		Headers:       spec.Headers,

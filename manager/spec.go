@@ -38,6 +38,25 @@ const (
 	SessionPerClient SessionMode = "per_client" // one session per client
 )
 
+// QuestionsMode says to whom a shared server's requests (elicitation,
+// sampling, roots) may go when nothing ties them to one client's call.
+type QuestionsMode string
+
+// The questions modes.
+const (
+	// QuestionsOwn, the default, asks a client only what provably belongs
+	// to it: a request carried by its call (on the call's HTTP response
+	// stream, or as the call's input requests), on its own session
+	// (SessionPerClient), or while it is the only client the host serves.
+	QuestionsOwn QuestionsMode = ""
+	// QuestionsCaller trusts the server to ask only about calls in flight:
+	// a request is also asked of the client whose calls are the only
+	// ones in flight on the server's session. A server that asks later,
+	// after the call that led to it ended, would then show one client's
+	// question to another, and credit that client's answer to the first.
+	QuestionsCaller QuestionsMode = "caller"
+)
+
 // Dialer opens the transport of one connection to an in-process server.
 // ctx lives as long as the connection. Specs compare their Dialers by
 // identity: the same value means the same server.
@@ -79,6 +98,9 @@ type Spec struct {
 	// MaxSessions caps the clients' sessions of a per-client server. If
 	// zero, 5.
 	MaxSessions int
+	// Questions says to whom the server's requests may go when nothing
+	// ties them to one client's call; see QuestionsMode.
+	Questions QuestionsMode
 	// Roots are the roots (file:// URIs) the server is told it may work
 	// in, before the host's own (Manager.SetAnswerer).
 	Roots []string
@@ -303,6 +325,11 @@ func (s Spec) Problems() []string {
 		}
 	default:
 		p.add("session", "must be \"shared\" or \"per_client\", got %q", s.Session)
+	}
+	switch s.Questions {
+	case QuestionsOwn, QuestionsCaller:
+	default:
+		p.add("questions", "must be \"own\" (the default: a client is asked only what its own call carries) or \"caller\" (also what comes while only its calls are in flight), got %q", s.Questions)
 	}
 	for i, r := range s.Roots {
 		if err := CheckRoot(r); err != nil {

@@ -24,7 +24,7 @@ type DecodeOptions struct {
 // specFields are the accepted keys of a declaration, for unknown-field
 // errors and did-you-mean suggestions.
 var specFields = map[string][]string{
-	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "breaker", "max_retries", "max_frame_bytes", "expose", "session", "max_sessions", "roots", "auth"},
+	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "breaker", "max_retries", "max_frame_bytes", "expose", "session", "max_sessions", "questions", "roots", "auth"},
 	"expose":   {"prefix", "hide", "rename"},
 	"auth":     {"client_id", "client_secret", "scopes", "redirect_port", "client_metadata_url"},
 	"timeouts": {"connect", "request", "health_interval", "health_timeout", "keepalive", "server", "idle"},
@@ -241,6 +241,11 @@ func (d *decoder) spec(raw map[string]any) manager.Spec {
 	if v, ok := raw["session"]; ok {
 		if mode := d.str("session", v); mode != "shared" {
 			s.Session = manager.SessionMode(mode) // validated with the spec
+		}
+	}
+	if v, ok := raw["questions"]; ok {
+		if mode := d.str("questions", v); mode != "own" {
+			s.Questions = manager.QuestionsMode(mode) // validated with the spec
 		}
 	}
 	if v, ok := raw["max_sessions"]; ok {

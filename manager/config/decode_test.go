@@ -84,6 +84,16 @@ func TestDecodeSpecValid(t *testing.T) {
 			}),
 		},
 		{
+			name: "questions",
+			raw:  map[string]any{"command": []any{"x"}, "questions": "caller"},
+			want: defaults(manager.Spec{Transport: manager.TransportStdio, Command: []string{"x"}, Questions: manager.QuestionsCaller}),
+		},
+		{
+			name: "questions, the default spelled out",
+			raw:  map[string]any{"command": []any{"x"}, "questions": "own"},
+			want: defaults(manager.Spec{Transport: manager.TransportStdio, Command: []string{"x"}}),
+		},
+		{
 			name: "durations as strings or seconds, and the rest of the knobs",
 			raw: map[string]any{
 				"command":         []any{"x"},
@@ -161,6 +171,11 @@ func TestDecodeSpecInvalid(t *testing.T) {
 		want []string // the problems, in order
 	}{
 		{
+			name: "questions of an unknown kind",
+			raw:  map[string]any{"command": cmd, "questions": "anyone"},
+			want: []string{`questions: must be "own" (the default: a client is asked only what its own call carries) or "caller" (also what comes while only its calls are in flight), got "anyone"`},
+		},
+		{
 			name: "missing transport",
 			raw:  map[string]any{},
 			want: []string{`command: missing transport: set command = {"prog", "arg"} for a process or url = "http://…" for a remote server`},
@@ -181,7 +196,7 @@ func TestDecodeSpecInvalid(t *testing.T) {
 		{
 			name: "unknown field, nothing close",
 			raw:  map[string]any{"command": cmd, "zzzzzz": 1},
-			want: []string{`zzzzzz: unknown field; known fields: command, url, transport, env, cwd, headers, enabled, timeouts, backoff, breaker, max_retries, max_frame_bytes, expose, session, max_sessions, roots, auth`},
+			want: []string{`zzzzzz: unknown field; known fields: command, url, transport, env, cwd, headers, enabled, timeouts, backoff, breaker, max_retries, max_frame_bytes, expose, session, max_sessions, questions, roots, auth`},
 		},
 		{
 			name: "expose",
