@@ -21,14 +21,17 @@
 // name is stable while its tool is listed, whatever other servers do; two
 // tools that would share a name both stay (a name_collision event says
 // so). A server's spec may choose its prefix, hide tools and rename them
-// (manager.Expose). Prompts are named the same way; resources keep their
+// (expose.Rules, declared with each server). Prompts are named the same way; resources keep their
 // URIs.
 //
 // # Calls
 //
 // A tools/call is forwarded with manager.Manager.Call and FailFast: a
 // server that cannot be reached answers at once with an isError result
-// naming it, the operation and the next attempt; a server reconnecting
+// led by the error's code, naming the server and the operation, and then
+// saying in plain words, for a model and its user, whether retrying helps
+// and when (the manager's remedy, worded here: never a Lua call or a
+// command, never another client's name); a server reconnecting
 // after a crash is waited for, up to the call's timeout. Progress goes back
 // to the calling client under its own token, before the result; a client's
 // cancellation cancels the upstream request; a W3C traceparent in _meta
@@ -70,10 +73,12 @@
 // one list_changed per burst per endpoint). Endpoints are made by asking
 // it (do). Request handlers, on the SDK's goroutines, read only what it
 // publishes atomically: the current view, each endpoint's routes and the
-// toolsets. A toolset's Filter runs on the run goroutine and must return
-// promptly. Log messages are delivered by one goroutine with a bounded
-// queue; each call with a progress token has a goroutine of its own that
-// ends before the call returns; a call of a client on 2026-07-28 runs
+// toolsets. Toolsets are snapshots handed over with SetToolsets (a toolset
+// that a function decides is evaluated by its owner, which hands over the
+// tools it chose): the run goroutine takes the newest when it is poked and
+// never waits on whoever made them. Log messages are delivered by one
+// goroutine with a bounded queue; each call with a progress token has a
+// goroutine of its own that ends before the call returns; a call of a client on 2026-07-28 runs
 // upstream on a goroutine of its own, counted among its session's calls.
 // Each client session has a watcher that, when the session ends, cancels
 // its calls, waits for them to return, publishes client_disconnected and

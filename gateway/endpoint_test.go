@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/internal/expose"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -17,7 +18,7 @@ var stdio = manager.Spec{Transport: manager.TransportStdio, Command: []string{"x
 func TestExposeSpec(t *testing.T) {
 	src := newFakeSource(t)
 	spec := stdio
-	spec.Expose = manager.Expose{Prefix: "gh", Hide: []string{"delete_*"}, Rename: map[string]string{"search_issues": "find"}}
+	spec.Expose = expose.Rules{Prefix: "gh", Hide: []string{"delete_*"}, Rename: map[string]string{"search_issues": "find"}}
 	src.set("github", spec, "search_issues", "delete_repo", "list")
 	src.set("plain", stdio, "echo")
 	g := newGateway(t, src)
@@ -71,4 +72,29 @@ func TestToolsets(t *testing.T) {
 	all.announced(t, before+1)
 	require.Equal(t, before+1, all.announce.Load(), "a toolset change was announced on /mcp")
 	require.Equal(t, []string{"safe"}, g.Toolsets())
+}
+
+// A resolved toolset serves the tools it names that are offered; a
+// snapshot older than the one in force is ignored, so the toolset never
+// goes back to an earlier answer.
+func TestToolsetSnapshots(t *testing.T) {
+	src := newFakeSource(t)
+	src.set("git", stdio, "status", "log", "push")
+	g := newGateway(t, src)
+	g.SetToolsets(map[string]Toolset{"picked": {Resolved: true, Tools: []string{"git.log", "git.gone"}, Version: 2}})
+	picked := connect(t, g, oneToolset, "picked")
+	picked.eventually(t, "git__log")
+
+	// The stale snapshot comes with a new toolset: once that is served,
+	// the stale one has been seen too.
+	g.SetToolsets(map[string]Toolset{
+		"picked": {Resolved: true, Tools: []string{"git.push"}, Version: 1},
+		"other":  {Include: []string{"git.status"}, Version: 3},
+	})
+	connect(t, g, oneToolset, "other").eventually(t, "git__status")
+	picked.eventually(t, "git__log")
+	require.Equal(t, []string{"other", "picked"}, g.Toolsets())
+
+	g.SetToolsets(map[string]Toolset{"picked": {Resolved: true, Tools: []string{"git.push"}, Version: 4}})
+	picked.eventually(t, "git__push")
 }

@@ -36,6 +36,12 @@
 // loop. A form no handler answers goes to [Options.Prompter], the person
 // at the REPL.
 //
+// The gateway ([Options.Gateway]) is only ever called from the loop, and
+// never calls back: a toolset that a Lua function decides is evaluated on
+// the loop (each tool a budgeted task, all bounded by [FilterTimeout])
+// whenever an event says the tools changed or the toolset is declared,
+// and the tools it chose are handed over as a versioned snapshot.
+//
 // Yielding cannot work across a Go frame (pcall, table.sort comparators,
 // string.gsub callbacks) or inside a coroutine the script made itself; the
 // waiting builtins detect both and raise a clear error instead of losing a
@@ -46,6 +52,9 @@
 // Lua failures are [*Error] values carrying the message with chunk:line and
 // the traceback captured inside the task. Functions that can fail at run
 // time return `nil, err` where err is a table {code, server, operation,
-// message} whose tostring is "CODE: message"; invalid use (a bad spec, wrong
-// argument types) raises a Lua error.
+// message, remedy} whose tostring is "CODE: message"; invalid use (a bad
+// spec, wrong argument types) raises a Lua error. remedy is the manager's
+// [manager.Remedy] said as the Lua call that helps (`mcp_enable("git") to
+// connect it`); the message ends with it too, and mcp_status gives a down
+// server's.
 package luaapi

@@ -88,10 +88,7 @@ func (s *supervisor) asking(ctx context.Context, req uint64, opts CallOptions) c
 		return ctx
 	}
 	c := &ask.Candidate{Answerer: opts.Answerer, By: "client", Client: opts.Client}
-	s.inflight.answerBy(req, c)
-	if s.home != nil {
-		s.ownerAnswerer.Store(c)
-	}
+	s.inflight.AnswerBy(req, c, s.home != nil)
 	return context.WithValue(ctx, askingKey{}, c)
 }
 
@@ -110,29 +107,12 @@ func (s *supervisor) candidates(ctx context.Context) askers {
 	if carried != nil {
 		a.line = append(a.line, *carried)
 	}
-	if callers := s.inflight.answerers(); len(callers) > 0 {
-		switch {
-		case s.home != nil, s.spec.Questions == QuestionsCaller && oneClient(callers):
-			// A client's own session: every call on it is the owner's.
-			// Or the server is trusted to ask about the calls in flight,
-			// which are all one client's.
-			a.line = append(a.line, callers...)
-		default:
-			clients := map[string]bool{}
-			for _, c := range callers {
-				if sole, ok := c.Answerer.(ask.SoleClient); ok && sole.SoleClient() {
-					a.line = append(a.line, c)
-				} else {
-					clients[c.Client] = true
-				}
-			}
-			if carried == nil {
-				a.withheld = len(clients)
-			}
-		}
-	}
-	if c := s.ownerAnswerer.Load(); c != nil {
-		a.line = append(a.line, *c)
+	// The callers in flight that it can be shown to belong to, then the
+	// owner of a client's session.
+	callers, withheld := s.inflight.Answerers(s.spec.Questions == QuestionsCaller)
+	a.line = append(a.line, callers...)
+	if carried == nil {
+		a.withheld = withheld
 	}
 	if len(s.spec.Roots) > 0 {
 		a.line = append(a.line, ask.Candidate{Answerer: ask.FixedRoots(s.spec.Roots), By: "server", Client: s.owner})
@@ -141,16 +121,6 @@ func (s *supervisor) candidates(ctx context.Context) askers {
 		a.line = append(a.line, ask.Candidate{Answerer: *h, By: "host", Client: s.owner})
 	}
 	return a
-}
-
-// oneClient reports whether every candidate answers for the same client.
-func oneClient(cands []ask.Candidate) bool {
-	for _, c := range cands[1:] {
-		if c.Client != cands[0].Client {
-			return false
-		}
-	}
-	return true
 }
 
 // answering is the client middleware that answers elicitation and roots
@@ -307,12 +277,12 @@ func (s *supervisor) asked(ctx context.Context, kind events.Kind, by ask.Candida
 	case errors.Is(err, ask.ErrNoAnswer) && withheld > 0:
 		f["clients_not_asked"] = withheld
 		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
-			"mcpvisor: %s of server %q was asked of no client: it came outside any call, and %s calls in flight on the server's shared session, so it cannot be told whose it is (no mcp_handle(%q, …) handler answered either); "+
+			"mcpvisor: %s of server %q was asked of no client: it came outside any call, and %s calls in flight on the server's shared session, so it cannot be told whose it is (and no handler of the host answered); "+
 				"to have it asked, declare the server with session = \"per_client\" (a session of its own for each client) or questions = \"caller\" (trust it to ask only about the calls in flight)",
-			what, s.name, plural(withheld, "one client has", fmt.Sprintf("%d clients have", withheld)), what)}
+			what, s.name, plural(withheld, "one client has", fmt.Sprintf("%d clients have", withheld)))}
 	case errors.Is(err, ask.ErrNoAnswer):
 		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
-			"mcpvisor: nobody can answer %s for server %q (no client that supports it has a call in flight, and no mcp_handle(%q, …) handler answered)", what, s.name, what)}
+			"mcpvisor: nobody can answer %s for server %q (no client that supports it has a call in flight, and no handler of the host answered)", what, s.name)}
 	case ctx.Err() != nil && (errors.Is(err, ctx.Err()) || errors.Is(context.Cause(ctx), context.DeadlineExceeded)):
 		limit, why := s.spec.Timeouts.Request, "timeouts.request"
 		if kind == events.KindElicitation && limit < elicitationTime {
