@@ -3,6 +3,7 @@ package manager
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -68,6 +69,29 @@ func (e hiddenError) As(target any) bool {
 	}
 	*t = &cp
 	return true
+}
+
+// hidePayload returns p with the server's secrets hidden in its text
+// fields (an event's error, reason, …), p itself when there are none.
+func (s *supervisor) hidePayload(p events.Payload) events.Payload {
+	if s.secrets == nil {
+		return p
+	}
+	v := reflect.ValueOf(p)
+	if v.Kind() != reflect.Struct {
+		return p
+	}
+	cp := reflect.New(v.Type()).Elem()
+	cp.Set(v)
+	for i := range cp.NumField() {
+		if f := cp.Field(i); f.Kind() == reflect.String && f.CanSet() {
+			f.SetString(s.secrets.String(f.String()))
+		}
+	}
+	if hidden, ok := cp.Interface().(events.Payload); ok {
+		return hidden
+	}
+	return p
 }
 
 // hideFields hides the server's secrets in the text fields of an event.
