@@ -24,6 +24,10 @@ import (
 // gets what the server asks as the input requests of its call's result,
 // and answers by calling again (see roundTrip).
 //
+// What a shared server asks outside any call, the manager asks of the
+// client only while it is the gateway's only client (SoleClient), unless
+// the server is trusted with questions = "caller".
+//
 // The manager may keep a per-client session's answerer after its call
 // returned, for what the server asks between calls: the client is then
 // asked on its session, outside any call's stream, if it can still be
@@ -53,6 +57,12 @@ func newClientAnswerer(call context.Context, s *session, caps *mcp.ClientCapabil
 	}
 	return &clientAnswerer{s: s, ss: s.ss, label: s.label, session: s.ctx, caps: caps, call: call, trip: trip}
 }
+
+// SoleClient reports whether the client is the only one the gateway
+// serves now: what a shared server asks outside any call can then be
+// nobody else's (see manager.QuestionsOwn). Over stdio there is only ever
+// one.
+func (a *clientAnswerer) SoleClient() bool { return a.s.table.count() == 1 }
 
 // Offers is what the client declared.
 func (a *clientAnswerer) Offers() ask.Kind {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -690,4 +691,28 @@ func TestClientProgressOnQuestionsReachesTheServer(t *testing.T) {
 			require.NotEqual(t, "from-the-server", tokens[0], "the client is given a token of the gateway's")
 		})
 	}
+}
+
+// A client is its answer's only client while no other client is
+// connected to the gateway: what a shared server asks outside any call
+// may then go to it (ask.SoleClient). Once another connects it is not,
+// and once that one leaves it is again.
+func TestClientIsSoleWhileAlone(t *testing.T) {
+	g, src, base := askingGateway(t)
+	src.answerWith(func(_ context.Context, _ string, opts manager.CallOptions) (*mcp.CallToolResult, error) {
+		sole, ok := opts.Answerer.(ask.SoleClient)
+		return outcomeResult(fmt.Sprint(ok && sole.SoleClient())), nil
+	})
+	alone := func(cs *mcp.ClientSession) string {
+		var o string
+		asked(t, cs, "sole", &o)
+		return o
+	}
+	first := dial(t, g, base, "http", nil)
+	require.Equal(t, "true", alone(first))
+	second := dial(t, g, base, "http", nil)
+	require.Equal(t, "false", alone(first))
+	require.Equal(t, "false", alone(second))
+	require.NoError(t, second.Close())
+	require.Eventually(t, func() bool { return alone(first) == "true" }, 10*time.Second, 10*time.Millisecond)
 }

@@ -64,6 +64,7 @@ func publicID(sessionID string) string {
 // first time it sees it (initialized, or a first call) until it ends.
 type session struct {
 	ss     *mcp.ServerSession
+	table  *clientTable // the gateway's sessions, this one among them
 	client Client
 	// label is client.Label(), fixed when the session is first seen: the
 	// Client of every call it makes and what ReleaseClient is given.
@@ -310,7 +311,7 @@ func (t *clientTable) session(ep *endpoint, ss *mcp.ServerSession) *session {
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
 		c.Name, c.Version = p.ClientInfo.Name, p.ClientInfo.Version
 	}
-	s := &session{ss: ss, client: c, label: c.Label(), idle: make(chan struct{}), trips: map[string]*roundTrip{}, subs: map[subKey]bool{},
+	s := &session{ss: ss, table: t, client: c, label: c.Label(), idle: make(chan struct{}), trips: map[string]*roundTrip{}, subs: map[subKey]bool{},
 		maxCalls: t.g.opts.MaxClientCalls, draining: t.draining}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.closeIfIdleLocked() // no call in flight: drained already, if draining
@@ -429,6 +430,14 @@ func (t *clientTable) list() []Client {
 }
 
 func (t *clientTable) wait() { t.wg.Wait() }
+
+// count is how many client sessions the gateway has (announced or not,
+// initializing ones included).
+func (t *clientTable) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.bySession) + len(t.reserved)
+}
 
 // labelOf is the label of ss's client, or "" if the gateway has not seen it.
 func (t *clientTable) labelOf(ss *mcp.ServerSession) string {

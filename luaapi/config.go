@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager"
@@ -39,9 +40,15 @@ type declaration struct {
 	where string // "startup.lua:12"
 }
 
+// DefaultConfigBudget is Options.ConfigBudget when zero: far more than a
+// config needs to declare its servers, far less than a person waits
+// before thinking the host is stuck.
+const DefaultConfigBudget = 5 * time.Second
+
 // configState is what the last applied config declared; owned by the loop.
 type configState struct {
 	generation int                     // evaluations so far
+	applied    bool                    // a config has been applied
 	servers    map[string]manager.Spec // by manager.NameKey
 	names      map[string]string       // the declared name of each key
 	serve      *serveDecl              // the listener it declared
@@ -91,6 +98,12 @@ func (r *Runtime) finishReplacements(ctx context.Context, res ConfigResult) {
 // replaced by the new ones. If anything fails (syntax, runtime, validation,
 // a name declared twice), nothing changes, the error says file:line, and a
 // config_error event is published.
+//
+// A file that runs past its time budget (Options.ConfigBudget) is stopped
+// there, with an error that Is ErrConfigBudget. When no config has been
+// applied yet (the host is starting), what it declared before it was
+// stopped is applied all the same, so the host comes up with those
+// servers; a reload that runs over changes nothing, like any other error.
 func (r *Runtime) LoadConfig(ctx context.Context, path string) (ConfigResult, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
@@ -110,13 +123,18 @@ func (r *Runtime) LoadConfig(ctx context.Context, path string) (ConfigResult, er
 // again.
 func (r *Runtime) LoadConfigSource(ctx context.Context, path, src string) (ConfigResult, error) {
 	res, _, err := r.evalConfig(ctx, path, src, true)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrConfigBudget) {
 		return res, err
 	}
 	if p := res.serve; p != nil {
 		if serr := r.listener.wait(p.reply); serr != nil {
-			err = serveError(p.decl, serr)
-			r.bus.Publish(events.KindConfigError, "", events.Fields{"file": path, "error": err.Error()})
+			serr = serveError(p.decl, serr)
+			if err == nil {
+				err = serr
+			} else {
+				err = errors.Join(err, serr)
+			}
+			r.bus.Publish(events.KindConfigError, "", events.Fields{"file": path, "error": serr.Error()})
 			// Nothing listens now: forget the declaration so that a reload
 			// declaring the same listener tries again.
 			r.post(func() {
@@ -176,8 +194,8 @@ func (r *Runtime) evalConfig(ctx context.Context, path, src string, apply bool) 
 			fail(syntaxError(err))
 			return
 		}
-		r.spawnWith(ctx, fn, nil, taskOptions{origin: gen, config: want}, func(_ []lua.LValue, err error) {
-			if err != nil {
+		r.spawnWith(ctx, fn, nil, taskOptions{origin: gen, config: want, running: max(r.opts.ConfigBudget, 0)}, func(_ []lua.LValue, err error) {
+			if err != nil && !(apply && !r.config.applied && errors.Is(err, ErrConfigBudget)) {
 				fail(err)
 				return
 			}
@@ -187,11 +205,16 @@ func (r *Runtime) evalConfig(ctx context.Context, path, src string, apply bool) 
 				return
 			}
 			res := r.apply(want)
+			r.config.applied = true
 			r.dropOrigins(func(o int) bool { return o < gen })
+			if err != nil { // stopped while starting: what it declared so far
+				r.bus.Publish(events.KindConfigError, "", events.Fields{"file": path, "error": err.Error(),
+					"note": "the servers it declared before it was stopped are applied"})
+			}
 			r.bus.Publish(events.KindConfigApplied, "", events.Fields{
 				"file": path, "added": nonNil(res.Added), "removed": nonNil(res.Removed), "replaced": nonNil(res.Replaced), "unchanged": res.Unchanged,
 			})
-			ch <- outcome{res: res}
+			ch <- outcome{res: res, err: err}
 		})
 	})
 	if !ok {

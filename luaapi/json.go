@@ -154,7 +154,9 @@ func luaEncode(L *lua.LState) int {
 }
 
 func luaDecode(L *lua.LState) int {
-	v, err := DecodeJSON(L, []byte(L.CheckString(1)))
+	data := L.CheckString(1)
+	reserve(L, "json.decode", decodedSize(data))
+	v, err := DecodeJSON(L, []byte(data))
 	if err != nil {
 		L.RaiseError("json.decode: %s", err.Error())
 	}
@@ -235,6 +237,38 @@ func decodeAny(data []byte) (any, error) {
 		return nil, &ConvertError{Reason: fmt.Sprintf("invalid JSON: unexpected data after the value at offset %d", dec.InputOffset())}
 	}
 	return v, nil
+}
+
+// decodedSize estimates the memory decoding data takes at its peak, when
+// the Go values it is decoded into and the Lua values made of them are
+// both alive: measured, about 130 bytes per array element, 230–320 per
+// empty array or object and 620 per object member, on top of a few times
+// the text. Counting the structure outside strings is one quick pass.
+func decodedSize(data string) int {
+	if 480*len(data) < bigValue {
+		return 0 // small however it is made: not worth the pass
+	}
+	n := 3 * len(data)
+	inString, escaped := false, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			escaped = c == '\\'
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == ',':
+			n += 128
+		case c == '[' || c == '{':
+			n += 320
+		case c == ':':
+			n += 480
+		}
+	}
+	return n
 }
 
 // builder converts Go values to Lua values.

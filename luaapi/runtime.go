@@ -70,9 +70,18 @@ type Options struct {
 	// two suspensions before it is stopped. If zero, 100ms.
 	SliceBudget time.Duration
 	// MemoryLimit stops a chunk (REPL line, -e, script, config) that makes
-	// the host's heap grow past it, with a Lua error naming the limit. If
-	// zero, DefaultMemoryLimit (1 GiB); negative turns it off.
+	// the host's memory (what it holds from the system) grow past it, with
+	// a Lua error naming the limit; a single value that would take it past
+	// is refused before it is made. If zero, DefaultMemoryLimit (1 GiB);
+	// negative turns it off.
 	MemoryLimit int64
+	// ConfigBudget bounds how long a config file (startup.lua, a reload,
+	// a check) may run on the Lua loop, its slices summed: time it spends
+	// waiting (mcp_wait, sleep, a call) does not count. A file over it is
+	// stopped with an error naming its file and line, and the loop is
+	// free again; see LoadConfig for what is applied. If zero,
+	// DefaultConfigBudget; negative, none.
+	ConfigBudget time.Duration
 	// HUD is the terminal display that mcp_hud switches. If nil, there is
 	// no terminal and mcp_hud says so.
 	HUD HUD
@@ -184,6 +193,9 @@ func New(opts Options) (*Runtime, error) {
 	if opts.MemoryLimit == 0 {
 		opts.MemoryLimit = DefaultMemoryLimit
 	}
+	if opts.ConfigBudget == 0 {
+		opts.ConfigBudget = DefaultConfigBudget
+	}
 	base, cancel := context.WithCancel(context.Background())
 	r := &Runtime{
 		opts:      opts,
@@ -218,6 +230,7 @@ func New(opts Options) (*Runtime, error) {
 	r.memory.limit, r.memory.started = uint64(opts.MemoryLimit), make(chan struct{}, 1)
 	r.memDone = make(chan struct{})
 	if opts.MemoryLimit > 0 {
+		watches.Store(r.state.G, &r.memory)
 		go r.memory.watch(r.stop, r.memDone)
 	} else {
 		close(r.memDone)
@@ -292,6 +305,7 @@ func (r *Runtime) Close() {
 		<-r.listener.done
 		<-r.rootsNote.done
 		r.sub.Close()
+		watches.Delete(r.state.G)
 		r.notes.Close()
 		r.state.Close()
 	})

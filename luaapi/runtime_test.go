@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if src := os.Getenv(memoryChildEnv); src != "" {
+		os.Exit(runMemoryChild(src))
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -30,6 +30,8 @@ func capBuiltins(L *lua.LState) {
 		n := L.CheckInt(2)
 		if size := int64(len(s)) * int64(max(n, 0)); size > maxRepBytes {
 			L.RaiseError("string.rep: the result would be %d bytes; the limit is %d MiB", size, maxRepBytes>>20)
+		} else {
+			reserve(L, "string.rep", int(size))
 		}
 		return callThrough(L, rep)
 	}))

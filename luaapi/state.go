@@ -48,6 +48,7 @@ func newState(scriptDir string) *lua.LState {
 		}
 	}
 	capBuiltins(L)
+	sizeBuiltins(L)
 	capCoroutines(L)
 	capProtectedCalls(L)
 	if pkg, ok := L.GetGlobal("package").(*lua.LTable); ok {

@@ -22,29 +22,46 @@ type task struct {
 	cancel  context.CancelFunc
 	waiting string // the builtin the task is suspended in, or ""
 	trace   string // traceback of the last error raised in the task
-	done    func(vals []lua.LValue, err error)
+	// stoppedAt is the "file:line" of the Lua code the task was running
+	// when its context ended (the first error raised after it did; a
+	// pcall can catch that one, not the next).
+	stoppedAt string
+	done      func(vals []lua.LValue, err error)
 	// budget bounds each slice (the run between two suspensions) of hooks,
 	// timers and callbacks; zero for chunks, which Ctrl-C cancels instead.
 	budget time.Duration
+	// running, when limited, bounds the time all its slices together run:
+	// a config file, which nobody is there to interrupt. left is what
+	// remains of it.
+	running time.Duration
+	left    time.Duration
 	// origin tags what the task registers (hooks, timers, servers): the
 	// config generation that is running it, or 0 for everything else.
 	origin int
 	// config collects the declarations of a config evaluation; nil outside.
 	config *desired
-	// overMemory is set by the memory watchdog (another goroutine) before
-	// it cancels the task.
+	// overMemory is set by the memory watchdog (another goroutine), or by
+	// a value refused for its size, before the task is cancelled.
 	overMemory atomic.Bool
+	// memoryWhy says which value was refused, when one was (set on the
+	// loop).
+	memoryWhy string
 }
 
 // taskOptions are the optional properties of a new task.
 type taskOptions struct {
-	budget time.Duration
-	origin int
-	config *desired
+	budget  time.Duration
+	running time.Duration
+	origin  int
+	config  *desired
 }
 
 // errBudget is the cause of a slice stopped by its budget.
 var errBudget = errors.New("slice budget exceeded")
+
+// ErrConfigBudget is the cause of a config file stopped because it ran
+// longer than its time budget (Options.ConfigBudget).
+var ErrConfigBudget = errors.New("config time budget exceeded")
 
 // bootstrap is the root function of every task. It arms traceback capture
 // on the task's own thread (Resume resets the thread's panic handler when it
@@ -80,7 +97,7 @@ func (r *Runtime) spawn(ctx context.Context, fn *lua.LFunction, args []lua.LValu
 // spawnWith is spawn with a budget, an origin or a config collector.
 func (r *Runtime) spawnWith(ctx context.Context, fn *lua.LFunction, args []lua.LValue, o taskOptions, done func([]lua.LValue, error)) {
 	co := r.thread()
-	t := &task{co: co, done: done, budget: o.budget, origin: o.origin, config: o.config}
+	t := &task{co: co, done: done, budget: o.budget, running: o.running, left: o.running, origin: o.origin, config: o.config}
 	if ctx == r.base {
 		// Hooks and timers: Close cancels r.base itself, and each slice gets
 		// its own budget context anyway.
@@ -105,6 +122,9 @@ func (r *Runtime) armTraceback(L *lua.LState) int {
 	L.Panic = func(L *lua.LState) {
 		if t != nil {
 			t.trace = traceback(L)
+			if ctx := L.Context(); t.stoppedAt == "" && ctx != nil && ctx.Err() != nil {
+				t.stoppedAt = where(L)
+			}
 		}
 		obj := L.Get(-1)
 		if msg, ok := obj.(lua.LString); ok {
@@ -125,15 +145,32 @@ func (r *Runtime) resume(t *task, fn *lua.LFunction, args []lua.LValue) {
 		ctx, cancel = context.WithTimeoutCause(t.ctx, t.budget, errBudget)
 		defer cancel()
 	}
+	if t.running > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, t.left, ErrConfigBudget)
+		defer cancel()
+	}
 	t.co.SetContext(ctx)
 	if t.budget == 0 {
 		r.memory.begin(t) // a chunk: watched for memory
 	}
+	start := time.Now()
 	st, vals, err := r.resumeSafely(t, fn, args)
+	t.left -= time.Since(start)
 	r.memory.end()
 	switch {
 	case err != nil && t.overMemory.Load():
 		r.finish(t, nil, r.memory.memoryError(t))
+	case err != nil && context.Cause(ctx) == ErrConfigBudget && t.ctx.Err() == nil:
+		at := t.stoppedAt
+		if at == "" {
+			at = "config"
+		}
+		r.finish(t, nil, &Error{
+			Message:   fmt.Sprintf("%s: stopped: the config ran for %s without finishing (its time budget; a loop that never ends?); --config-budget sets it", at, t.running),
+			Traceback: t.trace,
+			Cause:     ErrConfigBudget,
+		})
 	case err != nil && context.Cause(ctx) == errBudget && t.ctx.Err() == nil:
 		r.finish(t, nil, &Error{
 			Message:   fmt.Sprintf("stopped after %s without yielding (the time budget of a hook, timer or callback slice); move long work out of hooks", t.budget),
@@ -352,6 +389,22 @@ func traceback(L *lua.LState) string {
 		}
 	}
 	return b.String()
+}
+
+// where is the "file:line" of the innermost Lua code on L's stack, or "".
+func where(L *lua.LState) string {
+	for level := 0; level < 32; level++ {
+		dbg, ok := L.GetStack(level)
+		if !ok {
+			return ""
+		}
+		if _, err := L.GetInfo("Sl", dbg, lua.LNil); err != nil || dbg.What == "G" || dbg.CurrentLine <= 0 ||
+			dbg.Source == taskChunk || dbg.Source == shimChunk {
+			continue
+		}
+		return fmt.Sprintf("%s:%d", dbg.Source, dbg.CurrentLine)
+	}
+	return ""
 }
 
 func orQ(name string) string {

@@ -17,9 +17,19 @@ import (
 // What a server asks of its client (elicitation, sampling, roots) goes,
 // in order, to: the caller whose call carries the request (2026-07-28
 // input requests come back inside the call's result, in the call's
-// context), the callers with calls in flight on the session, most recent
-// first, the client owning a per-client session (its last answerer), the
-// server's own roots (its spec), and the host's answerer. See package ask.
+// context; over streamable HTTP, a request on the response stream of the
+// call, see streams.go), the callers with calls in flight on the session
+// when the request can only be theirs (below), the client owning a
+// per-client session (its last answerer), the server's own roots (its
+// spec), and the host's answerer. See package ask.
+//
+// On a shared session a request that no call carries cannot say whose it
+// is: it may come after the call that led to it ended, while another
+// client's call is in flight. It goes to the callers in flight only when
+// their client is the only client the host serves (ask.SoleClient), or
+// when the server is trusted to ask only about calls in flight
+// (QuestionsCaller) and they are all one client's. Otherwise no client is
+// asked: the host may answer, or the server is told the two ways out.
 
 // answers is who may answer what servers ask: the host's answerer and the
 // kinds callers may answer.
@@ -82,23 +92,35 @@ func (s *supervisor) asking(ctx context.Context, req uint64, opts CallOptions) c
 	return context.WithValue(ctx, askingKey{}, c)
 }
 
-// candidates lists who may answer a request that arrived with ctx, in
-// the order they are asked.
-func (s *supervisor) candidates(ctx context.Context) []ask.Candidate {
-	var out []ask.Candidate
-	if c, ok := ctx.Value(askingKey{}).(*ask.Candidate); ok {
-		out = append(out, *c)
+// askers is who may answer one request, in the order they are asked, and
+// how many clients with calls in flight were left out because the request
+// could not be shown to be theirs.
+type askers struct {
+	line     []ask.Candidate
+	withheld int
+}
+
+// candidates lists who may answer a request that arrived with ctx.
+func (s *supervisor) candidates(ctx context.Context) askers {
+	var a askers
+	carried, _ := ctx.Value(askingKey{}).(*ask.Candidate)
+	if carried != nil {
+		a.line = append(a.line, *carried)
 	}
-	// The callers in flight when they are all one client's, then the
+	// The callers in flight that it can be shown to belong to, then the
 	// owner of a client's session.
-	out = append(out, s.inflight.Answerers()...)
+	callers, withheld := s.inflight.Answerers(s.spec.Questions == QuestionsCaller)
+	a.line = append(a.line, callers...)
+	if carried == nil {
+		a.withheld = withheld
+	}
 	if len(s.spec.Roots) > 0 {
-		out = append(out, ask.Candidate{Answerer: ask.FixedRoots(s.spec.Roots), By: "server", Client: s.owner})
+		a.line = append(a.line, ask.Candidate{Answerer: ask.FixedRoots(s.spec.Roots), By: "server", Client: s.owner})
 	}
 	if h := s.m.answers.host.Load(); h != nil {
-		out = append(out, ask.Candidate{Answerer: *h, By: "host", Client: s.owner})
+		a.line = append(a.line, ask.Candidate{Answerer: *h, By: "host", Client: s.owner})
 	}
-	return out
+	return a
 }
 
 // answering is the client middleware that answers elicitation and roots
@@ -109,12 +131,18 @@ func (s *supervisor) answering(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch r := req.(type) {
 		case *mcp.ElicitRequest:
+			if r.Params != nil {
+				ctx = s.m.streams.carried(ctx, r.Params.Meta)
+			}
 			res, err := s.elicit(reporting(ctx, r.Session, r.Params), r.Params)
 			if err != nil {
 				return nil, err
 			}
 			return res, nil
 		case *mcp.ListRootsRequest:
+			if r.Params != nil {
+				ctx = s.m.streams.carried(ctx, r.Params.Meta)
+			}
 			res, err := s.listRoots(ctx)
 			if err != nil {
 				return nil, err
@@ -148,9 +176,10 @@ func (s *supervisor) elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.Elic
 	defer cancel()
 	var res *mcp.ElicitResult
 	var by ask.Candidate
+	who := s.candidates(ctx)
 	err := ask.CheckForm(p) // before anyone, or any validator, sees it
 	if err == nil {
-		by, err = ask.First(s.candidates(ctx), ask.Elicitation, func(c ask.Candidate) (err error) {
+		by, err = ask.First(who.line, ask.Elicitation, func(c ask.Candidate) (err error) {
 			res, err = c.Answerer.Elicit(ctx, s.from(c), p)
 			if err == nil {
 				err = ask.CheckElicitation(p, res)
@@ -168,7 +197,7 @@ func (s *supervisor) elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.Elic
 	if err == nil {
 		f["action"] = res.Action
 	}
-	if err = s.asked(ctx, events.KindElicitation, by, f, err); err != nil {
+	if err = s.asked(ctx, events.KindElicitation, by, who.withheld, f, err); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -181,7 +210,8 @@ func (s *supervisor) sample(ctx context.Context, p *mcp.CreateMessageWithToolsPa
 	defer cancel()
 	s.m.log.Debug("sampling request", "server", s.name, "messages", p.Messages, "system_prompt", p.SystemPrompt)
 	var res *mcp.CreateMessageWithToolsResult
-	by, err := ask.First(s.candidates(ctx), ask.Sampling, func(c ask.Candidate) (err error) {
+	who := s.candidates(ctx)
+	by, err := ask.First(who.line, ask.Sampling, func(c ask.Candidate) (err error) {
 		res, err = c.Answerer.CreateMessage(ctx, s.from(c), p)
 		if err == nil && res == nil {
 			err = errEmptyAnswer
@@ -192,7 +222,7 @@ func (s *supervisor) sample(ctx context.Context, p *mcp.CreateMessageWithToolsPa
 	if err == nil {
 		f["model"] = res.Model
 	}
-	if err = s.asked(ctx, events.KindSampling, by, f, err); err != nil {
+	if err = s.asked(ctx, events.KindSampling, by, who.withheld, f, err); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -202,8 +232,8 @@ func (s *supervisor) sample(ctx context.Context, p *mcp.CreateMessageWithToolsPa
 func (s *supervisor) listRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.spec.Timeouts.Request)
 	defer cancel()
-	roots, by, err := s.askRoots(ctx)
-	if err = s.asked(ctx, events.KindRoots, by, events.Fields{"roots": len(roots)}, err); err != nil {
+	roots, by, withheld, err := s.askRoots(ctx)
+	if err = s.asked(ctx, events.KindRoots, by, withheld, events.Fields{"roots": len(roots)}, err); err != nil {
 		return nil, err
 	}
 	if roots == nil {
@@ -212,13 +242,15 @@ func (s *supervisor) listRoots(ctx context.Context) (*mcp.ListRootsResult, error
 	return &mcp.ListRootsResult{Roots: roots}, nil
 }
 
-// askRoots asks the candidates for the roots and says who answered.
-func (s *supervisor) askRoots(ctx context.Context) (roots []*mcp.Root, by ask.Candidate, err error) {
-	by, err = ask.First(s.candidates(ctx), ask.Roots, func(c ask.Candidate) (err error) {
+// askRoots asks the candidates for the roots and says who answered, and
+// how many clients were not asked (see askers).
+func (s *supervisor) askRoots(ctx context.Context) (roots []*mcp.Root, by ask.Candidate, withheld int, err error) {
+	who := s.candidates(ctx)
+	by, err = ask.First(who.line, ask.Roots, func(c ask.Candidate) (err error) {
 		roots, err = c.Answerer.ListRoots(ctx, s.from(c))
 		return err
 	})
-	return roots, by, err
+	return roots, by, who.withheld, err
 }
 
 func (s *supervisor) from(c ask.Candidate) ask.From {
@@ -226,8 +258,9 @@ func (s *supervisor) from(c ask.Candidate) ask.From {
 }
 
 // asked publishes the event of one answered (or unanswered) request and
-// returns the error the server gets, if any.
-func (s *supervisor) asked(ctx context.Context, kind events.Kind, by ask.Candidate, f events.Fields, err error) error {
+// returns the error the server gets, if any; withheld is how many
+// clients with calls in flight were not asked (see askers).
+func (s *supervisor) asked(ctx context.Context, kind events.Kind, by ask.Candidate, withheld int, f events.Fields, err error) error {
 	if by.By != "" {
 		f["answered_by"] = by.By
 		if by.Client != "" {
@@ -241,6 +274,12 @@ func (s *supervisor) asked(ctx context.Context, kind events.Kind, by ask.Candida
 	what := string(kind)
 	var rpcErr *jsonrpc.Error
 	switch {
+	case errors.Is(err, ask.ErrNoAnswer) && withheld > 0:
+		f["clients_not_asked"] = withheld
+		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+			"mcpvisor: %s of server %q was asked of no client: it came outside any call, and %s calls in flight on the server's shared session, so it cannot be told whose it is (and no handler of the host answered); "+
+				"to have it asked, declare the server with session = \"per_client\" (a session of its own for each client) or questions = \"caller\" (trust it to ask only about the calls in flight)",
+			what, s.name, plural(withheld, "one client has", fmt.Sprintf("%d clients have", withheld)))}
 	case errors.Is(err, ask.ErrNoAnswer):
 		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
 			"mcpvisor: nobody can answer %s for server %q (no client that supports it has a call in flight, and no handler of the host answered)", what, s.name)}
@@ -325,9 +364,9 @@ func (r *clientRoots) changed() {
 func (r *clientRoots) update(ctx context.Context, s *supervisor, client *mcp.Client) {
 	ctx, cancel := context.WithTimeout(ctx, rootsUpdateTime)
 	defer cancel()
-	roots, _, err := s.askRoots(ctx)
+	roots, _, _, err := s.askRoots(ctx)
 	if err != nil && !errors.Is(err, ask.ErrNoAnswer) {
-		s.m.log.Warn("roots not updated", "server", s.name, "error", err)
+		s.m.log.Warn("roots not updated", "server", s.name, "error", s.hide(err))
 		return
 	}
 	uris := make([]string, len(roots))

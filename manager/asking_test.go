@@ -155,23 +155,42 @@ func TestHostAnswersElicitation(t *testing.T) {
 	require.NotContains(t, string(b), "Ada Secret", "the event shows the answer")
 }
 
-// The caller whose call is in flight answers first; when it cannot (its
-// client lacks the capability), the host does.
+// soleAnswerer is an answerer whose client is the only one the host
+// serves (ask.SoleClient), as a gateway's only client is.
+type soleAnswerer struct{ *answerer }
+
+func (soleAnswerer) SoleClient() bool { return true }
+
+// The caller whose call is in flight answers first when the request can
+// only be its own (its client is the only one; or the server is trusted
+// with questions = "caller"); when it cannot answer (its client lacks the
+// capability), the host does.
 func TestCallerAnswersBeforeHost(t *testing.T) {
 	m, tl := procManager(t)
 	m.SetAnswerer(&answerer{offers: ask.Elicitation, elicit: accept(map[string]any{"name": "from host"})})
 	require.NoError(t, m.Add("a", asker(t, nil)))
 
-	caller := &answerer{offers: ask.Elicitation, elicit: accept(map[string]any{"name": "from caller"})}
+	caller := soleAnswerer{&answerer{offers: ask.Elicitation, elicit: accept(map[string]any{"name": "from caller"})}}
 	r := askVia(t, m, manager.CallOptions{Client: "c1", Answerer: caller}, "elicitation/create", form)
 	require.Equal(t, map[string]any{"name": "from caller"}, r.Result["content"])
 	e := only(tl.until("a", events.KindElicitation, patience), events.KindElicitation)[0]
 	require.Equal(t, "client", e.Fields["answered_by"])
 	require.Equal(t, "c1", e.Fields["client"])
 
-	unable := &answerer{offers: ask.Elicitation} // its client has no elicitation
+	unable := soleAnswerer{&answerer{offers: ask.Elicitation}} // its client has no elicitation
 	r = askVia(t, m, manager.CallOptions{Client: "c2", Answerer: unable}, "elicitation/create", form)
 	require.Equal(t, map[string]any{"name": "from host"}, r.Result["content"])
+
+	// One of several clients is asked only by a server trusted to ask
+	// about the calls in flight.
+	notAlone := &answerer{offers: ask.Elicitation, elicit: accept(map[string]any{"name": "from caller"})}
+	r = askVia(t, m, manager.CallOptions{Client: "c3", Answerer: notAlone}, "elicitation/create", form)
+	require.Equal(t, map[string]any{"name": "from host"}, r.Result["content"])
+	require.NoError(t, m.Add("trusting", asker(t, map[string]any{"questions": "caller"})))
+	res, err := m.Call(context.Background(), "trusting.ask", map[string]any{"method": "elicitation/create", "params": form},
+		manager.CallOptions{Client: "c3", Answerer: notAlone, Timeout: patience})
+	require.NoError(t, err)
+	require.Contains(t, text(t, res), "from caller")
 }
 
 // An answer that does not fit the requested form is not sent: the server

@@ -136,7 +136,7 @@ func (s *supervisor) callEvent(tool, client string, start time.Time, res *mcp.Ca
 func (s *supervisor) request(ctx context.Context, op string, failFast bool, fn func(context.Context, *snapshot) (bool, error)) error {
 	snap, err := s.session(ctx, op, failFast)
 	if err != nil {
-		return err
+		return s.hide(err)
 	}
 	defer s.gate.exit()
 	stats := s.callStats()
@@ -158,7 +158,7 @@ func (s *supervisor) request(ctx context.Context, op string, failFast bool, fn f
 		s.reinit.CompareAndSwap(nil, snap.session)
 		s.wake()
 	}
-	return err
+	return s.hide(err)
 }
 
 // callFailure turns what the SDK returned into the cause users see. When

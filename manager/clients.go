@@ -197,12 +197,13 @@ func (s *supervisor) emit(p events.Payload) {
 			return
 		}
 	}
-	s.m.bus.Emit(s.name, s.owner, p)
+	s.m.bus.Emit(s.name, s.owner, s.hidePayload(p))
 }
 
 // publish publishes one of the server's events that has no type of its
 // own, as emit does.
 func (s *supervisor) publish(kind events.Kind, fields events.Fields) {
+	s.hideFields(fields)
 	s.m.bus.PublishFor(kind, s.name, s.owner, fields)
 }
 

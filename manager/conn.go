@@ -289,6 +289,9 @@ func (m *Manager) newClient(s *supervisor) (*mcp.Client, ask.Kind) {
 	if offers&ask.Sampling != 0 {
 		caps.Sampling = &mcp.SamplingCapabilities{} // plain text sampling: no tools
 		opts.CreateMessageWithToolsHandler = func(ctx context.Context, r *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+			if r.Params != nil {
+				ctx = s.m.streams.carried(ctx, r.Params.Meta)
+			}
 			return s.sample(reporting(ctx, r.Session, r.Params), r.Params)
 		}
 	}

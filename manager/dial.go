@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
+	"github.com/mcpvisor/mcpvisor/internal/redact"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 )
 
@@ -37,6 +38,7 @@ func (m *Manager) defaultDial(ctx context.Context, server string, spec Spec) (mc
 			Grace:   m.opts.StopGrace,
 			MaxLine: spec.MaxFrameBytes,
 			Logger:  m.log,
+			Secrets: redact.New(spec.Secrets),
 		})
 		if err != nil {
 			return nil, err
@@ -70,6 +72,7 @@ func (m *Manager) httpClient(life context.Context, server string, spec Spec) (*h
 	if src := m.authSource(server, spec); src != nil {
 		base = src.Transport(spec.URL, base)
 	}
+	base = m.streams.transport(base)
 	return endpoint.NewClient(life, base, endpoint.Config{
 		URL:           spec.URL,
 		Headers:       spec.Headers,

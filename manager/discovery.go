@@ -52,6 +52,7 @@ func (s *supervisor) rediscover(c *conn, kinds listKind) error {
 		if cause := context.Cause(ctx); cause != nil {
 			err = cause
 		}
+		err = s.hide(err)
 		if s.ctx.Err() == nil { // not worth a warning while being removed
 			s.m.log.Warn("re-listing failed", "server", s.name, "op", op, "error", err)
 		}

@@ -180,7 +180,10 @@
 // to the session, the table that abandons them when the server goes away
 // and says who answers what the server asks meanwhile, and the progress
 // routes by token, whose callbacks run on the SDK's goroutine and must not
-// block.
+// block. The tags of calls' HTTP response streams (which call a server's
+// question came with) are one map behind its mutex, written by the HTTP
+// transport as a stream opens and closes and read by the SDK's goroutine
+// that hands the question over.
 //
 // Every goroutine has an owner that waits for it. [Manager.Close] waits for
 // every supervisor, those of servers removed before it and still draining

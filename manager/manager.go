@@ -97,6 +97,7 @@ type Manager struct {
 	slots    *slots // nil: no cap on connections
 	attempts *slots // nil: no cap on attempts in flight
 	answers  answers
+	streams  callStreams // the response streams of calls, by tag
 
 	// loginPoll is how often a server waiting for a login looks whether one
 	// landed in the state directory, and loginPolled (nil: nothing) runs

@@ -404,7 +404,7 @@ func (s *supervisor) syncSubscriptions(c *conn) {
 		c.requests.Go(func() {
 			err := c.session.Subscribe(context.WithoutCancel(s.ctx), &mcp.SubscribeParams{URI: uri})
 			if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, context.Canceled) {
-				s.m.log.Warn("resource subscription failed", "server", s.name, "uri", uri, "error", err)
+				s.m.log.Warn("resource subscription failed", "server", s.name, "uri", uri, "error", s.hide(err))
 			}
 		})
 	}

@@ -93,6 +93,7 @@ func outcome(cause error) error {
 // whether to attempt again (false: the server is being removed or
 // disabled).
 func (s *supervisor) failed(cause error, what retry.Failure) bool {
+	cause = s.hide(cause)
 	s.dropSlot()
 	s.reiniting = false
 	if outcome(cause) != nil {
@@ -253,7 +254,7 @@ func (s *supervisor) attempt(n int, probe bool) (c *conn, err error) {
 		snap.status.NextAttempt = time.Time{}
 	}, Connecting{Attempt: n, Probe: probe})
 	endSpan := s.trace.attempt(n)
-	defer func() { endSpan(err) }() // after the recovery below has set err
+	defer func() { endSpan(s.hide(err)) }() // after the recovery below has set err
 	defer func() {
 		if r := recover(); r != nil {
 			s.m.log.Error("panic in connection attempt", "server", s.name, "panic", r, "stack", string(debug.Stack()))

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 
 	"github.com/mcpvisor/mcpvisor/internal/proc"
+	"github.com/mcpvisor/mcpvisor/internal/redact"
 	"github.com/mcpvisor/mcpvisor/manager/internal/retry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -38,6 +39,25 @@ type SessionMode string
 const (
 	SessionShared    SessionMode = ""           // one session for every caller
 	SessionPerClient SessionMode = "per_client" // one session per client
+)
+
+// QuestionsMode says to whom a shared server's requests (elicitation,
+// sampling, roots) may go when nothing ties them to one client's call.
+type QuestionsMode string
+
+// The questions modes.
+const (
+	// QuestionsOwn, the default, asks a client only what provably belongs
+	// to it: a request carried by its call (on the call's HTTP response
+	// stream, or as the call's input requests), on its own session
+	// (SessionPerClient), or while it is the only client the host serves.
+	QuestionsOwn QuestionsMode = ""
+	// QuestionsCaller trusts the server to ask only about calls in flight:
+	// a request is also asked of the client whose calls are the only
+	// ones in flight on the server's session. A server that asks later,
+	// after the call that led to it ended, would then show one client's
+	// question to another, and credit that client's answer to the first.
+	QuestionsCaller QuestionsMode = "caller"
 )
 
 // Dialer opens the transport of one connection to an in-process server.
@@ -82,6 +102,9 @@ type Spec struct {
 	// MaxSessions caps the clients' sessions of a per-client server. If
 	// zero, 5.
 	MaxSessions int
+	// Questions says to whom the server's requests may go when nothing
+	// ties them to one client's call; see QuestionsMode.
+	Questions QuestionsMode
 	// Roots are the roots (file:// URIs) the server is told it may work
 	// in, before the host's own (Manager.SetAnswerer).
 	Roots []string
@@ -94,6 +117,13 @@ type Spec struct {
 	// references unexpanded, when it had any: what Endpoint shows, so
 	// that a value from the environment (a token) is never displayed.
 	Written string
+	// Secrets are the values taken from the environment, by variable
+	// name (${TOKEN} → its value). Wherever text from the server is shown
+	// or sent (its stderr, its error messages, status, events, logs, the
+	// errors callers get) each value is replaced by its ${NAME}, in
+	// whatever encoding the server printed it (see package
+	// internal/redact). A value under 6 bytes is not hidden.
+	Secrets map[string]string
 }
 
 // Timeouts are a server's time limits. Zero fields take defaults.
@@ -326,6 +356,11 @@ func (s Spec) Problems() []string {
 	default:
 		p.add("session", "must be \"shared\" or \"per_client\", got %q", s.Session)
 	}
+	switch s.Questions {
+	case QuestionsOwn, QuestionsCaller:
+	default:
+		p.add("questions", "must be \"own\" (the default: a client is asked only what its own call carries) or \"caller\" (also what comes while only its calls are in flight), got %q", s.Questions)
+	}
 	for i, r := range s.Roots {
 		if err := CheckRoot(r); err != nil {
 			p.add(fmt.Sprintf("roots[%d]", i+1), "%v", err)
@@ -431,6 +466,10 @@ func (s Spec) Startable(server string) error {
 		return nil
 	}
 	if err := proc.Startable(s.Command, s.Cwd); err != nil {
+		if secrets := redact.New(s.Secrets); secrets != nil {
+			// It quotes the command line: ${NAME}, not the values.
+			err = hiddenError{err: err, secrets: secrets}
+		}
 		return newError(CodeInvalidConfig, server, "spawn", err)
 	}
 	return nil

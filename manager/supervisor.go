@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/redact"
 	"github.com/mcpvisor/mcpvisor/manager/internal/inflight"
 	"github.com/mcpvisor/mcpvisor/manager/internal/retry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,6 +43,8 @@ type supervisor struct {
 	home  *supervisor
 	// notify bounds the notification events the server can cause.
 	notify *notifyLimiter
+	// secrets are spec.Secrets, hidden in the server's text (secrets.go).
+	secrets *redact.Secrets
 
 	// Its lifetime.
 	ctx     context.Context // cancelled when removal is requested
@@ -102,6 +105,7 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 		name:           name,
 		key:            NameKey(name),
 		order:          strings.ToLower(name),
+		secrets:        redact.New(spec.Secrets),
 		spec:           spec,
 		m:              m,
 		ctx:            ctx,
@@ -185,6 +189,7 @@ func (s *supervisor) transition(to State, edit func(*snapshot), p events.Payload
 	}
 	if edit != nil {
 		edit(&next)
+		next.status.LastError = s.secrets.String(next.status.LastError)
 	}
 	if to != StateConnected {
 		next.session, next.conn = nil, nil

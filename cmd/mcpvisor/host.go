@@ -178,7 +178,8 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 	h.gateway.opts = gatewayOptions{maxSessions: cfg.maxSessions, maxClientCalls: cfg.maxClientCalls,
 		sessionIdle: cfg.sessionIdle, grace: cfg.shutdownGrace}
 	opts := luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts"), Logger: logger, HUD: hudAPI,
-		Gateway: gatewayAPI{&h.gateway}}
+		ConfigBudget: cfg.configBudget,
+		Gateway:      gatewayAPI{&h.gateway}}
 	if prompter != nil { // a nil *terminalPrompter is not a nil Prompter
 		opts.Prompter = prompter
 	}
@@ -200,8 +201,7 @@ func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, sr
 	if cfg.http != "" {
 		h.gateway.get() // before the servers connect: see serve
 	}
-	if _, err := h.rt.LoadConfigSource(ctx, path, src); err != nil {
-		printError(stderr, err)
+	if !h.startConfig(ctx, path, src, stderr) {
 		return 1
 	}
 	if !cfg.hasCode && !cfg.noWatch && fileExists(path) {
@@ -234,6 +234,19 @@ func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, sr
 	default:
 		return h.runScript(ctx, cfg, stdin, stderr)
 	}
+}
+
+// startConfig applies the config at start and reports whether the host
+// goes on. A config stopped at its time budget has had what it declared
+// before applied: the error is shown, and the host comes up with those
+// servers rather than not at all.
+func (h *host) startConfig(ctx context.Context, path, src string, stderr io.Writer) bool {
+	_, err := h.rt.LoadConfigSource(ctx, path, src)
+	if err == nil {
+		return true
+	}
+	printError(stderr, err)
+	return errors.Is(err, luaapi.ErrConfigBudget)
 }
 
 // watch reloads the config on every saved change until ctx ends or the

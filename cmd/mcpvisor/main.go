@@ -18,6 +18,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/demo"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
+	"github.com/mcpvisor/mcpvisor/luaapi"
 )
 
 const usage = `mcpvisor keeps your MCP servers connected and lets you use their tools from Lua.
@@ -74,6 +75,12 @@ Flags:
                         (connected, failed, backing off, disabled or waiting
                         for a slot) before they start (default 5s; 0: start
                         at once); the REPL starts at once
+  --config-budget DURATION
+                        how long the config may run Lua without finishing
+                        (time waiting in mcp_wait, sleep or a call does not
+                        count) before it is stopped with an error naming
+                        the file and line (default 5s; 0: no limit); at
+                        start, the servers it declared before are kept
   --log-level LEVEL     debug, info, warn or error (default info at the REPL,
                         warn with -e, run or a piped script)
   --log-format FORMAT   text or json (default text)
@@ -268,6 +275,9 @@ type config struct {
 	// wait bounds how long a run that is not interactive gives the servers
 	// to settle before its code starts; 0 starts at once.
 	wait time.Duration
+	// configBudget bounds the time the config runs Lua, as
+	// luaapi.Options.ConfigBudget: 0 the default, less than 0 none.
+	configBudget time.Duration
 	// script is `run FILE [args]`: the file ("-" for stdin) and the whole
 	// command line with the file's index in it, for the script's arg.
 	script      string
@@ -313,6 +323,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.server, "server", "", "")
 	fs.StringVar(&c.toolset, "toolset", "", "")
 	fs.DurationVar(&c.wait, "wait", defaultWait, "")
+	fs.DurationVar(&c.configBudget, "config-budget", luaapi.DefaultConfigBudget, "")
 	fs.IntVar(&c.maxSessions, "max-sessions", gateway.DefaultMaxSessions, "")
 	fs.IntVar(&c.maxClientCalls, "max-client-calls", gateway.DefaultMaxClientCalls, "")
 	fs.DurationVar(&c.sessionIdle, "session-idle", gateway.DefaultSessionTimeout, "")
@@ -371,6 +382,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--session-idle must be more than 0, got %v", c.sessionIdle)
 	case c.shutdownGrace < 0:
 		return c, fmt.Errorf("--shutdown-grace must be 0 (cancel at once) or more, got %v", c.shutdownGrace)
+	}
+	switch {
+	case c.configBudget < 0:
+		return c, fmt.Errorf("--config-budget must be 0 (no limit) or more, got %v", c.configBudget)
+	case c.configBudget == 0:
+		c.configBudget = -1 // asked for no limit
 	}
 	if c.hasCode && c.script != "" {
 		return c, errors.New("-e and run each give the code to run; give one")

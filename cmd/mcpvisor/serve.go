@@ -56,8 +56,7 @@ func (h *host) serve(ctx context.Context, cfg config, token, path, src string, s
 	// Made before the config's servers connect, so they are told what the
 	// gateway's clients can answer (elicitation, sampling, roots).
 	h.gateway.get()
-	if _, err := h.rt.LoadConfigSource(ctx, path, src); err != nil {
-		printError(stderr, err)
+	if !h.startConfig(ctx, path, src, stderr) {
 		return 1
 	}
 	if !cfg.noWatch && fileExists(path) {

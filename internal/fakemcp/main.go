@@ -52,7 +52,10 @@
 //	                            "notifications/progress progressToken=\"t\" progress=0.5"
 //	--ask                       add tools ask {method, params} (sends that request to
 //	                            the client, answers {"result"|"error"} as JSON text)
-//	                            and capabilities (the client's, from initialize)
+//	                            and capabilities (the client's, from initialize);
+//	                            ask_later keeps a request, release sends the kept
+//	                            ones outside their calls, late_answers lists what
+//	                            came back for them
 //	--pidfile=FILE              append own pid and a newline at start (one line per
 //	                            process, so restarts of a server add lines)
 package main

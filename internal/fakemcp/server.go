@@ -276,7 +276,10 @@ func (s *server) tools() []map[string]any {
 	}
 	if s.cfg.ask {
 		list = append(list, tool("ask", "Send a request to the client; answer what came back.", askSchema),
-			tool("capabilities", "The client's declared capabilities.", map[string]any{"type": "object"}))
+			tool("capabilities", "The client's declared capabilities.", map[string]any{"type": "object"}),
+			tool("ask_later", "Keep a request to the client for release.", askSchema),
+			tool("release", "Send the kept requests; answer at once.", map[string]any{"type": "object"}),
+			tool("late_answers", "What came back for released requests.", map[string]any{"type": "object"}))
 	}
 	if h := s.cfg.hangTool; h != "" && !s.hasTool(h) {
 		list = append(list, tool(h, "Never returns.", map[string]any{"type": "object"}))
@@ -320,7 +323,7 @@ func (s *server) callTool(ctx context.Context, m *message) {
 		<-ctx.Done()
 		return
 	}
-	if s.cfg.ask && (p.Name == "ask" || p.Name == "capabilities") {
+	if s.cfg.ask && (p.Name == "ask" || p.Name == "capabilities" || p.Name == "ask_later" || p.Name == "release" || p.Name == "late_answers") {
 		var raw struct {
 			Arguments json.RawMessage `json:"arguments"`
 		}

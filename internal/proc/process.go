@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/mcpvisor/mcpvisor/internal/redact"
 )
 
 // Process is one stdio server: a child in its own process group whose
@@ -27,17 +29,18 @@ import (
 // the group, wait up to grace; SIGKILL to the group; reap. A final SIGKILL to
 // the group always follows, so grandchildren die too.
 type Process struct {
-	server string
-	log    *slog.Logger
-	cmd    *exec.Cmd // the child: the server's shim, or the server itself
-	pid    int       // the server's: the id of its process group
-	group  processGroup
-	stdin  *os.File // write end
-	stdout *os.File // read end
-	stderr *os.File // read end
-	out    *stdoutReader
-	tail   *tailBuffer
-	grace  time.Duration
+	server  string
+	log     *slog.Logger
+	secrets *redact.Secrets
+	cmd     *exec.Cmd // the child: the server's shim, or the server itself
+	pid     int       // the server's: the id of its process group
+	group   processGroup
+	stdin   *os.File // write end
+	stdout  *os.File // read end
+	stderr  *os.File // read end
+	out     *stdoutReader
+	tail    *tailBuffer
+	grace   time.Duration
 
 	reaped  chan struct{} // closed once the child is reaped
 	waitErr error         // valid after reaped is closed
@@ -74,6 +77,10 @@ type Config struct {
 	// Logger receives the server's stderr lines at debug level and stray
 	// responses at warn. If nil, nothing is logged.
 	Logger *slog.Logger
+	// Secrets are hidden in everything the server prints that the host
+	// shows: stderr lines logged and kept for ExitError, a stdout line
+	// quoted in a protocol error. If nil, nothing is hidden.
+	Secrets *redact.Secrets
 }
 
 // DefaultMaxLine is the cap on a stdout line when Config.MaxLine is zero.
@@ -134,11 +141,12 @@ func Start(cfg Config) (*Process, error) {
 	p := &Process{
 		server:  cfg.Server,
 		log:     logger,
+		secrets: cfg.Secrets,
 		cmd:     l.cmd,
 		stdin:   inW,
 		stdout:  outR,
 		stderr:  errR,
-		tail:    newTailBuffer(64 << 10),
+		tail:    newTailBuffer(64<<10, cfg.Secrets),
 		grace:   cfg.Grace,
 		reaped:  make(chan struct{}),
 		exited:  make(chan struct{}),
@@ -202,8 +210,11 @@ func (p *Process) Pid() int { return p.pid }
 // them. A chatty server never blocks, and never floods the log.
 func (p *Process) drainStderr(logger *slog.Logger) {
 	defer close(p.drained)
-	lines := stderrLogger{logger: logger, server: p.server}
+	lines := stderrLogger{logger: logger, server: p.server, secrets: p.secrets}
 	defer lines.flush()
+	// A very long line is logged in pieces that overlap by less than the
+	// longest secret, so no piece shows part of one.
+	overlap := max(p.secrets.Longest()-1, 0)
 	buf := make([]byte, 32<<10)
 	var partial []byte
 	for {
@@ -219,9 +230,9 @@ func (p *Process) drainStderr(logger *slog.Logger) {
 				lines.log(partial[:i])
 				partial = partial[i+1:]
 			}
-			if len(partial) > 4<<10 { // a very long line: log what we have
+			if len(partial) > 4<<10+overlap { // a very long line: log what we have
 				lines.log(partial)
-				partial = partial[:0]
+				partial = partial[len(partial)-overlap:]
 			}
 			partial = append([]byte(nil), partial...)
 		}
@@ -243,6 +254,7 @@ const stderrLinesPerSecond = 100
 type stderrLogger struct {
 	logger     *slog.Logger
 	server     string
+	secrets    *redact.Secrets
 	window     time.Time // start of the current second
 	logged     int       // lines logged in it
 	suppressed int       // lines dropped in it
@@ -262,7 +274,7 @@ func (l *stderrLogger) log(line []byte) {
 	}
 	l.logged++
 	const maxLine = 512
-	s := strings.TrimRight(string(line), "\r")
+	s := l.secrets.String(strings.TrimRight(string(line), "\r"))
 	if len(s) > maxLine {
 		s = s[:maxLine] + "…"
 	}
@@ -518,11 +530,17 @@ func (r *stdoutReader) lineAt(off int64) string {
 	}
 	line = bytes.TrimRight(line, "\r")
 	cut := end < 0 // the rest of the line is not read yet
-	if len(line) > quoteBytes {
-		line, cut = line[:quoteBytes], true
+	headless := start == 0 && first > 0
+	if headless {
+		// Its start is gone: so may be the start of a secret in it.
+		line = line[min(r.p.secrets.Longest(), len(line)):]
 	}
-	q := strconv.Quote(string(line))
-	if start == 0 && first > 0 {
+	text := r.p.secrets.String(string(line))
+	if len(text) > quoteBytes {
+		text, cut = text[:quoteBytes], true
+	}
+	q := strconv.Quote(text)
+	if headless {
 		q = "…" + q
 	}
 	if cut {

@@ -88,6 +88,16 @@ type Answerer interface {
 	ListRoots(ctx context.Context, from From) ([]*mcp.Root, error)
 }
 
+// A SoleClient is an Answerer that can tell, when asked, whether the
+// client it answers for is the only client the host serves (the only
+// gateway client connected): a request a shared server sends outside any
+// call may then go to it, since it can belong to nobody else. An answerer
+// that is not one is asked such a request only when the server is trusted
+// to ask about its calls in flight (see manager.QuestionsCaller).
+type SoleClient interface {
+	SoleClient() bool
+}
+
 // Mode is the mode of an elicitation, "form" or "url", inferred as the SDK
 // does when the server gave none.
 func Mode(p *mcp.ElicitParams) string {

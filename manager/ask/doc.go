@@ -4,10 +4,10 @@
 //
 // The manager declares a client capability to a server only when some
 // [Answerer] offers it. When a server asks, the manager tries, in order:
-// the caller whose call is in flight on that session (a gateway client,
-// which may ask its own client in turn), the server's own roots from its
-// spec, and the host's answerer (Lua handlers, then the person at the
-// REPL). An answerer that cannot answer returns [ErrNoAnswer] and the next
+// the caller whose call the request provably belongs to (a gateway client,
+// which may ask its own client in turn; see manager.QuestionsMode and
+// [SoleClient]), the server's own roots from its spec, and the host's
+// answerer (Lua handlers, then the person at the REPL). An answerer that cannot answer returns [ErrNoAnswer] and the next
 // one is tried; when none can, the server gets the protocol's error.
 // Answers to a form elicitation are checked against the requested schema
 // before they are sent.

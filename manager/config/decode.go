@@ -24,7 +24,7 @@ type DecodeOptions struct {
 // specFields are the accepted keys of a declaration, for unknown-field
 // errors and did-you-mean suggestions.
 var specFields = map[string][]string{
-	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "breaker", "max_retries", "max_frame_bytes", "expose", "session", "max_sessions", "roots", "auth"},
+	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "breaker", "max_retries", "max_frame_bytes", "expose", "session", "max_sessions", "questions", "roots", "auth"},
 	"expose":   {"prefix", "hide", "rename"},
 	"auth":     {"client_id", "client_secret", "scopes", "redirect_port", "client_metadata_url"},
 	"timeouts": {"connect", "request", "health_interval", "health_timeout", "keepalive", "server", "idle"},
@@ -43,6 +43,7 @@ func DecodeSpec(name string, raw map[string]any, opts DecodeOptions) (manager.Sp
 	}
 	d := decoder{lookup: lookup}
 	s := d.spec(raw).WithDefaults()
+	s.Secrets = d.secrets
 	// The spec's own validation (ranges, consistency) runs even when
 	// decoding found problems, so one edit can fix everything. A field whose
 	// form was wrong is reported once: its range check would only complain
@@ -60,8 +61,9 @@ func DecodeSpec(name string, raw map[string]any, opts DecodeOptions) (manager.Sp
 }
 
 type decoder struct {
-	lookup func(string) (string, bool)
-	probs  problems
+	lookup  func(string) (string, bool)
+	probs   problems
+	secrets map[string]string // the ${VAR} expanded, by name
 }
 
 // problems collects what is wrong with a declaration as "field: message".
@@ -239,6 +241,11 @@ func (d *decoder) spec(raw map[string]any) manager.Spec {
 	if v, ok := raw["session"]; ok {
 		if mode := d.str("session", v); mode != "shared" {
 			s.Session = manager.SessionMode(mode) // validated with the spec
+		}
+	}
+	if v, ok := raw["questions"]; ok {
+		if mode := d.str("questions", v); mode != "own" {
+			s.Questions = manager.QuestionsMode(mode) // validated with the spec
 		}
 	}
 	if v, ok := raw["max_sessions"]; ok {
@@ -463,6 +470,12 @@ func (d *decoder) expand(field, s string) string {
 		v, ok := d.lookup(name)
 		if !ok {
 			d.probs.add(field, "environment variable %s is not set (referenced as ${%s}); set it where mcpvisor starts (export %s=…), or write the value", name, name, name)
+		}
+		if ok {
+			if d.secrets == nil {
+				d.secrets = map[string]string{}
+			}
+			d.secrets[name] = v
 		}
 		return v
 	})

@@ -68,7 +68,8 @@ func TestDecodeSpecValid(t *testing.T) {
 				Command:   []string{"server", "--token=s3cret"},
 				Env:       map[string]string{"API_TOKEN": "s3cret", "PORT": "9000", "DEBUG": "true"},
 				Cwd:       "/home/me/src",
-				Written:   "server --token=${TOKEN}", // what is shown: never the token
+				Written:   "server --token=${TOKEN}",                                // what is shown: never the token
+				Secrets:   map[string]string{"TOKEN": "s3cret", "HOME": "/home/me"}, // hidden in what the server prints
 			}),
 		},
 		{
@@ -79,7 +80,18 @@ func TestDecodeSpecValid(t *testing.T) {
 				URL:       "http://localhost:8080/mcp",
 				Headers:   map[string]string{"Authorization": "Bearer s3cret"},
 				Written:   "http://localhost:${PORT}/mcp",
+				Secrets:   map[string]string{"PORT": "8080", "TOKEN": "s3cret"},
 			}),
+		},
+		{
+			name: "questions",
+			raw:  map[string]any{"command": []any{"x"}, "questions": "caller"},
+			want: defaults(manager.Spec{Transport: manager.TransportStdio, Command: []string{"x"}, Questions: manager.QuestionsCaller}),
+		},
+		{
+			name: "questions, the default spelled out",
+			raw:  map[string]any{"command": []any{"x"}, "questions": "own"},
+			want: defaults(manager.Spec{Transport: manager.TransportStdio, Command: []string{"x"}}),
 		},
 		{
 			name: "durations as strings or seconds, and the rest of the knobs",
@@ -159,6 +171,11 @@ func TestDecodeSpecInvalid(t *testing.T) {
 		want []string // the problems, in order
 	}{
 		{
+			name: "questions of an unknown kind",
+			raw:  map[string]any{"command": cmd, "questions": "anyone"},
+			want: []string{`questions: must be "own" (the default: a client is asked only what its own call carries) or "caller" (also what comes while only its calls are in flight), got "anyone"`},
+		},
+		{
 			name: "missing transport",
 			raw:  map[string]any{},
 			want: []string{`command: missing transport: set command = {"prog", "arg"} for a process or url = "http://…" for a remote server`},
@@ -179,7 +196,7 @@ func TestDecodeSpecInvalid(t *testing.T) {
 		{
 			name: "unknown field, nothing close",
 			raw:  map[string]any{"command": cmd, "zzzzzz": 1},
-			want: []string{`zzzzzz: unknown field; known fields: command, url, transport, env, cwd, headers, enabled, timeouts, backoff, breaker, max_retries, max_frame_bytes, expose, session, max_sessions, roots, auth`},
+			want: []string{`zzzzzz: unknown field; known fields: command, url, transport, env, cwd, headers, enabled, timeouts, backoff, breaker, max_retries, max_frame_bytes, expose, session, max_sessions, questions, roots, auth`},
 		},
 		{
 			name: "expose",

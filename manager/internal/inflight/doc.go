@@ -1,8 +1,8 @@
 // Package inflight routes what concerns a server's requests while they
 // are in flight: the cancellation that abandons them when the server goes
 // away ([Requests]), who answers what the server asks meanwhile (the
-// requests' answerers when they are all one client's, then the answerer
-// of the client owning the session: [Requests.Answerers]), and the
+// requests' answerers when the question can only be theirs, then the
+// answerer of the client owning the session: [Requests.Answerers]), and the
 // progress the server reports for them ([Progress], by progress token).
 //
 // # Concurrency

@@ -2,6 +2,7 @@ package inflight
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -47,10 +48,13 @@ func TestRequestsAbandon(t *testing.T) {
 // request ends.
 func TestRequestsAnswerers(t *testing.T) {
 	nop := func() {}
-	clients := func(cs []ask.Candidate) []string {
-		var out []string
+	clients := func(cs []ask.Candidate, withheld int) []string {
+		out := []string{}
 		for _, c := range cs {
 			out = append(out, c.Client+"/"+c.By)
+		}
+		if withheld > 0 {
+			out = append(out, fmt.Sprintf("%d left out", withheld))
 		}
 		return out
 	}
@@ -63,23 +67,30 @@ func TestRequestsAnswerers(t *testing.T) {
 	}
 	r.Add(nop) // no answerer
 	r.End(ids[1], nop)
-	require.Equal(t, []string{"a/third", "a/first"}, clients(r.Answerers()))
+	require.Equal(t, []string{"1 left out"}, clients(r.Answerers(false)), "a shared session: a question cannot be shown to be a's")
+	require.Equal(t, []string{"a/third", "a/first"}, clients(r.Answerers(true)), "trusted: the requests in flight are all a's")
 
 	b := r.Add(nop)
 	r.AnswerBy(b, &ask.Candidate{By: "other", Client: "b"}, false)
-	require.Empty(t, r.Answerers(), "two clients' requests: a question cannot say whose it is")
+	require.Equal(t, []string{"2 left out"}, clients(r.Answerers(true)), "two clients' requests: a question cannot say whose it is")
+
+	c := r.Add(nop)
+	r.AnswerBy(c, &ask.Candidate{Answerer: sole{}, By: "alone", Client: "c"}, false)
+	require.Equal(t, []string{"c/alone", "2 left out"}, clients(r.Answerers(false)), "the only client the host serves")
 
 	var own Requests
 	q := own.Add(nop)
 	own.AnswerBy(q, &ask.Candidate{By: "call", Client: "a"}, true)
-	require.Equal(t, []string{"a/call", "a/call"}, clients(own.Answerers()), "the request's, then the owner's")
+	require.Equal(t, []string{"a/call", "a/call"}, clients(own.Answerers(false)), "the request's, then the owner's")
 	own.End(q, nop)
-	require.Equal(t, []string{"a/call"}, clients(own.Answerers()), "the owner's answerer stays between its requests")
+	require.Equal(t, []string{"a/call"}, clients(own.Answerers(false)), "the owner's answerer stays between its requests")
 }
 
-// Progress reaches the request whose token it carries, also for a second
-// after the request ended (the SDK may hand it over after the answer),
-// and is dropped after that, as is progress with a token that is not ours.
+// sole is an answerer whose client is the only one the host serves.
+type sole struct{ ask.Answerer }
+
+func (sole) SoleClient() bool { return true }
+
 func TestProgressRoutes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var p Progress[int]

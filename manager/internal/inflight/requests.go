@@ -76,12 +76,19 @@ func (r *Requests) AnswerBy(id uint64, c *ask.Candidate, owner bool) {
 
 // Answerers lists who may answer what the server asks outside the
 // context of one request, in the order to ask them: the answerers of the
-// requests in flight, the most recent first, and then the owner's. The
-// requests in flight are asked only when they are all one client's: on a
-// shared session a question cannot say which request it belongs to, and
-// one client's user must never see another's form, nor one client's roots
-// go to another's request.
-func (r *Requests) Answerers() []ask.Candidate {
+// requests in flight that the question can be shown to belong to, the
+// most recent first, and then the owner's; and how many clients with
+// requests in flight were left out.
+//
+// On a shared session a question cannot say which request it belongs to:
+// it may come after the request that led to it ended, while another
+// client's is in flight, and one client's user must never see another's
+// form, nor one client's roots go to another's request. A request's
+// answerer is asked only when the session is its client's own (it has an
+// owner), when its client is the only one the host serves
+// (ask.SoleClient), or, when the server is trusted to ask only about the
+// requests in flight, when they are all one client's.
+func (r *Requests) Answerers(trusted bool) (out []ask.Candidate, withheld int) {
 	type entry struct {
 		id uint64
 		c  *ask.Candidate
@@ -95,21 +102,26 @@ func (r *Requests) Answerers() []ask.Candidate {
 	}
 	r.mu.Unlock()
 	slices.SortFunc(list, func(a, b entry) int { return cmp.Compare(b.id, a.id) })
-	var out []ask.Candidate
+	owner := r.owner.Load()
+	oneClient := true
 	for _, e := range list {
-		if e.c.Client != list[0].c.Client {
-			out = out[:0]
-			break
+		oneClient = oneClient && e.c.Client == list[0].c.Client
+	}
+	left := map[string]bool{}
+	for _, e := range list {
+		sole, ok := e.c.Answerer.(ask.SoleClient)
+		if owner != nil || trusted && oneClient || ok && sole.SoleClient() {
+			out = append(out, *e.c)
+		} else {
+			left[e.c.Client] = true
 		}
-		out = append(out, *e.c)
 	}
-	if c := r.owner.Load(); c != nil {
-		out = append(out, *c)
+	if owner != nil {
+		out = append(out, *owner)
 	}
-	return out
+	return out, len(left)
 }
 
-// Abandoned reports whether request id was abandoned.
 func (r *Requests) Abandoned(id uint64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
