@@ -13,6 +13,13 @@
 // and /sse, /servers/NAME/sse, /toolsets/NAME/sse for legacy clients. Each
 // endpoint is an mcp.Server made on first use.
 //
+// On stdio, what the client writes cannot end its session: a line that is
+// not JSON is answered with a parse error (-32700), one that is JSON but
+// no JSON-RPC message, a batch, or longer than 16 MiB (read to its end
+// without being kept) with an invalid request error (-32600), under the
+// request's id when it can be found; only the end of the input ends the
+// session.
+//
 // # Names
 //
 // On /mcp a tool is offered as server__tool, with every character outside
@@ -75,7 +82,10 @@
 // queue; each call with a progress token has a goroutine of its own that
 // ends before the call returns; a call of a client on 2026-07-28 runs
 // upstream on a goroutine of its own, counted among its session's calls.
-// Each client session has a watcher that, when the session ends, cancels
-// its calls, waits for them to return, publishes client_disconnected and
-// calls ReleaseClient, once. Close stops them all and waits.
+// A stdio session reads its lines on a goroutine of its own, which
+// answers the lines it refuses itself; every write is one whole line
+// under one lock. Each client session has a watcher that, when the
+// session ends, cancels its calls, waits for them to return, publishes
+// client_disconnected and calls ReleaseClient, once. Close stops them all
+// and waits.
 package gateway

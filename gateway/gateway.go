@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 )
@@ -272,7 +270,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClo
 	// Nothing is read until the session is marked as the stdio one, so
 	// that it is listed as such however fast the client initializes.
 	gate := &gatedReader{r: r, open: make(chan struct{})}
-	ss, err := ep.srv.Connect(ctx, &mcp.IOTransport{Reader: gate, Writer: w}, nil)
+	ss, err := ep.srv.Connect(ctx, &stdioTransport{r: gate, w: w}, nil)
 	if err != nil {
 		close(gate.open)
 		return err
