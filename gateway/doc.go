@@ -31,6 +31,14 @@
 // (manager.Expose). Prompts are named the same way; resources keep their
 // URIs.
 //
+// # What is offered
+//
+// A server that stays down until someone acts (disabled, failed for
+// good, waiting for a login) or is on its way out offers nothing: its
+// tools, prompts and resources leave every endpoint, with list_changed,
+// and come back when it recovers. A server between attempts keeps its
+// last known items; their calls say when the next attempt is.
+//
 // # Calls
 //
 // A tools/call is forwarded with manager.Manager.Call and FailFast: a

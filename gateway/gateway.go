@@ -130,7 +130,7 @@ func (g *Gateway) run(sub *events.Subscription) {
 			if !ok {
 				break
 			}
-			dirty = dirty || relists(e)
+			dirty = dirty || relists(e) || g.turned(e)
 			if e.Kind == events.KindNotification {
 				switch e.Text("method") {
 				case "notifications/message":
@@ -151,6 +151,29 @@ func (g *Gateway) run(sub *events.Subscription) {
 // own session lists its tools.
 func relists(e events.Event) bool {
 	return changesLists(e.Kind) && e.Text("client") == ""
+}
+
+// turned reports whether e is a change of a server's state that turns its
+// items on or off (see offered): disabled, enabled, failed for good,
+// recovered.
+func (g *Gateway) turned(e events.Event) bool {
+	if e.Server == "" || e.Text("client") != "" || !changesState(e.Kind) {
+		return false
+	}
+	st, err := g.src.Status(e.Server)
+	on := err == nil && offered(st.State)
+	return on == g.currentView().down[e.Server]
+}
+
+// changesState reports whether an event of kind k is a server's change
+// of state.
+func changesState(k events.Kind) bool {
+	switch k {
+	case events.KindConnecting, events.KindBackoff, events.KindCircuit, events.KindFailed,
+		events.KindUnauthorized, events.KindIdle, events.KindClosing, events.KindDisabled:
+		return true
+	}
+	return false
 }
 
 // changesLists reports whether an event of kind k can change what the

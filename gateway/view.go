@@ -19,6 +19,22 @@ type view struct {
 	promptAs  map[itemKey]string // each prompt's name on /mcp
 	resources []manager.ResourceInfo
 	prefix    map[string]string // each server's prefix on /mcp
+	down      map[string]bool   // servers whose items are not offered (see offered)
+}
+
+// offered reports whether the items of a server in state st are offered
+// to clients. A server that stays down until someone acts (disabled,
+// failed for good, waiting for a login) or is on its way out offers
+// nothing: a model shown its tools would call them in vain. One that is
+// only between attempts keeps its last known items, whose calls say when
+// the next attempt is.
+func offered(st manager.State) bool {
+	switch st {
+	case manager.StateDisabled, manager.StateFailed, manager.StateUnauthorized,
+		manager.StateClosing, manager.StateRemoved:
+		return false
+	}
+	return true
 }
 
 // hasServer reports whether name is a declared server.
@@ -45,10 +61,13 @@ type namers struct {
 // build reads the source and names what it offers. It returns the
 // collisions resolved for the first time, for the caller to announce.
 func (n namers) build(src Source) (*view, []collision) {
-	v := &view{servers: src.Names(), prefix: map[string]string{}}
+	v := &view{servers: src.Names(), prefix: map[string]string{}, down: map[string]bool{}}
 	slices.Sort(v.servers)
 	expose := map[string]manager.Expose{}
 	for _, s := range v.servers {
+		if st, err := src.Status(s); err != nil || !offered(st.State) {
+			v.down[s] = true
+		}
 		v.prefix[s], _ = sanitize(s)
 		if spec, err := src.Spec(s); err == nil {
 			expose[s] = spec.Expose
@@ -61,9 +80,13 @@ func (n namers) build(src Source) (*view, []collision) {
 	// Hidden tools are not offered, nor are tools that cannot be called
 	// (a schema that cannot be used safely would be a hazard to clients
 	// too); mcp_tools() still lists the latter with the reason.
-	v.tools = slices.DeleteFunc(tools, func(t manager.ToolInfo) bool { return expose[t.Server].Hidden(t.Name) || t.Problem != "" })
-	v.prompts, _ = src.Prompts("")
-	v.resources, _ = src.Resources("")
+	v.tools = slices.DeleteFunc(tools, func(t manager.ToolInfo) bool {
+		return v.down[t.Server] || expose[t.Server].Hidden(t.Name) || t.Problem != ""
+	})
+	prompts, _ := src.Prompts("")
+	v.prompts = slices.DeleteFunc(prompts, func(p manager.PromptInfo) bool { return v.down[p.Server] })
+	resources, _ := src.Resources("")
+	v.resources = slices.DeleteFunc(resources, func(r manager.ResourceInfo) bool { return v.down[r.Server] })
 	sortBy(v.tools, func(t manager.ToolInfo) (string, string) { return t.Server, t.Name })
 	sortBy(v.prompts, func(p manager.PromptInfo) (string, string) { return p.Server, p.Name })
 	sortBy(v.resources, func(r manager.ResourceInfo) (string, string) { return r.Server, r.URI })
