@@ -33,6 +33,13 @@
 //
 // # What is offered
 //
+// A client's first requests are answered with every server that is going
+// to be there: asked before every declared, enabled server has had its
+// first say (connected, failed, backing off, waiting for a login), a
+// list, a read of a resource, a prompt, a completion or a call of a tool
+// not listed yet waits for it, each server for at most Options.Wait from
+// its start. A server heard from later is announced with list_changed.
+//
 // A server that stays down until someone acts (disabled, failed for
 // good, waiting for a login) or is on its way out offers nothing: its
 // tools, prompts and resources leave every endpoint, with list_changed,
@@ -84,8 +91,8 @@
 // servers offer and makes every endpoint's lists match it (the SDK sends
 // one list_changed per burst per endpoint). Endpoints are made by asking
 // it (do). Request handlers, on the SDK's goroutines, read only what it
-// publishes atomically: the current view, each endpoint's routes and the
-// toolsets. A toolset's Filter runs on the run goroutine and must return
+// publishes atomically: the current view, each endpoint's routes, the
+// toolsets and the channel that is closed once no server is waited for. A toolset's Filter runs on the run goroutine and must return
 // promptly. Log messages are delivered by one goroutine with a bounded
 // queue; each call with a progress token has a goroutine of its own that
 // ends before the call returns; a call of a client on 2026-07-28 runs

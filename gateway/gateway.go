@@ -29,6 +29,14 @@ type Options struct {
 	// KeepAlive, if set, pings each client at this interval and closes a
 	// session that stops answering.
 	KeepAlive time.Duration
+	// Wait bounds how long a client's first lists (and reads of
+	// resources, prompts and completions) wait for every declared,
+	// enabled server to have had its first say (connected, failed,
+	// backing off, waiting for a login), counted for each server from
+	// when it starts. If zero, they are answered at once with what has
+	// connected so far; either way a server that comes later is
+	// announced with list_changed.
+	Wait time.Duration
 }
 
 // Gateway serves the servers a Source keeps connected to MCP clients:
@@ -60,6 +68,7 @@ type Gateway struct {
 	// Owned by the run goroutine.
 	names     namers
 	endpoints map[endpointKey]*endpoint
+	settle    *settling // its open channel is read by request handlers
 
 	// toolsets is written by the run goroutine only; the map is never
 	// modified once stored.
@@ -89,6 +98,7 @@ func New(opts Options) *Gateway {
 		ctx: ctx, cancel: cancel, work: make(chan func()), done: make(chan struct{}), poke: make(chan struct{}, 1),
 		logs: make(chan logEntry, maxQueuedLogs), logsDone: make(chan struct{}),
 		names:     namers{tools: newNamer(opts.NameBudget), prompts: newNamer(opts.NameBudget)},
+		settle:    newSettling(opts.Wait),
 		endpoints: map[endpointKey]*endpoint{}}
 	g.toolsets.Store(&map[string]Toolset{})
 	g.clients.init(g)
@@ -97,7 +107,9 @@ func New(opts Options) *Gateway {
 	// its client does).
 	opts.Source.CallersAnswer(ask.All)
 	sub := g.bus.Subscribe(events.SubscribeOptions{})
+	g.settle.update(g.src, time.Now())
 	g.refresh()
+	g.settle.publish()
 	go g.run(sub)
 	go g.deliverLogs()
 	return g
@@ -109,41 +121,66 @@ func (g *Gateway) run(sub *events.Subscription) {
 	defer close(g.done)
 	defer sub.Close()
 	for {
-		dirty := false
 		select {
 		case <-g.ctx.Done():
 			return
 		case f := <-g.work:
 			g.takeToolsets() // so that a caller sees the toolsets it set
+			// and, making an endpoint, the servers declared before it asked
+			if !g.follow(sub) {
+				return
+			}
 			f()
-			continue
 		case <-g.poke:
 			g.takeToolsets()
-			continue
+		case <-g.settle.timer.C:
+			if !g.follow(sub) {
+				return
+			}
 		case <-sub.Ready():
-		}
-		for {
-			e, ok, err := sub.TryRecv()
-			if err != nil {
-				return // the bus closed: the host is shutting down
+			if !g.follow(sub) {
+				return
 			}
-			if !ok {
-				break
-			}
-			dirty = dirty || relists(e) || g.turned(e)
-			if e.Kind == events.KindNotification {
-				switch e.Text("method") {
-				case "notifications/message":
-					g.forwardLog(e)
-				case "notifications/resources/updated":
-					g.forwardUpdate(e)
-				}
-			}
-		}
-		if dirty {
-			g.refresh()
 		}
 	}
+}
+
+// follow takes the events the source has published: it forwards what
+// goes to clients, relists if they changed what is offered, and tells the
+// clients waiting for the servers' first say whether to go on. It reports
+// false once the bus has closed (the host is shutting down).
+func (g *Gateway) follow(sub *events.Subscription) bool {
+	dirty := false
+	for {
+		e, ok, err := sub.TryRecv()
+		if err != nil {
+			return false
+		}
+		if !ok {
+			break
+		}
+		dirty = dirty || relists(e) || g.turned(e)
+		switch e.Kind {
+		case events.KindAdded, events.KindDisabled:
+			if e.Text("client") == "" {
+				g.settle.forget(e.Server)
+			}
+		case events.KindNotification:
+			switch e.Text("method") {
+			case "notifications/message":
+				g.forwardLog(e)
+			case "notifications/resources/updated":
+				g.forwardUpdate(e)
+			}
+		}
+	}
+	// Settling first: a server heard from now has its items read by the
+	// relisting that follows, before the clients waiting for it go on.
+	if g.settle.update(g.src, time.Now()) || dirty {
+		g.refresh()
+	}
+	g.settle.publish()
+	return true
 }
 
 // relists reports whether an event can change what the endpoints list. A

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/textsafe"
 	"github.com/mcpvisor/mcpvisor/luaapi"
 	"github.com/mcpvisor/mcpvisor/manager"
@@ -162,6 +163,7 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 		hudAPI = h.hud
 	}
 	h.gateway.h = h
+	h.gateway.opts = gateway.Options{Wait: cfg.wait}
 	opts := luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts"), Logger: logger, HUD: hudAPI,
 		Gateway: gatewayAPI{&h.gateway}}
 	if prompter != nil { // a nil *terminalPrompter is not a nil Prompter

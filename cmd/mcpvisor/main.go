@@ -54,8 +54,10 @@ Flags:
   --wait DURATION       how long -e, run and a piped script wait, at most,
                         for every server to have had its first say
                         (connected, failed, backing off, disabled or waiting
-                        for a slot) before they start (default 5s; 0: start
-                        at once); the REPL starts at once
+                        for a slot or a login) before they start, and how
+                        long a gateway client's first lists wait for it
+                        (default 5s; 0: start, and answer, at once); the
+                        REPL starts at once
   --log-level LEVEL     debug, info, warn or error (default info at the REPL,
                         warn with -e, run or a piped script)
   --log-format FORMAT   text or json (default text)

@@ -122,6 +122,10 @@ type gatewayHost struct {
 	// (mcp_serve from a reload, --http at startup) never both listen.
 	changing sync.Mutex
 
+	// opts are the gateway's options from the command line (its Source,
+	// Logger and Version are set when it is made); set before first use.
+	opts gateway.Options
+
 	mu sync.Mutex
 	// mu guards gw, http, addr and token; nothing is called under it.
 	gw    *gateway.Gateway
@@ -135,7 +139,9 @@ func (g *gatewayHost) get() *gateway.Gateway {
 		return gw
 	}
 	// Made outside the lock; of two made at once, the first stored wins.
-	made := gateway.New(gateway.Options{Source: g.h.mgr, Logger: g.h.log, Version: version()})
+	opts := g.opts
+	opts.Source, opts.Logger, opts.Version = g.h.mgr, g.h.log, version()
+	made := gateway.New(opts)
 	g.mu.Lock()
 	if g.gw == nil {
 		g.gw, made = made, nil

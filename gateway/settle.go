@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// settling knows which declared servers have not had their first say yet
+// (manager.Status.Settled: connected, failed, backing off, waiting for a
+// login or a slot), so that a client that lists at once is answered with
+// every server that is going to be there, not with whichever happened to
+// connect first. Each server is waited for at most the gateway's Wait from
+// when it was first seen starting: one that takes longer is left to
+// announce itself with list_changed.
+//
+// The run goroutine owns everything but open, which it publishes: a
+// channel closed when nothing is pending, which request handlers wait on.
+type settling struct {
+	wait  time.Duration
+	heard map[string]bool      // servers that have had their first say since declared or enabled
+	since map[string]time.Time // when each server still pending was first seen so
+	timer *time.Timer          // fires when the first pending server's wait is over
+	open  atomic.Pointer[chan struct{}]
+}
+
+func newSettling(wait time.Duration) *settling {
+	s := &settling{wait: wait, heard: map[string]bool{}, since: map[string]time.Time{}, timer: time.NewTimer(time.Hour)}
+	s.timer.Stop()
+	ch := make(chan struct{})
+	close(ch)
+	s.open.Store(&ch)
+	return s
+}
+
+// forget makes a server start over: it was declared (again) or disabled,
+// and has its first say to have once it is enabled.
+func (s *settling) forget(server string) {
+	delete(s.heard, server)
+	delete(s.since, server)
+}
+
+// update reads the status of every server not heard from yet. It returns whether a server has had its first say since the
+// last update, for the caller to relist before the waiting clients go on
+// (what a server that has just been heard from offers is read after its
+// status, so a view built now has it).
+func (s *settling) update(src Source, now time.Time) (heardNew bool) {
+	names := src.Names()
+	declared := make(map[string]bool, len(names))
+	var next time.Time
+	for _, name := range names {
+		declared[name] = true
+		if s.heard[name] {
+			continue
+		}
+		st, err := src.Status(name)
+		switch {
+		case err != nil || st.State == manager.StateDisabled || st.State == manager.StateClosing || st.State == manager.StateRemoved:
+			delete(s.since, name) // not waited for: it is not going to connect
+			continue
+		case st.Settled():
+			s.heard[name], heardNew = true, true
+			delete(s.since, name)
+			continue
+		}
+		first, ok := s.since[name]
+		if !ok {
+			first = now
+			s.since[name] = now
+		}
+		end := first.Add(s.wait)
+		if !now.Before(end) {
+			s.heard[name] = true // waited for long enough
+			delete(s.since, name)
+			continue
+		}
+		if next.IsZero() || end.Before(next) {
+			next = end
+		}
+	}
+	for name := range s.heard {
+		if !declared[name] {
+			delete(s.heard, name)
+		}
+	}
+	for name := range s.since {
+		if !declared[name] {
+			delete(s.since, name)
+		}
+	}
+	s.timer.Stop()
+	if !next.IsZero() {
+		s.timer.Reset(next.Sub(now))
+	}
+	return heardNew
+}
+
+// publish tells request handlers whether a server is still waited for:
+// the channel they wait on is closed when none is, and a new one is
+// made when one starts to be.
+func (s *settling) publish() {
+	open := *s.open.Load()
+	closed := false
+	select {
+	case <-open:
+		closed = true
+	default:
+	}
+	switch pending := len(s.since) > 0; {
+	case !pending && !closed:
+		close(open)
+	case pending && closed:
+		ch := make(chan struct{})
+		s.open.Store(&ch)
+	}
+}
+
+// settled waits until every server has had its first say (or been waited
+// for long enough), ctx ends, the gateway closes or Wait has passed.
+func (g *Gateway) settled(ctx context.Context) {
+	if g.opts.Wait <= 0 {
+		return
+	}
+	open := *g.settle.open.Load()
+	select {
+	case <-open:
+		return
+	default:
+	}
+	bound := time.NewTimer(g.opts.Wait)
+	defer bound.Stop()
+	select {
+	case <-open:
+	case <-ctx.Done():
+	case <-bound.C:
+	case <-g.ctx.Done():
+	}
+}
+
+// waitsForServers reports whether a request of method is answered from
+// what the servers offer, so that asked before they have had their first
+// say it waits for them: the lists, reads of resources, prompts and
+// completions. A tools/call waits only for a tool not listed yet
+// (unknownTools).
+func waitsForServers(method string) bool {
+	switch method {
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list",
+		"resources/read", "prompts/get", "completion/complete":
+		return true
+	}
+	return false
+}
+
+// settleFirst makes the requests waitsForServers names wait until the
+// servers have had their first say.
+func (ep *endpoint) settleFirst(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if waitsForServers(method) {
+			ep.g.settled(ctx)
+		}
+		return next(ctx, method, req)
+	}
+}
