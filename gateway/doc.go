@@ -23,8 +23,11 @@
 // # Names
 //
 // On /mcp a tool is offered as server__tool, with every character outside
-// [a-zA-Z0-9_-] replaced by "_" and the whole kept within a budget (64 by
-// default) by a hash suffix, so that every client accepts every name. A
+// [a-zA-Z0-9_-] replaced by "_" and the whole kept within a budget (49 by
+// default, so that Claude Code's own "mcp__mcpvisor__" in front still fits
+// the model APIs' 64) by a hash suffix, so that every client accepts every
+// name. SetClientBudgets gives some clients, by the name they give, a
+// budget of their own: their lists and calls are translated both ways. A
 // name is stable while its tool is listed, whatever other servers do; two
 // tools that would share a name both stay (a name_collision event says
 // so). A server's spec may choose its prefix, hide tools and rename them

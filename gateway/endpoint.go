@@ -157,7 +157,7 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 		opts.SubscribeHandler, opts.UnsubscribeHandler = ep.subscribe, ep.unsubscribe
 	}
 	ep.srv = mcp.NewServer(impl, opts)
-	ep.srv.AddReceivingMiddleware(ep.settleFirst, ep.unknownTools, ep.announce)
+	ep.srv.AddReceivingMiddleware(ep.settleFirst, ep.clientNames, ep.unknownTools, ep.announce)
 	return ep
 }
 

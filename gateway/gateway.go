@@ -23,8 +23,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is mcpvisor's, reported to clients on /mcp.
 	Version string
-	// NameBudget is the longest exposed tool or prompt name on /mcp. If
-	// zero, DefaultNameBudget (64).
+	// NameBudget is the longest exposed tool or prompt name on /mcp and
+	// the toolsets' endpoints, for clients SetClientBudgets gives no other.
+	// If zero, DefaultNameBudget (49); it is kept within MinNameBudget and
+	// MaxNameBudget.
 	NameBudget int
 	// KeepAlive, if set, pings each client at this interval and closes a
 	// session that stops answering.
@@ -66,7 +68,7 @@ type Gateway struct {
 	updates sync.WaitGroup
 
 	// Owned by the run goroutine.
-	names     namers
+	names     *namers
 	endpoints map[endpointKey]*endpoint
 	settle    *settling // its open channel is read by request handlers
 
@@ -75,6 +77,8 @@ type Gateway struct {
 	toolsets atomic.Pointer[map[string]Toolset]
 
 	view atomic.Pointer[view] // the latest, for request handlers
+	// budgets are the rules SetClientBudgets set; nil for none.
+	budgets atomic.Pointer[[]ClientBudget]
 }
 
 type endpointKey struct {
@@ -97,7 +101,7 @@ func New(opts Options) *Gateway {
 	g := &Gateway{src: opts.Source, opts: opts, log: opts.Logger, bus: opts.Source.Bus(),
 		ctx: ctx, cancel: cancel, work: make(chan func()), done: make(chan struct{}), poke: make(chan struct{}, 1),
 		logs: make(chan logEntry, maxQueuedLogs), logsDone: make(chan struct{}),
-		names:     namers{tools: newNamer(opts.NameBudget), prompts: newNamer(opts.NameBudget)},
+		names:     newNamers(opts.NameBudget),
 		settle:    newSettling(opts.Wait),
 		endpoints: map[endpointKey]*endpoint{}}
 	g.toolsets.Store(&map[string]Toolset{})

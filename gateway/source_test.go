@@ -192,6 +192,12 @@ type client struct {
 
 func connect(t *testing.T, g *Gateway, sel selection, name string) *client {
 	t.Helper()
+	return connectAs(t, g, sel, name, "test-client")
+}
+
+// connectAs is connect for a client that gives its name as clientName.
+func connectAs(t *testing.T, g *Gateway, sel selection, name, clientName string) *client {
+	t.Helper()
 	ep, err := g.endpoint(sel, name)
 	require.NoError(t, err)
 	ct, st := mcp.NewInMemoryTransports()
@@ -199,7 +205,7 @@ func connect(t *testing.T, g *Gateway, sel selection, name string) *client {
 	require.NoError(t, err)
 	c := &client{changed: make(chan struct{}, 100), logs: make(chan *mcp.LoggingMessageParams, 100),
 		progress: make(chan *mcp.ProgressNotificationParams, 100), server: ss}
-	cl := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
+	cl := mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "1"}, &mcp.ClientOptions{
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { c.logs <- r.Params },
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			c.progress <- r.Params

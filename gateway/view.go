@@ -20,6 +20,26 @@ type view struct {
 	resources []manager.ResourceInfo
 	prefix    map[string]string // each server's prefix on /mcp
 	down      map[string]bool   // servers whose items are not offered (see offered)
+	own       *nameSet          // toolNames and promptAs, both ways
+	other     map[int]*nameSet  // names under other budgets clients are given, by budget
+}
+
+// nameSet is the names of tools and prompts under one budget, both ways.
+type nameSet struct {
+	tools, prompts     map[itemKey]string
+	toolKey, promptKey map[string]itemKey
+}
+
+func newNameSet(tools, prompts map[itemKey]string) *nameSet {
+	ns := &nameSet{tools: maps.Clone(tools), prompts: maps.Clone(prompts),
+		toolKey: make(map[string]itemKey, len(tools)), promptKey: make(map[string]itemKey, len(prompts))}
+	for k, name := range tools {
+		ns.toolKey[name] = k
+	}
+	for k, name := range prompts {
+		ns.promptKey[name] = k
+	}
+	return ns
 }
 
 // offered reports whether the items of a server in state st are offered
@@ -53,14 +73,20 @@ func (v *view) serverOfPrefix(p string) (string, bool) {
 	return "", false
 }
 
-// namers keep /mcp names stable from one view to the next.
+// namers keep /mcp names stable from one view to the next, under the
+// gateway's budget and under each other budget a client was given.
 type namers struct {
 	tools, prompts *namer
+	other          map[int]*namers // by budget; theirs is nil
+}
+
+func newNamers(budget int) *namers {
+	return &namers{tools: newNamer(budget), prompts: newNamer(budget)}
 }
 
 // build reads the source and names what it offers. It returns the
 // collisions resolved for the first time, for the caller to announce.
-func (n namers) build(src Source) (*view, []collision) {
+func (n *namers) build(src Source) (*view, []collision) {
 	v := &view{servers: src.Names(), prefix: map[string]string{}, down: map[string]bool{}}
 	slices.Sort(v.servers)
 	expose := map[string]manager.Expose{}
@@ -91,18 +117,26 @@ func (n namers) build(src Source) (*view, []collision) {
 	sortBy(v.prompts, func(p manager.PromptInfo) (string, string) { return p.Server, p.Name })
 	sortBy(v.resources, func(r manager.ResourceInfo) (string, string) { return r.Server, r.URI })
 
-	items := make([]naming, len(v.tools))
+	toolItems := make([]naming, len(v.tools))
 	for i, t := range v.tools {
-		items[i] = naming{key: itemKey{t.Server, t.Name}, prefix: v.prefix[t.Server], as: expose[t.Server].Rename[t.Name]}
+		toolItems[i] = naming{key: itemKey{t.Server, t.Name}, prefix: v.prefix[t.Server], as: expose[t.Server].Rename[t.Name]}
 	}
-	names, collisions := n.tools.assign(items)
-	v.toolNames = maps.Clone(names)
-	items = items[:0]
-	for _, p := range v.prompts {
-		items = append(items, naming{key: itemKey{p.Server, p.Name}, prefix: v.prefix[p.Server]})
+	promptItems := make([]naming, len(v.prompts))
+	for i, p := range v.prompts {
+		promptItems[i] = naming{key: itemKey{p.Server, p.Name}, prefix: v.prefix[p.Server]}
 	}
-	names, more := n.prompts.assign(items)
-	v.promptAs = maps.Clone(names)
+	toolNames, collisions := n.tools.assign(toolItems)
+	promptNames, more := n.prompts.assign(promptItems)
+	v.own = newNameSet(toolNames, promptNames)
+	v.toolNames, v.promptAs = v.own.tools, v.own.prompts
+	// The same items under the budgets some clients are given instead:
+	// what collides there is the same as here, announced once.
+	v.other = make(map[int]*nameSet, len(n.other))
+	for budget, o := range n.other {
+		toolNames, _ := o.tools.assign(toolItems)
+		promptNames, _ := o.prompts.assign(promptItems)
+		v.other[budget] = newNameSet(toolNames, promptNames)
+	}
 	return v, append(collisions, more...)
 }
 
