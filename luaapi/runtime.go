@@ -118,6 +118,7 @@ type Runtime struct {
 	// toolsetVersion the last version given to one.
 	toolsets       map[string]*toolsetEntry
 	toolsetVersion uint64
+	budgets        budgetRules // mcp_name_budget
 
 	listener *listener // applies mcp_serve off the loop
 	// toolServers serve the mcp_tool tools, by lower-cased server name.

@@ -82,6 +82,12 @@ Flags:
   --token-file FILE     require "Authorization: Bearer <token>" on HTTP, the
                         token read from FILE (or set MCPVISOR_TOKEN); needed
                         to bind an address that is not loopback
+  --name-budget N       the longest tool or prompt name the gateway offers
+                        on /mcp and the toolsets, 16 to 128 (default 49, for
+                        Claude Code: it shows a tool to its model as
+                        mcp__<name it knows mcpvisor by>__<tool>, which must
+                        fit 64 characters; give 64 minus that prefix);
+                        mcp_name_budget gives chosen clients another
   --server NAME         (serve) serve one server under its own names
   --toolset NAME        (serve) serve one toolset (mcp_toolset)
 
@@ -121,7 +127,7 @@ In Lua (see README.md):
   use      mcp_tools, mcp_call, mcp_call_cb, mcp_discover, mcp_resources,
            mcp_read, mcp_prompts, mcp_prompt
   react    mcp_on, mcp_off, mcp_after, mcp_every, sleep
-  serve    mcp_serve, mcp_toolset, mcp_clients, mcp_tool
+  serve    mcp_serve, mcp_toolset, mcp_name_budget, mcp_clients, mcp_tool
   answer   mcp_handle, mcp_roots (what servers ask: forms, completions, roots)
   data     json.encode, json.decode, json.null, MCPVISOR
 `
@@ -225,8 +231,11 @@ type config struct {
 	http, tokenFile string
 	server, toolset string
 	// wait bounds how long a run that is not interactive gives the servers
-	// to settle before its code starts; 0 starts at once.
+	// to settle before its code starts, and how long a gateway client's
+	// first lists wait for them; 0 starts at once.
 	wait time.Duration
+	// nameBudget is the gateway's longest tool or prompt name.
+	nameBudget int
 	// script is `run FILE [args]`: the file ("-" for stdin) and the whole
 	// command line with the file's index in it, for the script's arg.
 	script      string
@@ -272,6 +281,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.server, "server", "", "")
 	fs.StringVar(&c.toolset, "toolset", "", "")
 	fs.DurationVar(&c.wait, "wait", defaultWait, "")
+	fs.IntVar(&c.nameBudget, "name-budget", gateway.DefaultNameBudget, "")
 	var hudFlag, noHUDFlag bool
 	fs.BoolVar(&hudFlag, "hud", false, "")
 	fs.BoolVar(&noHUDFlag, "no-hud", false, "")
@@ -313,6 +323,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--max-connecting must be 0 (no cap) or more, got %d", c.maxConnecting)
 	case connectingSet && c.maxConnecting == 0:
 		c.maxConnecting = -1 // asked for no cap; not given at all means the default
+	}
+	if c.nameBudget < gateway.MinNameBudget || c.nameBudget > gateway.MaxNameBudget {
+		return c, fmt.Errorf("--name-budget must be from %d to %d characters, got %d", gateway.MinNameBudget, gateway.MaxNameBudget, c.nameBudget)
 	}
 	if c.wait < 0 {
 		return c, fmt.Errorf("--wait must be 0 (start at once) or more, got %v", c.wait)
