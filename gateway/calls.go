@@ -201,7 +201,7 @@ func (ep *endpoint) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || call.Params == nil {
 			return next(ctx, method, req)
 		}
-		if _, listed := ep.routes.Load().tools[call.Params.Name]; listed {
+		if _, listed := ep.routes.Load().tools[call.Params.Name]; listed || ep.isStatus(call) {
 			return next(ctx, method, req)
 		}
 		// Called before its server has had its first say, the tool may

@@ -49,6 +49,12 @@
 // and come back when it recovers. A server between attempts keeps its
 // last known items; their calls say when the next attempt is.
 //
+// On /mcp the resource mcpvisor://status (StatusURI), and the tool
+// mcpvisor_status (StatusTool, unless Options.StatusTool is off), say in
+// plain words what each server is doing, why it is down and when it is
+// tried again, so that a model missing a tool can tell its user why.
+// Neither waits for the servers.
+//
 // # Calls
 //
 // A tools/call is forwarded with manager.Manager.Call and FailFast: a

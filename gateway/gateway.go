@@ -39,6 +39,11 @@ type Options struct {
 	// connected so far; either way a server that comes later is
 	// announced with list_changed.
 	Wait time.Duration
+	// StatusTool offers the tool StatusTool on /mcp beside the resource
+	// StatusURI, which is always there: what each server is doing, why it
+	// is down and when it is tried again, for clients that read no
+	// resources.
+	StatusTool bool
 }
 
 // Gateway serves the servers a Source keeps connected to MCP clients:

@@ -159,7 +159,7 @@ func waitsForServers(method string) bool {
 // servers have had their first say.
 func (ep *endpoint) settleFirst(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if waitsForServers(method) {
+		if waitsForServers(method) && !ep.isStatus(req) {
 			ep.g.settled(ctx)
 		}
 		return next(ctx, method, req)

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,7 +62,7 @@ func TestResourceSubscriptionsReachTheServer(t *testing.T) {
 		require.NoError(t, err)
 		pollUntil(t, 10*time.Second, "the resource listed on "+path, func() bool {
 			res, err := cs.ListResources(ctx, nil)
-			return err == nil && len(res.Resources) == 1
+			return err == nil && slices.ContainsFunc(res.Resources, func(r *mcp.Resource) bool { return r.URI == "test://r" })
 		})
 		before := subscribed.Load()
 		subCtx, stop := context.WithCancel(ctx)

@@ -163,7 +163,7 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 		hudAPI = h.hud
 	}
 	h.gateway.h = h
-	h.gateway.opts = gateway.Options{Wait: cfg.wait, NameBudget: cfg.nameBudget}
+	h.gateway.opts = gateway.Options{Wait: cfg.wait, NameBudget: cfg.nameBudget, StatusTool: !cfg.noStatusTool}
 	opts := luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts"), Logger: logger, HUD: hudAPI,
 		Gateway: gatewayAPI{&h.gateway}}
 	if prompter != nil { // a nil *terminalPrompter is not a nil Prompter

@@ -88,6 +88,9 @@ Flags:
                         mcp__<name it knows mcpvisor by>__<tool>, which must
                         fit 64 characters; give 64 minus that prefix);
                         mcp_name_budget gives chosen clients another
+  --no-status-tool      leave the tool mcpvisor_status off /mcp (the resource
+                        mcpvisor://status stays): what each server is doing,
+                        why it is down and when it is retried, for the model
   --server NAME         (serve) serve one server under its own names
   --toolset NAME        (serve) serve one toolset (mcp_toolset)
 
@@ -236,6 +239,8 @@ type config struct {
 	wait time.Duration
 	// nameBudget is the gateway's longest tool or prompt name.
 	nameBudget int
+	// noStatusTool leaves the tool mcpvisor_status off the gateway.
+	noStatusTool bool
 	// script is `run FILE [args]`: the file ("-" for stdin) and the whole
 	// command line with the file's index in it, for the script's arg.
 	script      string
@@ -282,6 +287,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.toolset, "toolset", "", "")
 	fs.DurationVar(&c.wait, "wait", defaultWait, "")
 	fs.IntVar(&c.nameBudget, "name-budget", gateway.DefaultNameBudget, "")
+	fs.BoolVar(&c.noStatusTool, "no-status-tool", false, "")
 	var hudFlag, noHUDFlag bool
 	fs.BoolVar(&hudFlag, "hud", false, "")
 	fs.BoolVar(&noHUDFlag, "no-hud", false, "")

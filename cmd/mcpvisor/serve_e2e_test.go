@@ -112,7 +112,7 @@ func TestServeStdio(t *testing.T) {
 // A client that lists right after connecting is given every server's
 // tools at once, under names within the budget mcp_name_budget gives it by
 // its name (other clients get --name-budget), and calls them by those
-// names.
+// names; mcpvisor_status says what the servers are doing.
 func TestServeFirstListAndNameBudgets(t *testing.T) {
 	noLeftovers(t)
 	dir := t.TempDir()
@@ -146,6 +146,10 @@ mcp_tool("a_rather_long_tool_name_written_in_lua", {handler = function() return 
 	require.Contains(t, names, "demo__echo", "the first list")
 	require.Contains(t, names, "other__echo", "the first list")
 	require.NotEmpty(t, long, "the Lua tool, under a shortened name: %v", names)
+	require.Contains(t, names, "mcpvisor_status")
+	status, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcpvisor_status"})
+	require.NoError(t, err)
+	require.Contains(t, status.Content[0].(*mcp.TextContent).Text, "demo: connected")
 	call, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: long})
 	require.NoError(t, err)
 	require.Equal(t, "long", call.Content[0].(*mcp.TextContent).Text)
