@@ -148,3 +148,16 @@ func (g *Gateway) mustEndpoint(t *testing.T) *endpoint {
 	require.NoError(t, err)
 	return ep
 }
+
+// Two messages on one line, or a message with something after it, are
+// not half taken: the line is refused whole, under the first one's id.
+func TestStdioLineWithMoreThanAMessageIsRefused(t *testing.T) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"ping"} x`, `{"jsonrpc":"2.0","id":1,"method":"ping"}{"jsonrpc":"2.0","id":2,"method":"ping"}`} {
+		msg, answer := decodeLine(line{data: []byte(s)})
+		assert.Nil(t, msg, s)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(answer, &m))
+		assert.Equal(t, -32700.0, errorCode(m), s)
+		assert.Equal(t, 1.0, m["id"], s)
+	}
+}
