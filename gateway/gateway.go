@@ -160,6 +160,9 @@ func (g *Gateway) run(sub *events.Subscription) {
 // false once the bus has closed (the host is shutting down).
 func (g *Gateway) follow(sub *events.Subscription) bool {
 	dirty := false
+	// Whether a server may have had its say or started to be waited for;
+	// a burst of calls' events alone leaves the settling as it was.
+	moved := g.settle.pending()
 	for {
 		e, ok, err := sub.TryRecv()
 		if err != nil {
@@ -169,6 +172,7 @@ func (g *Gateway) follow(sub *events.Subscription) bool {
 			break
 		}
 		dirty = dirty || relists(e) || g.turned(e)
+		moved = moved || (changesLists(e.Kind) || changesState(e.Kind)) && e.Text("client") == ""
 		switch e.Kind {
 		case events.KindAdded, events.KindDisabled:
 			if e.Text("client") == "" {
@@ -185,7 +189,7 @@ func (g *Gateway) follow(sub *events.Subscription) bool {
 	}
 	// Settling first: a server heard from now has its items read by the
 	// relisting that follows, before the clients waiting for it go on.
-	if g.settle.update(g.src, time.Now()) || dirty {
+	if moved && g.settle.update(g.src, time.Now()) || dirty {
 		g.refresh()
 	}
 	g.settle.publish()

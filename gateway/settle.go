@@ -99,6 +99,9 @@ func (s *settling) update(src Source, now time.Time) (heardNew bool) {
 	return heardNew
 }
 
+// pending reports whether a server is still waited for.
+func (s *settling) pending() bool { return len(s.since) > 0 }
+
 // publish tells request handlers whether a server is still waited for:
 // the channel they wait on is closed when none is, and a new one is
 // made when one starts to be.
@@ -110,7 +113,7 @@ func (s *settling) publish() {
 		closed = true
 	default:
 	}
-	switch pending := len(s.since) > 0; {
+	switch pending := s.pending(); {
 	case !pending && !closed:
 		close(open)
 	case pending && closed:
