@@ -85,12 +85,12 @@ func (ep *endpoint) clientNames(next mcp.MethodHandler) mcp.MethodHandler {
 		switch r := req.(type) {
 		case *mcp.CallToolRequest:
 			if r.Params != nil {
-				r.Params.Name = ep.g.ownName(ctx, r.Params.Name, func(ns *nameSet) map[string]itemKey { return ns.toolKey },
+				r.Params.Name = ep.ownName(ctx, r.Params.Name, func(ns *nameSet) map[string]itemKey { return ns.toolKey },
 					func(v *view) map[itemKey]string { return v.own.tools }, budget)
 			}
 		case *mcp.GetPromptRequest:
 			if r.Params != nil {
-				r.Params.Name = ep.g.ownName(ctx, r.Params.Name, func(ns *nameSet) map[string]itemKey { return ns.promptKey },
+				r.Params.Name = ep.ownName(ctx, r.Params.Name, func(ns *nameSet) map[string]itemKey { return ns.promptKey },
 					func(v *view) map[itemKey]string { return v.own.prompts }, budget)
 			}
 		}
@@ -131,7 +131,8 @@ func (ep *endpoint) clientNames(next mcp.MethodHandler) mcp.MethodHandler {
 // looked up in the current view, and again once the servers have had
 // their first say if it is not there yet; a name it does not know is
 // left as it is (the call then fails, or is routed by its prefix).
-func (g *Gateway) ownName(ctx context.Context, name string, keys func(*nameSet) map[string]itemKey, own func(*view) map[itemKey]string, budget int) string {
+func (ep *endpoint) ownName(ctx context.Context, name string, keys func(*nameSet) map[string]itemKey, own func(*view) map[itemKey]string, budget int) string {
+	g := ep.g
 	lookup := func() (string, bool) {
 		v := g.currentView()
 		if ns := v.other[budget]; ns != nil {
@@ -145,7 +146,7 @@ func (g *Gateway) ownName(ctx context.Context, name string, keys func(*nameSet) 
 	if mine, ok := lookup(); ok {
 		return mine
 	}
-	g.settled(ctx)
+	ep.settled(ctx)
 	if mine, ok := lookup(); ok {
 		return mine
 	}

@@ -207,7 +207,7 @@ func (ep *endpoint) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 		// Called before its server has had its first say, the tool may
 		// be listed once it has (a name shortened or renamed cannot be
 		// routed by its prefix alone).
-		ep.g.settled(ctx)
+		ep.settled(ctx)
 		if _, listed := ep.routes.Load().tools[call.Params.Name]; listed {
 			return next(ctx, method, req)
 		}

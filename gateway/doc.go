@@ -40,8 +40,9 @@
 // to be there: asked before every declared, enabled server has had its
 // first say (connected, failed, backing off, waiting for a login), a
 // list, a read of a resource, a prompt, a completion or a call of a tool
-// not listed yet waits for it, each server for at most Options.Wait from
-// its start. A server heard from later is announced with list_changed.
+// not listed yet waits for it (on a server's own endpoint, for that
+// server), each server for at most Options.Wait from its start. A server
+// heard from later is announced with list_changed.
 //
 // A server that stays down until someone acts (disabled, failed for
 // good, waiting for a login) or is on its way out offers nothing: its
@@ -101,7 +102,7 @@
 // one list_changed per burst per endpoint). Endpoints are made by asking
 // it (do). Request handlers, on the SDK's goroutines, read only what it
 // publishes atomically: the current view, each endpoint's routes, the
-// toolsets and the channel that is closed once no server is waited for. A toolset's Filter runs on the run goroutine and must return
+// toolsets and the servers still waited for. A toolset's Filter runs on the run goroutine and must return
 // promptly. Log messages are delivered by one goroutine with a bounded
 // queue; each call with a progress token has a goroutine of its own that
 // ends before the call returns; a call of a client on 2026-07-28 runs

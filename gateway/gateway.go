@@ -75,7 +75,7 @@ type Gateway struct {
 	// Owned by the run goroutine.
 	names     *namers
 	endpoints map[endpointKey]*endpoint
-	settle    *settling // its open channel is read by request handlers
+	settle    *settling // its published state is read by request handlers
 
 	// toolsets is written by the run goroutine only; the map is never
 	// modified once stored.

@@ -104,13 +104,16 @@ type stdioClient struct {
 	changed chan struct{}
 }
 
-func (b *bubble) connect(name string) *stdioClient {
+func (b *bubble) connect(name string) *stdioClient { return b.connectTo(name, "") }
+
+// connectTo connects to a server's own endpoint ("" for /mcp).
+func (b *bubble) connectTo(name, server string) *stdioClient {
 	t := b.t
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- b.gw.ServeStdio(ctx, inR, outW, "", "") }()
+	go func() { served <- b.gw.ServeStdio(ctx, inR, outW, server, "") }()
 	c := &stdioClient{changed: make(chan struct{}, 100)}
 	cl := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.changed <- struct{}{} },

@@ -18,22 +18,36 @@ import (
 // when it was first seen starting: one that takes longer is left to
 // announce itself with list_changed.
 //
-// The run goroutine owns everything but open, which it publishes: a
-// channel closed when nothing is pending, which request handlers wait on.
+// The run goroutine owns everything but state, which it publishes for
+// request handlers: the servers still waited for, and a channel closed
+// when that changes.
 type settling struct {
 	wait  time.Duration
 	heard map[string]bool      // servers that have had their first say since declared or enabled
 	since map[string]time.Time // when each server still pending was first seen so
 	timer *time.Timer          // fires when the first pending server's wait is over
-	open  atomic.Pointer[chan struct{}]
+	state atomic.Pointer[settleState]
+}
+
+// settleState is one published answer to "who is still waited for";
+// never modified once published.
+type settleState struct {
+	pending map[string]bool
+	changed chan struct{} // closed when a newer state is published
+}
+
+// waitsFor reports whether a request for server ("" for any) waits.
+func (st *settleState) waitsFor(server string) bool {
+	if server == "" {
+		return len(st.pending) > 0
+	}
+	return st.pending[server]
 }
 
 func newSettling(wait time.Duration) *settling {
 	s := &settling{wait: wait, heard: map[string]bool{}, since: map[string]time.Time{}, timer: time.NewTimer(time.Hour)}
 	s.timer.Stop()
-	ch := make(chan struct{})
-	close(ch)
-	s.open.Store(&ch)
+	s.state.Store(&settleState{changed: make(chan struct{})})
 	return s
 }
 
@@ -102,45 +116,59 @@ func (s *settling) update(src Source, now time.Time) (heardNew bool) {
 // pending reports whether a server is still waited for.
 func (s *settling) pending() bool { return len(s.since) > 0 }
 
-// publish tells request handlers whether a server is still waited for:
-// the channel they wait on is closed when none is, and a new one is
-// made when one starts to be.
+// publish tells request handlers which servers are still waited for,
+// when that changed.
 func (s *settling) publish() {
-	open := *s.open.Load()
-	closed := false
-	select {
-	case <-open:
-		closed = true
-	default:
+	cur := s.state.Load()
+	if len(cur.pending) == len(s.since) {
+		same := true
+		for name := range s.since {
+			same = same && cur.pending[name]
+		}
+		if same {
+			return
+		}
 	}
-	switch pending := s.pending(); {
-	case !pending && !closed:
-		close(open)
-	case pending && closed:
-		ch := make(chan struct{})
-		s.open.Store(&ch)
+	next := &settleState{pending: make(map[string]bool, len(s.since)), changed: make(chan struct{})}
+	for name := range s.since {
+		next.pending[name] = true
 	}
+	s.state.Store(next)
+	close(cur.changed)
 }
 
-// settled waits until every server has had its first say (or been waited
-// for long enough), ctx ends, the gateway closes or Wait has passed.
-func (g *Gateway) settled(ctx context.Context) {
+// settled waits until the servers a request of ep is answered from have
+// had their first say (or been waited for long enough): every server,
+// or on a server's own endpoint that server. It gives up when ctx ends,
+// the gateway closes or Wait has passed.
+func (ep *endpoint) settled(ctx context.Context) {
+	g := ep.g
 	if g.opts.Wait <= 0 {
 		return
 	}
-	open := *g.settle.open.Load()
-	select {
-	case <-open:
-		return
-	default:
+	server := ""
+	if ep.sel == oneServer {
+		server = ep.name
 	}
-	bound := time.NewTimer(g.opts.Wait)
-	defer bound.Stop()
-	select {
-	case <-open:
-	case <-ctx.Done():
-	case <-bound.C:
-	case <-g.ctx.Done():
+	var bound *time.Timer
+	for {
+		st := g.settle.state.Load()
+		if !st.waitsFor(server) {
+			return
+		}
+		if bound == nil {
+			bound = time.NewTimer(g.opts.Wait)
+			defer bound.Stop()
+		}
+		select {
+		case <-st.changed:
+		case <-ctx.Done():
+			return
+		case <-bound.C:
+			return
+		case <-g.ctx.Done():
+			return
+		}
 	}
 }
 
@@ -163,7 +191,7 @@ func waitsForServers(method string) bool {
 func (ep *endpoint) settleFirst(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if waitsForServers(method) && !ep.isStatus(req) {
-			ep.g.settled(ctx)
+			ep.settled(ctx)
 		}
 		return next(ctx, method, req)
 	}

@@ -113,3 +113,16 @@ func TestEnabledServerIsWaitedFor(t *testing.T) {
 		assert.Contains(t, c.tools(t), "later__echo")
 	})
 }
+
+// A server's own endpoint waits for that server alone.
+func TestServerEndpointWaitsForItsServerAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBubble(t, gateway.Options{Wait: 5 * time.Second})
+		require.NoError(t, b.m.Add("quick", slowly(10*time.Millisecond, nil).spec(nil)))
+		require.NoError(t, b.m.Add("hung", slowly(time.Hour, nil).spec(nil)))
+		start := time.Now()
+		c := b.connectTo("own", "quick")
+		assert.Contains(t, c.tools(t), "echo")
+		assert.Equal(t, 10*time.Millisecond, time.Since(start), "it waited for its server, and no other")
+	})
+}
