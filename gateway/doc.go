@@ -102,10 +102,13 @@
 // one list_changed per burst per endpoint). Endpoints are made by asking
 // it (do). Request handlers, on the SDK's goroutines, read only what it
 // publishes atomically: the current view, each endpoint's routes, the
-// toolsets and the servers still waited for. A toolset's Filter runs on the run goroutine and must return
-// promptly. Log messages are delivered by one goroutine with a bounded
-// queue; each call with a progress token has a goroutine of its own that
-// ends before the call returns; a call of a client on 2026-07-28 runs
+// toolsets and the servers still waited for. Toolsets are snapshots handed
+// over with SetToolsets (a toolset that a function decides is evaluated by
+// its owner, which hands over the tools it chose): the run goroutine takes
+// the newest when it is poked and never waits on whoever made them. Log
+// messages are delivered by one goroutine with a bounded queue; each call
+// with a progress token has a goroutine of its own that ends before the
+// call returns; a call of a client on 2026-07-28 runs
 // upstream on a goroutine of its own, counted among its session's calls.
 // A stdio session reads its lines on a goroutine of its own, which
 // answers the lines it refuses itself; every write is one whole line

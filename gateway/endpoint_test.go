@@ -72,3 +72,28 @@ func TestToolsets(t *testing.T) {
 	require.Equal(t, before+1, all.announce.Load(), "a toolset change was announced on /mcp")
 	require.Equal(t, []string{"safe"}, g.Toolsets())
 }
+
+// A resolved toolset serves the tools it names that are offered; a
+// snapshot older than the one in force is ignored, so the toolset never
+// goes back to an earlier answer.
+func TestToolsetSnapshots(t *testing.T) {
+	src := newFakeSource(t)
+	src.set("git", stdio, "status", "log", "push")
+	g := newGateway(t, src)
+	g.SetToolsets(map[string]Toolset{"picked": {Resolved: true, Tools: []string{"git.log", "git.gone"}, Version: 2}})
+	picked := connect(t, g, oneToolset, "picked")
+	picked.eventually(t, "git__log")
+
+	// The stale snapshot comes with a new toolset: once that is served,
+	// the stale one has been seen too.
+	g.SetToolsets(map[string]Toolset{
+		"picked": {Resolved: true, Tools: []string{"git.push"}, Version: 1},
+		"other":  {Include: []string{"git.status"}, Version: 3},
+	})
+	connect(t, g, oneToolset, "other").eventually(t, "git__status")
+	picked.eventually(t, "git__log")
+	require.Equal(t, []string{"other", "picked"}, g.Toolsets())
+
+	g.SetToolsets(map[string]Toolset{"picked": {Resolved: true, Tools: []string{"git.push"}, Version: 4}})
+	picked.eventually(t, "git__push")
+}

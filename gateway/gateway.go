@@ -283,8 +283,10 @@ func (g *Gateway) endpoint(sel selection, name string) (*endpoint, error) {
 }
 
 // SetToolsets replaces the named toolsets; the endpoints of toolsets that
-// changed relist (and tell their clients), the others are untouched. It
-// does not wait for that.
+// changed relist (and tell their clients), the others are untouched. A
+// toolset whose Version is older than the one in force keeps the one in
+// force. It does not wait for any of that, and the gateway keeps no
+// reference to the caller: what it serves is decided from the snapshots.
 func (g *Gateway) SetToolsets(sets map[string]Toolset) {
 	g.nextToolsets.Store(&sets)
 	select {
@@ -299,8 +301,14 @@ func (g *Gateway) takeToolsets() {
 	if next == nil {
 		return
 	}
-	sets := *next
 	old := *g.toolsets.Load()
+	sets := make(map[string]Toolset, len(*next))
+	for name, ts := range *next {
+		if cur, ok := old[name]; ok && ts.Version < cur.Version {
+			ts = cur // a snapshot older than the one served
+		}
+		sets[name] = ts
+	}
 	g.toolsets.Store(&sets)
 	v := g.currentView()
 	for key, ep := range g.endpoints {

@@ -34,6 +34,12 @@ type HTTPOptions struct {
 	// SessionTimeout closes idle client sessions; if zero,
 	// DefaultSessionTimeout.
 	SessionTimeout time.Duration
+	// Ready answers /readyz: whether every server has had its first say.
+	// If nil, /readyz answers as /healthz does.
+	Ready func() bool
+	// Control, if set, is served under /control/ behind the token (the
+	// shell's `mcpvisor status --addr`).
+	Control http.Handler
 }
 
 // TokenError says that an address needs a token.
@@ -131,10 +137,14 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	} {
 		mux.Handle(route.pattern, g.endpointHandler(route.sel, route.sse, opts))
 	}
+	if opts.Control != nil {
+		mux.Handle("/control/", opts.Control)
+	}
 	var h http.Handler = mux
 	if opts.Token != "" {
 		h = auth.RequireBearerToken(tokenVerifier(opts.Token), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
+	h = withHealth(h, opts.Ready)
 	return guard(h, opts.MaxBodyBytes)
 }
 

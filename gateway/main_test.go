@@ -78,6 +78,11 @@ func runServer(mode string) int {
 				return nil, ctx.Err()
 			})
 		err = s.Run(context.Background(), &mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout})
+	case "bench-demo":
+		// The demo server of the benchmarks, serving protocol versions up
+		// to benchProtocolEnv's.
+		tr := &mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout}
+		err = demo.NewServer().Run(context.Background(), upTo{tr, os.Getenv(benchProtocolEnv)})
 	case "badnames":
 		s := mcp.NewServer(&mcp.Implementation{Name: "badnames", Version: "1"}, nil)
 		for _, name := range badNames {

@@ -9,21 +9,26 @@ import (
 )
 
 // Toolset is a named subset of the tools on /mcp, served at
-// /toolsets/NAME/mcp under the same names. Patterns follow path.Match and
-// are matched against "server.tool" (the name Lua uses): "git.*",
-// "fs.read_*".
+// /toolsets/NAME/mcp under the same names. It is a snapshot: the gateway
+// decides from it alone, on its own goroutine, and never calls out.
+//
+// Patterns follow path.Match and are matched against "server.tool" (the
+// name Lua uses): "git.*", "fs.read_*". A toolset decided elsewhere (a Lua
+// function, run by its owner whenever the tools change) is handed over
+// resolved instead: the names of the tools it holds.
 type Toolset struct {
 	// Include selects tools; if empty, every tool.
 	Include []string
 	// Exclude removes tools Include selected.
 	Exclude []string
-	// Filter, if set, decides instead of the patterns, for all the tools
-	// of a relisting at once (one answer per tool, in order). It runs on
-	// the gateway's own goroutine: it must answer promptly and never wait
-	// on the gateway.
-	Filter func([]manager.ToolInfo) []bool
-	// Version changes whenever Filter's meaning does (patterns compare
-	// by value; a function cannot).
+	// Resolved, if set, makes the toolset exactly the tools named in
+	// Tools ("server.tool"), and the patterns are ignored. A tool listed
+	// after the snapshot was made is not in it until the next snapshot.
+	Resolved bool
+	Tools    []string
+	// Version orders the snapshots of a toolset: SetToolsets ignores one
+	// older than the snapshot in force, so that the gateway never goes
+	// back to an earlier answer.
 	Version uint64
 }
 
@@ -37,14 +42,17 @@ func CheckPattern(p string) error {
 
 // selected returns which of tools the toolset includes.
 func (ts *Toolset) selected(tools []manager.ToolInfo) []bool {
-	if ts.Filter != nil {
-		keep := ts.Filter(tools)
-		if len(keep) != len(tools) {
-			return make([]bool, len(tools))
+	keep := make([]bool, len(tools))
+	if ts.Resolved {
+		chosen := make(map[string]bool, len(ts.Tools))
+		for _, name := range ts.Tools {
+			chosen[name] = true
+		}
+		for i, t := range tools {
+			keep[i] = chosen[t.Server+"."+t.Name]
 		}
 		return keep
 	}
-	keep := make([]bool, len(tools))
 	for i, t := range tools {
 		keep[i] = ts.includes(t)
 	}
@@ -65,5 +73,5 @@ func (ts *Toolset) includes(t manager.ToolInfo) bool {
 
 func sameToolset(a, b Toolset) bool {
 	return slices.Equal(a.Include, b.Include) && slices.Equal(a.Exclude, b.Exclude) &&
-		(a.Filter == nil) == (b.Filter == nil) && a.Version == b.Version
+		a.Resolved == b.Resolved && slices.Equal(a.Tools, b.Tools) && a.Version == b.Version
 }

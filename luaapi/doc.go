@@ -36,6 +36,12 @@
 // loop. A form no handler answers goes to [Options.Prompter], the person
 // at the REPL.
 //
+// The gateway ([Options.Gateway]) is only ever called from the loop, and
+// never calls back: a toolset that a Lua function decides is evaluated on
+// the loop (each tool a budgeted task, all bounded by [FilterTimeout])
+// whenever an event says the tools changed or the toolset is declared,
+// and the tools it chose are handed over as a versioned snapshot.
+//
 // Yielding cannot work across a Go frame (pcall, table.sort comparators,
 // string.gsub callbacks) or inside a coroutine the script made itself; the
 // waiting builtins detect both and raise a clear error instead of losing a

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/manager"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -29,7 +28,9 @@ type Gateway interface {
 	// the order the Lua code asked: it may take a while.
 	ServeHTTP(addr, tokenFile string) error
 	// SetToolsets replaces the named toolsets. It is called on the loop
-	// and must return at once (apply the change in the background).
+	// and must return at once (apply the change in the background). The
+	// runtime calls it again whenever a toolset changes, a function's
+	// answer included: the gateway never calls back.
 	SetToolsets(sets map[string]Toolset)
 	// SetNameBudgets replaces the rules that give some clients other name
 	// budgets (mcp_name_budget), the first match deciding. It is called on
@@ -40,19 +41,22 @@ type Gateway interface {
 	Clients() []Client
 }
 
-// Toolset is a named subset of the gateway's tools, as mcp_toolset
-// declares it. Patterns follow path.Match against "server.tool".
+// Toolset is a snapshot of a named subset of the gateway's tools, as
+// mcp_toolset declares it. Patterns follow path.Match against
+// "server.tool"; a toolset a Lua function decides is handed over resolved.
 type Toolset struct {
 	// Include selects tools; if empty, every tool.
 	Include []string
 	// Exclude removes tools Include selected.
 	Exclude []string
-	// Filter, if set, decides instead of the patterns, for every tool of a
-	// relisting at once (one answer per tool, in order). It is called from
-	// the gateway's goroutine and waits at most [FilterTimeout].
-	Filter func([]manager.ToolInfo) []bool
-	// Version changes whenever the toolset is declared anew with a
-	// function, whose meaning cannot be compared: the gateway relists.
+	// Resolved, if set, makes the toolset exactly Tools ("server.tool"):
+	// the tools the function said yes to when the runtime last asked it,
+	// which it does whenever the tools or the toolset change.
+	Resolved bool
+	Tools    []string
+	// Version grows with every new snapshot of the toolset (never
+	// reused, even across toolsets); an unchanged toolset keeps its
+	// version.
 	Version uint64
 }
 

@@ -6,7 +6,6 @@ package luaapi_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -134,8 +133,14 @@ type gatewayRuntime struct {
 }
 
 func newGatewayRuntime(t *testing.T) *gatewayRuntime {
+	return newGatewayRuntimeDial(t, nil)
+}
+
+// newGatewayRuntimeDial is newGatewayRuntime with the servers dial
+// connects to (the demo server for nil).
+func newGatewayRuntimeDial(t *testing.T, dial manager.DialFunc) *gatewayRuntime {
 	gw := newFakeGateway()
-	r := newTestRuntime(t, nil, func(o *luaapi.Options) { o.Gateway = gw })
+	r := newTestRuntime(t, dial, func(o *luaapi.Options) { o.Gateway = gw })
 	return &gatewayRuntime{testRuntime: r, gw: gw, path: filepath.Join(t.TempDir(), "startup.lua")}
 }
 
@@ -235,7 +240,7 @@ func TestMcpToolsetPatternsFollowTheConfig(t *testing.T) {
 	require.Equal(t, []string{"git.*", "fs.read_*"}, sets["git"].Include)
 	require.Equal(t, []string{"git.push"}, sets["git"].Exclude)
 	require.Contains(t, sets, "all")
-	require.Nil(t, sets["git"].Filter)
+	require.False(t, sets["git"].Resolved, "patterns are the gateway's to match")
 
 	require.NoError(t, g.load(t, `
 		mcp_toolset("git", {include = {"git.*", "fs.read_*"}, exclude = {"git.push"}})
@@ -264,66 +269,6 @@ func TestMcpToolsetPatternsFollowTheConfig(t *testing.T) {
 	sets = g.gw.nextSets(t)
 	require.Contains(t, sets, "mine")
 	require.NotContains(t, sets, "git")
-}
-
-func TestMcpToolsetFunction(t *testing.T) {
-	g := newGatewayRuntime(t)
-	w := watchBus(t, g.m.Bus())
-	require.NoError(t, g.load(t, `
-		mcp_toolset("readers", function(tool)
-		  if tool.tool == "boom" then error("no such luck") end
-		  return tool.server == "fs" and tool.tool:match("^read") ~= nil
-		end)`))
-	ts := g.gw.nextSets(t)["readers"]
-	require.NotNil(t, ts.Filter)
-	v1 := ts.Version
-
-	// The gateway calls the filter from its own goroutine.
-	tool := func(server, name string) manager.ToolInfo {
-		return manager.ToolInfo{Server: server, Name: name, FullName: server + "." + name}
-	}
-	// The gateway asks for a whole relisting at once, from its own goroutine.
-	require.Equal(t, []bool{true, false, false, false},
-		ts.Filter([]manager.ToolInfo{tool("fs", "read_file"), tool("fs", "write_file"), tool("git", "read"), tool("fs", "boom")}),
-		"a failing filter leaves its tool out")
-	e := w.next(t, "hook_error", kindIs(events.KindHookError))
-	require.Equal(t, `mcp_toolset("readers")`, e.Fields["hook"])
-	require.Equal(t, "fs.boom", e.Fields["tool"])
-	require.Contains(t, e.Fields["error"], "no such luck")
-
-	// Declared anew, a function gets a new version so the gateway relists.
-	require.NoError(t, g.load(t, `mcp_toolset("readers", function(tool) return true end)`))
-	ts = g.gw.nextSets(t)["readers"]
-	require.Greater(t, ts.Version, v1)
-	require.Equal(t, []bool{true}, ts.Filter([]manager.ToolInfo{tool("git", "push")}))
-}
-
-func TestMcpToolsetFilterOnABusyLoopIsBounded(t *testing.T) {
-	g := newGatewayRuntime(t)
-	w := watchBus(t, g.m.Bus())
-	g.run(t, `mcp_toolset("any", function() return true end)`)
-	ts := g.gw.nextSets(t)["any"]
-
-	// A chunk that computes for a long time holds the loop.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	busy := make(chan error, 1)
-	go func() {
-		_, err := g.Exec(ctx, `local t = os.clock() while os.clock() - t < 3 do end`, "busy")
-		busy <- err
-	}()
-	time.Sleep(100 * time.Millisecond)
-	// Twenty tools on a busy loop: one bounded wait for all of them (it
-	// was one per tool), then all are left out.
-	tools := make([]manager.ToolInfo, 20)
-	for i := range tools {
-		tools[i] = manager.ToolInfo{Server: "fs", Name: fmt.Sprint("t", i), FullName: fmt.Sprint("fs.t", i)}
-	}
-	require.Equal(t, make([]bool, 20), ts.Filter(tools), "no answer in time: left out")
-	e := w.next(t, "hook_error", kindIs(events.KindHookError))
-	require.Contains(t, e.Fields["error"], "no answer for all 20 tools within 1s")
-	cancel()
-	<-busy
 }
 
 func TestMcpClients(t *testing.T) {

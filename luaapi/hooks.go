@@ -59,12 +59,14 @@ const eventBatch = 256
 // reads the bus itself: no goroutine hand-off between an event and its
 // hooks.
 func (r *Runtime) drainEvents() {
+	defer r.refilterAll() // once per batch, however many tools changed
 	for range eventBatch {
 		e, ok, err := r.sub.TryRecv()
 		if !ok || err != nil {
 			return
 		}
 		r.hud.Apply(e)
+		r.toolsStale = r.toolsStale || changesTools(e)
 		r.dispatch(e)
 	}
 	r.postAsync(r.drainEvents) // more queued: continue after other work

@@ -115,9 +115,15 @@ type Runtime struct {
 	config  configState       // what the config file declared
 	hud     hud.Model         // mcp_hud_model's view, fed by the loop's subscription
 	// toolsets are the gateway's toolsets in force (mcp_toolset), and
-	// toolsetVersion the last version given to one.
+	// toolsetVersion the last version given to a snapshot of one.
+	// toolsetsDirty says a snapshot changed since the gateway was last
+	// handed them, flushQueued that a hand-over is posted, toolsStale that
+	// an event changed the tools since the toolset functions were asked.
 	toolsets       map[string]*toolsetEntry
 	toolsetVersion uint64
+	toolsetsDirty  bool
+	flushQueued    bool
+	toolsStale     bool
 	budgets        budgetRules // mcp_name_budget
 
 	listener *listener // applies mcp_serve off the loop

@@ -5,17 +5,10 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"time"
 
-	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager"
 	lua "github.com/yuin/gopher-lua"
 )
-
-// FilterTimeout bounds how long a toolset's Lua filter may take to answer
-// for one tool; a filter that is late (the loop busy with a long chunk) or
-// fails excludes the tool, and a hook_error event says so.
-const FilterTimeout = time.Second
 
 // toolsetDecl is one mcp_toolset: patterns, or a Lua function deciding.
 type toolsetDecl struct {
@@ -28,8 +21,9 @@ type toolsetDecl struct {
 // toolsetEntry is a toolset in force. Owned by the loop.
 type toolsetEntry struct {
 	decl       toolsetDecl
-	version    uint64
-	fromConfig bool // declared by the config file, which removes it when it no longer declares it
+	fromConfig bool    // declared by the config file, which removes it when it no longer declares it
+	snap       Toolset // what the gateway has been handed, or is about to be; Version 0 before that
+	filter     filterState
 }
 
 // mcp_toolset(name, {include = {"git.*"}, exclude = {…}}) or
@@ -37,9 +31,11 @@ type toolsetEntry struct {
 // toolset the gateway serves at /toolsets/NAME/mcp: the tools whose
 // "server.tool" matches an include pattern (every tool if there is none)
 // and no exclude pattern, or those the function returns true for (it gets
-// the table mcp_tools gives for one tool). In the config file it takes
-// effect once the whole file has run and goes with a reload that no longer
-// declares it; elsewhere at once.
+// the table mcp_tools gives for one tool, and is asked about every tool on
+// the loop whenever the tools or the toolset change; the gateway serves
+// its last answer). In the config file it takes effect once the whole file
+// has run and goes with a reload that no longer declares it; elsewhere at
+// once.
 func (r *Runtime) luaToolset(L *lua.LState) int {
 	const fname = "mcp_toolset"
 	name := L.CheckString(1)
@@ -80,7 +76,12 @@ func (r *Runtime) luaToolset(L *lua.LState) int {
 		L.RaiseError("%s", noGateway(fname))
 	}
 	r.setToolset(d, false)
-	r.pushToolsets()
+	if d.fn != nil {
+		// Not from inside this builtin: the function runs as tasks of
+		// their own, from the loop.
+		r.postAsync(func() { r.refilter(name); r.flushToolsets() })
+	}
+	r.flushToolsets()
 	L.Push(lua.LString(name))
 	return 1
 }
@@ -124,8 +125,9 @@ func patternList(L *lua.LState, toolset, field string, v lua.LValue) []string {
 	return out
 }
 
-// setToolset puts d in force, bumping its version when the gateway cannot
-// tell by comparing (a function) or when the patterns changed.
+// setToolset puts d in force. A function's snapshot holds nothing until
+// the function has answered, unless an earlier function's answer is in
+// force, which stays until then; the caller runs the function.
 func (r *Runtime) setToolset(d toolsetDecl, fromConfig bool) {
 	if r.toolsets == nil {
 		r.toolsets = map[string]*toolsetEntry{}
@@ -135,25 +137,55 @@ func (r *Runtime) setToolset(d toolsetDecl, fromConfig bool) {
 		e = &toolsetEntry{}
 		r.toolsets[d.name] = e
 	}
-	if !ok || d.fn != nil || e.decl.fn != nil || !slices.Equal(d.include, e.decl.include) || !slices.Equal(d.exclude, e.decl.exclude) {
-		r.toolsetVersion++
-		e.version = r.toolsetVersion
-	}
 	e.decl, e.fromConfig = d, fromConfig
+	e.filter.end() // an earlier function's answers in flight are no longer wanted
+	switch {
+	case d.fn == nil:
+		r.setSnapshot(e, Toolset{Include: d.include, Exclude: d.exclude})
+	case !e.snap.Resolved:
+		r.setSnapshot(e, Toolset{Resolved: true})
+	}
+}
+
+// setSnapshot makes ts what the gateway is handed for e, with a new
+// version, unless it is what it already holds.
+func (r *Runtime) setSnapshot(e *toolsetEntry, ts Toolset) {
+	if e.snap.Version != 0 && sameSnapshot(e.snap, ts) {
+		return
+	}
+	r.toolsetVersion++
+	ts.Version = r.toolsetVersion
+	e.snap = ts
+	r.toolsetsDirty = true
+}
+
+func sameSnapshot(a, b Toolset) bool {
+	return slices.Equal(a.Include, b.Include) && slices.Equal(a.Exclude, b.Exclude) &&
+		a.Resolved == b.Resolved && slices.Equal(a.Tools, b.Tools)
+}
+
+// removeToolset takes a toolset out of force.
+func (r *Runtime) removeToolset(name string) {
+	if e, ok := r.toolsets[name]; ok {
+		e.filter.end()
+		delete(r.toolsets, name)
+		r.toolsetsDirty = true
+	}
 }
 
 // applyToolsets makes the config's toolsets match want: those the last
-// config declared and want does not are removed, the others set. Toolsets
-// declared at the REPL stay unless the config declares the same name.
+// config declared and want does not are removed, the others set, and
+// their functions asked about the tools listed now. Toolsets declared at
+// the REPL stay unless the config declares the same name. It runs on the
+// loop outside any task, so the functions that answer at once are in the
+// snapshot the gateway gets next.
 func (r *Runtime) applyToolsets(want *desired) {
 	if r.opts.Gateway == nil {
 		return
 	}
-	changed := false
 	for name, e := range r.toolsets {
 		if _, ok := want.toolsets[name]; !ok && e.fromConfig {
-			delete(r.toolsets, name)
-			changed = true
+			r.removeToolset(name)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(want.toolsets)) {
@@ -164,71 +196,25 @@ func (r *Runtime) applyToolsets(want *desired) {
 			continue
 		}
 		r.setToolset(d, true)
-		changed = true
+		if d.fn != nil {
+			r.refilter(name)
+		}
 	}
-	if changed {
-		r.pushToolsets()
-	}
+	r.flushToolsets()
 }
 
-// pushToolsets hands the toolsets in force to the gateway, which applies
-// them in the background.
-func (r *Runtime) pushToolsets() {
+// flushToolsets hands the toolsets in force to the gateway if any changed
+// since it was last handed them.
+func (r *Runtime) flushToolsets() {
+	if !r.toolsetsDirty || r.opts.Gateway == nil {
+		return
+	}
+	r.toolsetsDirty = false
 	sets := make(map[string]Toolset, len(r.toolsets))
 	for name, e := range r.toolsets {
-		ts := Toolset{Include: e.decl.include, Exclude: e.decl.exclude, Version: e.version}
-		if e.decl.fn != nil {
-			ts.Filter = r.toolsetFilter(name, e.decl.fn)
-		}
-		sets[name] = ts
+		sets[name] = e.snap
 	}
 	r.opts.Gateway.SetToolsets(sets)
-}
-
-// toolsetFilter turns a Lua filter into one the gateway can call from its
-// own goroutine: it asks the loop to run fn(tool) for every tool, each as
-// a budgeted task, and waits at most FilterTimeout for all the answers
-// (one wait per relisting, however many tools). A failure or a late
-// answer excludes the tool and publishes hook_error; the loop never waits
-// on the caller.
-func (r *Runtime) toolsetFilter(name string, fn *lua.LFunction) func([]manager.ToolInfo) []bool {
-	what := fmt.Sprintf("mcp_toolset(%q)", name)
-	fail := func(tool string, err string) {
-		r.bus.Publish(events.KindHookError, "", events.Fields{"hook": what, "tool": tool, "error": err})
-	}
-	return func(tools []manager.ToolInfo) []bool {
-		answer := make(chan []bool, 1)
-		r.postAsync(func() {
-			keep := make([]bool, len(tools)) // the loop's own, sent when complete
-			left := len(tools)
-			if r.closing || left == 0 {
-				answer <- keep
-				return
-			}
-			budget := min(r.opts.SliceBudget, FilterTimeout)
-			for i, ti := range tools {
-				r.spawnWith(r.base, fn, []lua.LValue{toolTable(r.state, ti)}, taskOptions{budget: budget}, func(vals []lua.LValue, err error) {
-					if err != nil && r.base.Err() == nil {
-						fail(ti.FullName, err.Error())
-					}
-					keep[i] = err == nil && len(vals) > 0 && lua.LVAsBool(vals[0])
-					if left--; left == 0 {
-						answer <- keep
-					}
-				})
-			}
-		})
-		timer := time.NewTimer(FilterTimeout)
-		defer timer.Stop()
-		select {
-		case keep := <-answer:
-			return keep
-		case <-timer.C:
-			fail("", fmt.Sprintf("no answer for all %d tools within %s (the Lua loop is busy); the toolset is left empty until the next change", len(tools), FilterTimeout))
-		case <-r.stop:
-		}
-		return make([]bool, len(tools))
-	}
 }
 
 // declaredAt is "chunk:line" of the Lua code calling the running builtin

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // What a server asks of its client, end to end: the reference server

@@ -34,7 +34,8 @@ func (a gatewayAPI) ServeHTTP(addr, tokenFile string) error {
 func (a gatewayAPI) SetToolsets(sets map[string]luaapi.Toolset) {
 	out := make(map[string]gateway.Toolset, len(sets))
 	for name, ts := range sets {
-		out[name] = gateway.Toolset{Include: ts.Include, Exclude: ts.Exclude, Filter: ts.Filter, Version: ts.Version}
+		out[name] = gateway.Toolset{Include: ts.Include, Exclude: ts.Exclude,
+			Resolved: ts.Resolved, Tools: ts.Tools, Version: ts.Version}
 	}
 	a.g.get().SetToolsets(out)
 }

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/mcpvisor/mcpvisor/internal/control"
 	"io"
 	"log/slog"
 	"os"
@@ -51,6 +52,10 @@ type host struct {
 	// prompter asks the person at the REPL what servers ask, when the
 	// host runs one; nil otherwise.
 	prompter *terminalPrompter
+	// control is the socket `mcpvisor status` finds this host by, while it
+	// runs for long (not for -e or a script); nil otherwise.
+	control *control.Server
+	started time.Time
 }
 
 func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -147,7 +152,7 @@ func (h *host) handleSignals(interactive bool, stderr io.Writer) (context.Contex
 // startHost starts the bus, the manager and the Lua runtime. prompter, if
 // not nil, asks the person at the REPL what servers ask.
 func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir string, tel *hostTelemetry, hud *hudOptions, prompter *terminalPrompter) *host {
-	h := &host{bus: events.NewBus(events.Options{}), logOut: logOut, out: stdout, log: logger, logDone: make(chan struct{}), otel: tel, prompter: prompter}
+	h := &host{started: time.Now(), bus: events.NewBus(events.Options{}), logOut: logOut, out: stdout, log: logger, logDone: make(chan struct{}), otel: tel, prompter: prompter}
 	sub := h.bus.Subscribe(events.SubscribeOptions{})
 	go func() {
 		defer close(h.logDone)
@@ -174,6 +179,9 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 		panic(err) // only for a missing manager
 	}
 	h.rt = rt
+	if !cfg.hasCode && cfg.script == "" {
+		h.listenControl(cfg.file)
+	}
 	return h
 }
 
@@ -244,6 +252,9 @@ func fileExists(path string) bool {
 }
 
 func (h *host) shutdown() error {
+	if h.control != nil {
+		_ = h.control.Close()
+	}
 	// Lua first: once it is closed, nothing asks for a listener or sets
 	// toolsets, so the gateway closed next stays closed.
 	h.rt.Close()
@@ -263,7 +274,7 @@ func (h *host) shutdown() error {
 }
 
 // startupSource reads the config: -c FILE, else ./startup.lua, else the
-// built-in default.
+// user's config (userConfigPath), else the built-in default.
 // configHint is the config file that commands the host suggests must
 // name: "" for the default (./startup.lua).
 func configHint(file string) string {
@@ -279,6 +290,13 @@ func startupSource(file string) (path, src string, err error) {
 			return "startup.lua", string(b), nil
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return "", "", fmt.Errorf("read startup.lua: %w", err)
+		}
+		if user, err := userConfigPath(); err == nil {
+			if b, err := os.ReadFile(user); err == nil {
+				return user, string(b), nil
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return "", "", fmt.Errorf("read config: %w", err)
+			}
 		}
 		return "startup.lua", defaultStartup, nil
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/chzyer/readline"
@@ -117,7 +116,7 @@ func startHUD(opts hudOptions) *hudDisplay {
 	}
 	if d.opts.Resized == nil {
 		d.winch = make(chan os.Signal, 1)
-		signal.Notify(d.winch, syscall.SIGWINCH)
+		notifyResize(d.winch)
 		d.opts.Resized = d.winch
 	}
 	d.enabled.Store(opts.Enabled)

@@ -27,6 +27,22 @@ Usage:
   mcpvisor [flags] run FILE.lua [args]
                            run startup.lua, then FILE.lua as a script (- for
                            stdin); args are in arg, as lua gives them
+  mcpvisor init             write your config (startup.lua in your config
+                           directory) and offer to import the servers of
+                           the AI clients it finds (--yes, --no-import)
+  mcpvisor connect CLIENT   add mcpvisor to an AI client's config
+                           (claude-desktop, claude-code, cursor, vscode,
+                           windsurf, codex): see mcpvisor connect --help
+  mcpvisor disconnect CLIENT
+                           take it out again
+  mcpvisor status           show the servers and clients of your running
+                           mcpvisor (also: ls); --addr ADDR for a gateway
+                           elsewhere
+  mcpvisor reconnect|enable|disable NAME
+                           act on a server of your running mcpvisor
+  mcpvisor service install [--http ADDR]
+                           run serve --http at login: a systemd user unit
+                           or a launchd agent (uninstall takes it out)
   mcpvisor check [-c FILE]  evaluate and validate the config without starting
                            anything; print the servers it declares and what
                            would keep each from starting here (a program not
@@ -47,8 +63,10 @@ Usage:
 
 Flags:
   -c FILE               config to run at startup (default ./startup.lua; if it
-                        does not exist, the built-in default that declares the
-                        demo server)
+                        does not exist, your config as mcpvisor init writes it
+                        (startup.lua in your config directory); if that does
+                        not exist either, the built-in default that declares
+                        the demo server)
   -e CODE               run CODE after the config as one chunk, print what it
                         returns, shut down and exit (0, or 1 on error)
   --wait DURATION       how long -e, run and a piped script wait, at most,
@@ -168,6 +186,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 0
 		case "check":
 			return runCheck(args[1:], stdout, stderr)
+		case "init":
+			return runInit(args[1:], stdin, stdout, stderr)
+		case "connect", "disconnect":
+			return runConnect(args[0], args[1:], stdin, stdout, stderr)
+		case "service":
+			return runService(args[1:], stdin, stdout, stderr)
+		case "status", "ls", "reconnect", "enable", "disable":
+			return runControl(args[0], args[1:], stdout, stderr)
 		case "login":
 			return runLogin(args[1:], stdout, stderr)
 		case "logout":

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // End-to-end tests of the mcpvisor binary. TestMain builds the binary once

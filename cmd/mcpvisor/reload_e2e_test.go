@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // End-to-end tests of the config as desired state through the binary:

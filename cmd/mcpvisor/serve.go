@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcpvisor/mcpvisor/internal/control"
 	"io"
 	"os"
 	"path/filepath"
@@ -187,7 +188,8 @@ func (g *gatewayHost) serveHTTP(addr, token string) error {
 	if addr == "" {
 		return nil
 	}
-	srv, err := gw.Listen(gateway.HTTPOptions{Addr: addr, Token: token})
+	srv, err := gw.Listen(gateway.HTTPOptions{Addr: addr, Token: token, Ready: g.h.settled,
+		Control: control.Handler(controlBackend{h: g.h})})
 	if err != nil {
 		return err
 	}
@@ -196,6 +198,27 @@ func (g *gatewayHost) serveHTTP(addr, token string) error {
 	g.mu.Unlock()
 	g.h.log.Info("serving MCP over HTTP", "url", "http://"+srv.Addr()+"/mcp", "sse", "http://"+srv.Addr()+"/sse", "token", token != "")
 	return nil
+}
+
+// settled reports whether every server has had its first say (connected,
+// failed, backing off, disabled, waiting for a login): /readyz.
+func (h *host) settled() bool {
+	for _, st := range h.mgr.Statuses() {
+		if !st.Settled() {
+			return false
+		}
+	}
+	return true
+}
+
+// address is where the gateway listens on HTTP, or "".
+func (g *gatewayHost) address() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.http == nil {
+		return ""
+	}
+	return g.http.Addr()
 }
 
 // close stops the listener and the gateway.

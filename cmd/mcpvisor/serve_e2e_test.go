@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // End-to-end tests of `mcpvisor serve`: go-sdk clients use the built
