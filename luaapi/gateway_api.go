@@ -12,8 +12,9 @@ import (
 )
 
 // Gateway is the MCP gateway that serves the manager's servers to MCP
-// clients: mcp_serve, mcp_toolset, mcp_name_budget and mcp_clients drive it. The command
-// implements it over its own gateway; the runtime never sees that type.
+// clients: mcp_serve, mcp_toolset, mcp_name_budget and mcp_clients drive
+// it. The command implements it over its own gateway; the runtime never
+// sees that type.
 type Gateway interface {
 	// Start makes the gateway ready to serve, if it is not yet. A config
 	// that serves calls it before adding its servers, so that they are
