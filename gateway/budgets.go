@@ -74,7 +74,7 @@ func (ep *endpoint) clientNames(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		ss, ok := req.GetSession().(*mcp.ServerSession)
-		if ep.sel == oneServer || !ok || ss.InitializeParams() == nil {
+		if ep.sel == oneServer || !ok || ss.InitializeParams() == nil || ep.isStatus(req) {
 			return next(ctx, method, req)
 		}
 		budget := ep.g.clients.session(ep, ss).budget
