@@ -3,15 +3,14 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/argschema"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 )
 
@@ -32,8 +31,14 @@ func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, serve
 	op := fmt.Sprintf("server %q: tools/call %q", server, tool)
 	var args map[string]any
 	if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &args); err != nil {
-			return errorResult(fmt.Sprintf("%s: arguments must be a JSON object: %v", op, err))
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return errorResult(fmt.Sprintf("%s: %s: the arguments are not valid JSON. Retrying the same arguments will not help.", manager.CodeInvalidArguments, op))
+		}
+		var ok bool
+		if args, ok = v.(map[string]any); !ok {
+			return errorResult(fmt.Sprintf("%s: %s: arguments must be a JSON object of named arguments, got %s. Retrying with the same arguments will not help; send an object.",
+				manager.CodeInvalidArguments, op, argschema.Describe(v)))
 		}
 	}
 	if req.Session == nil {
@@ -84,17 +89,6 @@ func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall, a ask.An
 		return errorResult(errorText(err))
 	}
 	return res
-}
-
-// errorText is what a client reads of a failed call: the manager's
-// error, led by its code (CONNECTION_LIMIT, CIRCUIT_OPEN, …) so that an
-// agent can tell the cases apart.
-func errorText(err error) string {
-	var me *manager.Error
-	if errors.As(err, &me) && me.Code != "" {
-		return string(me.Code) + ": " + err.Error()
-	}
-	return err.Error()
 }
 
 // roundTrip serves a call of a client on 2026-07-28 or later. Its first
@@ -172,18 +166,6 @@ func (g *Gateway) resourceHandler(server string) mcp.ResourceHandler {
 		}
 		return res, nil
 	}
-}
-
-// rpcError is what a client gets for a failed prompt or resource request:
-// the server's own JSON-RPC error (its code kept, so "resource not found"
-// stays that), else an internal error whose message names the server and
-// the operation.
-func rpcError(err error) error {
-	var je *jsonrpc.Error
-	if errors.As(err, &je) {
-		return &jsonrpc.Error{Code: je.Code, Message: err.Error(), Data: je.Data}
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
 
 // unknownTools answers a call of a tool the endpoint does not list (yet):

@@ -31,7 +31,7 @@
 // name is stable while its tool is listed, whatever other servers do; two
 // tools that would share a name both stay (a name_collision event says
 // so). A server's spec may choose its prefix, hide tools and rename them
-// (manager.Expose). Prompts are named the same way; resources keep their
+// (expose.Rules, declared with each server). Prompts are named the same way; resources keep their
 // URIs.
 //
 // # What is offered
@@ -60,7 +60,10 @@
 //
 // A tools/call is forwarded with manager.Manager.Call and FailFast: a
 // server that cannot be reached answers at once with an isError result
-// naming it, the operation and the next attempt; a server reconnecting
+// led by the error's code, naming the server and the operation, and then
+// saying in plain words, for a model and its user, whether retrying helps
+// and when (the manager's remedy, worded here: never a Lua call or a
+// command, never another client's name); a server reconnecting
 // after a crash is waited for, up to the call's timeout. Progress goes back
 // to the calling client under its own token, before the result; a client's
 // cancellation cancels the upstream request; a W3C traceparent in _meta

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"errors"
-	"regexp"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -16,10 +15,6 @@ import (
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
-
-// internals are what a model must not be told: Lua, command-line flags,
-// Go's own words.
-var internals = regexp.MustCompile(`mcp_[a-z]+\(|--[a-z]|reflect|map\[|interface \{\}|goroutine`)
 
 // A model can ask what each server is doing, as a resource and as a tool:
 // one line per server, saying why it is down and when it is tried again.

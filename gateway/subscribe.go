@@ -46,7 +46,7 @@ func (ep *endpoint) subscribe(_ context.Context, req *mcp.SubscribeRequest) erro
 		s.mu.Lock()
 		delete(s.subs, k)
 		s.mu.Unlock()
-		return err
+		return rpcError(err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpvisor/mcpvisor/internal/expose"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -89,14 +90,14 @@ func newNamers(budget int) *namers {
 func (n *namers) build(src Source) (*view, []collision) {
 	v := &view{servers: src.Names(), prefix: map[string]string{}, down: map[string]bool{}}
 	slices.Sort(v.servers)
-	expose := map[string]manager.Expose{}
+	rules := map[string]expose.Rules{}
 	for _, s := range v.servers {
 		if st, err := src.Status(s); err != nil || !offered(st.State) {
 			v.down[s] = true
 		}
 		v.prefix[s], _ = sanitize(s)
 		if spec, err := src.Spec(s); err == nil {
-			expose[s] = spec.Expose
+			rules[s] = spec.Expose
 			if spec.Expose.Prefix != "" {
 				v.prefix[s] = spec.Expose.Prefix
 			}
@@ -107,7 +108,7 @@ func (n *namers) build(src Source) (*view, []collision) {
 	// (a schema that cannot be used safely would be a hazard to clients
 	// too); mcp_tools() still lists the latter with the reason.
 	v.tools = slices.DeleteFunc(tools, func(t manager.ToolInfo) bool {
-		return v.down[t.Server] || expose[t.Server].Hidden(t.Name) || t.Problem != ""
+		return v.down[t.Server] || rules[t.Server].Hidden(t.Name) || t.Problem != ""
 	})
 	prompts, _ := src.Prompts("")
 	v.prompts = slices.DeleteFunc(prompts, func(p manager.PromptInfo) bool { return v.down[p.Server] })
@@ -119,7 +120,7 @@ func (n *namers) build(src Source) (*view, []collision) {
 
 	toolItems := make([]naming, len(v.tools))
 	for i, t := range v.tools {
-		toolItems[i] = naming{key: itemKey{t.Server, t.Name}, prefix: v.prefix[t.Server], as: expose[t.Server].Rename[t.Name]}
+		toolItems[i] = naming{key: itemKey{t.Server, t.Name}, prefix: v.prefix[t.Server], as: rules[t.Server].Rename[t.Name]}
 	}
 	promptItems := make([]naming, len(v.prompts))
 	for i, p := range v.prompts {

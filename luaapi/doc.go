@@ -52,6 +52,9 @@
 // Lua failures are [*Error] values carrying the message with chunk:line and
 // the traceback captured inside the task. Functions that can fail at run
 // time return `nil, err` where err is a table {code, server, operation,
-// message} whose tostring is "CODE: message"; invalid use (a bad spec, wrong
-// argument types) raises a Lua error.
+// message, remedy} whose tostring is "CODE: message"; invalid use (a bad
+// spec, wrong argument types) raises a Lua error. remedy is the manager's
+// [manager.Remedy] said as the Lua call that helps (`mcp_enable("git") to
+// connect it`); the message ends with it too, and mcp_status gives a down
+// server's.
 package luaapi

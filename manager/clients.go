@@ -41,7 +41,7 @@ func newClientSessions(home *supervisor) *clientSessions {
 
 // forClient returns client's session supervisor, starting one if the
 // client has none and the limit allows. Beyond the limit it returns
-// CONNECTION_LIMIT naming the limit and the clients holding the sessions.
+// CONNECTION_LIMIT naming the limit and how many clients hold sessions.
 func (t *clientSessions) forClient(client, op string) (*supervisor, error) {
 	t.mu.Lock()
 	if s, ok := t.byClient[client]; ok {
@@ -53,18 +53,21 @@ func (t *clientSessions) forClient(client, op string) (*supervisor, error) {
 		return nil, errorf(CodeClosed, t.home.name, op, "server is being removed")
 	}
 	if len(t.byClient)+len(t.leaving) >= t.max {
-		holders := make([]string, 0, len(t.byClient))
-		for c := range t.byClient {
-			holders = append(holders, fmt.Sprintf("%q", c))
-		}
-		for s := range t.leaving {
-			holders = append(holders, fmt.Sprintf("%q (closing)", s.owner))
-		}
+		closing := len(t.leaving)
 		t.mu.Unlock()
-		slices.Sort(holders)
+		// The holders are counted, never named: the text reaches the
+		// client refused, and another client's name is not its business
+		// (a name is chosen by its client, and may say anything).
+		held := fmt.Sprintf("all %d client sessions (max_sessions = %d) are held by other clients", t.max, t.max)
+		if t.max == 1 {
+			held = "its one client session (max_sessions = 1) is held by another client"
+		}
+		if closing > 0 {
+			held += fmt.Sprintf(", %d of them closing", closing)
+		}
 		return nil, errorf(CodeConnectionLimit, t.home.name, op,
-			"all %d client sessions (max_sessions = %d) are held, by %s; one frees when its client disconnects or idles out (timeouts.idle)",
-			t.max, t.max, strings.Join(holders, ", "))
+			"%s; one frees when its client disconnects or idles out (timeouts.idle)", held).
+			with(Remedy{Kind: RemedyRetry, Server: t.home.name})
 	}
 	s := newSupervisor(t.home.m, t.home.name, t.home.spec)
 	s.owner, s.home = client, t.home
@@ -86,7 +89,7 @@ func (t *clientSessions) release(client, reason string) {
 	}
 	t.mu.Unlock()
 	if s != nil {
-		s.inflight.abandon(false)
+		s.inflight.Abandon(false)
 		s.stop(reason)
 	}
 }

@@ -267,7 +267,7 @@ func (m *Manager) newClient(s *supervisor) (*mcp.Client, ask.Kind) {
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			p := Progress{Progress: r.Params.Progress, Total: r.Params.Total, Message: r.Params.Message}
 			notify("notifications/progress", map[string]any{"progress": p.Progress, "total": p.Total, "message": p.Message})
-			s.progress.deliver(r.Params.ProgressToken, p)
+			s.progress.Deliver(r.Params.ProgressToken, p)
 		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			notify("notifications/tools/list_changed", nil)

@@ -173,16 +173,20 @@ func TestStdioSpawnFailure(t *testing.T) {
 			require.NoError(t, f.m.Add("x", decode(t, tt.raw)))
 			evs := lifecycle(f.until("x", events.KindFailed, patience))
 			require.Equal(t, []events.Kind{events.KindAdded, events.KindConnecting, events.KindFailed}, kinds(evs))
-			want := `server "x": spawn: ` + tt.want + " (not retried: reconnect it once that is fixed)"
+			want := `server "x": spawn: ` + tt.want + " (not retried)"
 			require.Equal(t, want, evs[2].Fields["error"])
 
 			st := mustStatus(t, f.m, "x")
 			require.Equal(t, manager.StateFailed, st.State)
 			require.Equal(t, want, st.LastError)
+			require.Equal(t, "fix_declaration", evs[2].Fields["remedy"])
 			require.Zero(t, st.PID)
 			_, err := f.call("x.echo", nil, time.Second)
 			requireFault(t, err, manager.ErrConnectionFailed, "x", `tools/call "echo"`)
 			require.Contains(t, err.Error(), tt.want)
+			requireRemedy(t, err, manager.RemedyFixDeclaration, "x")
+			require.ErrorIs(t, err, manager.ErrCannotStart)
+			require.NotErrorIs(t, err, manager.ErrUnauthorized)
 
 			require.NoError(t, f.m.Reconnect("x"))
 			evs = lifecycle(f.until("x", events.KindFailed, patience))

@@ -248,6 +248,16 @@ func requireCode(t testing.TB, err error, sentinel error, server, op string) *ma
 	return me
 }
 
+// requireRemedy checks err's remedy, found with errors.As.
+func requireRemedy(t testing.TB, err error, kind manager.RemedyKind, server string) manager.Remedy {
+	t.Helper()
+	r, ok := manager.RemedyOf(err)
+	require.True(t, ok, "error %q has no remedy", err)
+	require.Equal(t, kind, r.Kind, "remedy of %q", err)
+	require.Equal(t, server, r.Server, "remedy's server of %q", err)
+	return r
+}
+
 // ---- process tier: /proc checks (invariant Z: no zombie, no survivor) ----
 
 // procStat is the part of /proc/PID/stat the checks need.

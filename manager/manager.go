@@ -77,10 +77,6 @@ type Options struct {
 	// directory). If empty, $XDG_STATE_HOME/mcpvisor, or
 	// ~/.local/state/mcpvisor.
 	StateDir string
-	// ConfigFile is the config the host runs, when it is not the default
-	// (./startup.lua): the commands its messages suggest name it
-	// (mcpvisor login -c FILE NAME).
-	ConfigFile string
 }
 
 // Manager keeps a set of MCP servers connected. Create it with [New]; it is
@@ -139,13 +135,13 @@ func New(opts Options) *Manager {
 	if m.opts.Version == "" {
 		m.opts.Version = "dev"
 	}
-	m.slots = newSlots(m.opts.MaxConnections, slotsReached)
+	m.slots = newSlots(m.opts.MaxConnections, WaitSlot)
 	if m.opts.MaxConnecting == 0 {
 		m.opts.MaxConnecting = DefaultMaxConnecting()
 	}
-	m.attempts = newSlots(m.opts.MaxConnecting, "max connecting (%d) reached")
+	m.attempts = newSlots(m.opts.MaxConnecting, WaitTurn)
 	m.http = endpoint.NewPool()
-	m.auth = oauth.NewKeeper(oauth.KeeperOptions{Dir: opts.StateDir, Transport: m.http, ConfigFile: opts.ConfigFile})
+	m.auth = oauth.NewKeeper(oauth.KeeperOptions{Dir: opts.StateDir, Transport: m.http})
 	m.loginPoll = loginPoll
 	m.tel = newTelemetry(opts.TracerProvider, opts.MeterProvider, m.Statuses, m.log)
 	if m.dial == nil {
@@ -221,8 +217,8 @@ func (m *Manager) conflict(name, existing string) error {
 	default:
 		how = " is already declared with a different spec"
 	}
-	return errorf(CodeNameConflict, name, "add", "server name conflict: %q%s; existing servers: %s; use another name or mcp_remove(%q) first",
-		name, how, strings.Join(m.Names(), ", "), existing)
+	return errorf(CodeNameConflict, name, "add", "server name conflict: %q%s; existing servers: %s",
+		name, how, strings.Join(m.Names(), ", ")).with(Remedy{Kind: RemedyRename, Server: existing})
 }
 
 var errShutdown = fmt.Errorf("the host is shutting down")
@@ -399,10 +395,10 @@ func (m *Manager) Wait(ctx context.Context, name string, state State) (Status, e
 	st := snap.status
 	if ended {
 		still := st.State.String()
-		if st.Waiting != "" {
+		if st.WaitingFor != WaitNone {
 			still += " (waiting: " + st.Waiting + ")"
 		}
-		return st, errorf(CodeConnectionTimeout, s.name, "wait", "still %s, not %s%s", still, state, lastErrorSuffix(st))
+		return st, errorf(CodeConnectionTimeout, s.name, "wait", "still %s, not %s%s", still, state, lastErrorSuffix(st)).with(st.Remedy)
 	}
 	return st, err
 }
@@ -462,7 +458,7 @@ func (m *Manager) Reconnect(name string) error {
 		return err
 	}
 	if s.disabled.Load() {
-		return errorf(CodeServerDisabled, s.name, "reconnect", "server is disabled; mcp_enable(%q) to connect it", s.name)
+		return errorf(CodeServerDisabled, s.name, "reconnect", "server is disabled").with(Remedy{Kind: RemedyEnable, Server: s.name})
 	}
 	s.reconnectAsked.Store(time.Now().UnixNano())
 	s.reconnect.Store(true)

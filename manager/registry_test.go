@@ -264,7 +264,15 @@ func TestCallValidatesArgumentsBeforeRPC(t *testing.T) {
 		},
 		{
 			name: "arguments that are not an object", tool: "note", args: []any{"x"},
-			want: "arguments must be an object, got []interface {}",
+			want: `arguments must be a JSON object, got array ["x"]`,
+		},
+		{
+			name: "null where an integer is wanted", tool: "search", args: map[string]any{"query": "q", "limit": nil},
+			want: "invalid arguments: $.limit: must be integer, got null",
+		},
+		{
+			name: "an integer no server can read", tool: "search", args: map[string]any{"query": "q", "limit": 1e300},
+			want: "invalid arguments: $.limit: must be integer, got number 1e+300 (beyond ±9007199254740991, the integers a JSON number holds exactly)",
 		},
 	}
 	synctest.Test(t, func(t *testing.T) {

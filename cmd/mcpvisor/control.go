@@ -56,12 +56,12 @@ func (b controlBackend) Act(name string, action control.Action) error {
 		err = b.h.mgr.Disable(name)
 	}
 	var me *manager.Error
-	if errors.As(err, &me) {
-		switch me.Code {
-		case manager.CodeServerNotFound:
-			return fmt.Errorf("no server %q here (servers: %s)", name, strings.Join(b.h.mgr.Names(), ", "))
-		case manager.CodeServerDisabled:
-			return fmt.Errorf("%s is disabled; enable it: mcpvisor enable %s", name, name)
+	if errors.As(err, &me) && me.Code == manager.CodeServerNotFound {
+		return fmt.Errorf("no server %q here (servers: %s)", name, strings.Join(b.h.mgr.Names(), ", "))
+	}
+	if r, ok := manager.RemedyOf(err); ok {
+		if words := cliRemedy(r, b.config); words != "" {
+			return fmt.Errorf("%w; %s", err, words)
 		}
 	}
 	return err

@@ -110,7 +110,7 @@ assert(mcp_wait("second", "connected"))
 return st.state .. " | " .. st.waiting .. " | " .. err.code .. " | " .. err.message`
 	o := runBinary(t, invocation{args: []string{"--max-connections", "1", "-e", code}})
 	require.Equal(t, 0, o.code, "exit code; stderr: %s", o.stderr)
-	require.Equal(t, `connecting | max connections (1) reached | CONNECTION_LIMIT | server "second": connect: max connections (1) reached; no slot came free within 300ms`+"\n", o.stdout)
+	require.Equal(t, `connecting | max connections (1) reached | CONNECTION_LIMIT | server "second": connect: max connections (1) reached; no slot came free within 300ms; try again later`+"\n", o.stdout)
 
 	o = runBinary(t, invocation{args: []string{"--max-connections", "-1", "-e", "return 1"}})
 	require.Equal(t, 2, o.code)
@@ -403,6 +403,7 @@ return json.encode({demo = mcp_status("demo"), bad = mcp_status("bad"), mute = m
 	var st map[string]struct {
 		State     string `json:"state"`
 		LastError string `json:"last_error"`
+		Remedy    string `json:"remedy"`
 		Attempts  int    `json:"attempts"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(o.stdout), &st))
@@ -410,8 +411,11 @@ return json.encode({demo = mcp_status("demo"), bad = mcp_status("bad"), mute = m
 	assert.Equal(t, "connecting", st["mute"].State)
 	assert.Equal(t, "failed", st["bad"].State)
 	assert.Equal(t, 1, st["bad"].Attempts)
-	assert.Equal(t, `server "bad": spawn: program "/nonexistent/mcpvisor-e2e/no-such-server" does not exist; correct the path, or install it there (not retried: reconnect it once that is fixed)`,
+	assert.Equal(t, `server "bad": spawn: program "/nonexistent/mcpvisor-e2e/no-such-server" does not exist; correct the path, or install it there (not retried)`,
 		st["bad"].LastError)
+	assert.Equal(t, `fix its declaration, then mcp_reconnect("bad")`, st["bad"].Remedy, "Lua is told what to call")
+	assert.Contains(t, o.stderr, "remedy=\"`mcpvisor check -c "+testdata(t, "bad_servers.lua")+"` says what keeps it from starting\"",
+		"the log, read in a shell, says what to run")
 	assert.Equal(t, 1, strings.Count(o.stderr, `msg="server failed, giving up"`))
 	assert.NotContains(t, o.stderr, `msg="backing off, will retry"`)
 	// Generous: the demo connects in milliseconds and shutdown closes the

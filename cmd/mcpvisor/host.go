@@ -156,9 +156,9 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 	sub := h.bus.Subscribe(events.SubscribeOptions{})
 	go func() {
 		defer close(h.logDone)
-		_ = events.Log(context.Background(), sub, logger)
+		logEvents(sub, logger, configHint(cfg.file))
 	}()
-	h.mgr = manager.New(manager.Options{Bus: h.bus, Logger: logger, Version: version(), ConfigFile: configHint(cfg.file),
+	h.mgr = manager.New(manager.Options{Bus: h.bus, Logger: logger, Version: version(),
 		MaxConnections: cfg.maxConnections, MaxConnecting: cfg.maxConnecting,
 		TracerProvider: tel.tracerProvider(), MeterProvider: tel.meterProvider()})
 	var hudAPI luaapi.HUD // nil without a terminal: mcp_hud says so
@@ -273,10 +273,8 @@ func (h *host) shutdown() error {
 	return err
 }
 
-// startupSource reads the config: -c FILE, else ./startup.lua, else the
-// user's config (userConfigPath), else the built-in default.
-// configHint is the config file that commands the host suggests must
-// name: "" for the default (./startup.lua).
+// configHint is the config file that the commands the host suggests must
+// name: "" for the default (what startupSource finds without -c).
 func configHint(file string) string {
 	if file == "" || filepath.Clean(file) == "startup.lua" {
 		return ""
@@ -284,6 +282,8 @@ func configHint(file string) string {
 	return file
 }
 
+// startupSource reads the config: -c FILE, else ./startup.lua, else the
+// user's config (userConfigPath), else the built-in default.
 func startupSource(file string) (path, src string, err error) {
 	if file == "" {
 		if b, err := os.ReadFile("startup.lua"); err == nil {

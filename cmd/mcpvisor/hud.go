@@ -80,6 +80,9 @@ type hudOptions struct {
 	Resized <-chan os.Signal
 	// Now is the clock of the countdowns. If nil, time.Now.
 	Now func() time.Time
+	// Config is the config file the login commands shown must name ("":
+	// the default).
+	Config string
 }
 
 // hudDisplay draws the HUD. Its goroutine (run) owns the model and
@@ -120,6 +123,7 @@ func startHUD(opts hudOptions) *hudDisplay {
 		d.opts.Resized = d.winch
 	}
 	d.enabled.Store(opts.Enabled)
+	d.model.LoginCommand = func(server string) string { return loginCommand(opts.Config, server) }
 	// Subscribe before reading the history: the model skips the overlap.
 	d.sub = opts.Bus.Subscribe(events.SubscribeOptions{})
 	d.model.ApplyAll(opts.Bus.History(0))
@@ -377,5 +381,6 @@ func terminalHUD(cfg config, interactive bool, stdout, stderr io.Writer) (io.Wri
 		Out:     out,
 		Size:    func() (int, int, error) { return term.GetSize(fd) },
 		Enabled: cfg.hud == hudOn || (cfg.hud == hudAuto && interactive),
+		Config:  configHint(cfg.file),
 	}
 }

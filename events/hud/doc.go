@@ -40,6 +40,8 @@
 //   - backoff: the retry countdown (event time + delay_ms), the attempt the
 //     retry will make (attempt + 1), the last error.
 //   - failed: attempts and the error; no more retries.
+//   - unauthorized: the error, led by what to run when its remedy is a
+//     login (mcp_login, and [Model.LoginCommand]'s command if set).
 //   - circuit: the breaker state; when it opens, the probe countdown (event
 //     time + probe_in_ms) and state open.
 //   - idle, closing, disabled: the state of that name.

@@ -15,6 +15,10 @@ const latencyWeight = 0.2
 // value is an empty model ready to use. See the package documentation for
 // what each event kind contributes.
 type Model struct {
+	// LoginCommand, if set, is the shell command that logs in to a
+	// server: a server waiting for a login shows it beside the Lua call.
+	LoginCommand func(server string) string
+
 	servers map[string]*server // by name, as the events carry it
 	seq     uint64             // the last Seq applied
 	missed  uint64             // events this model's source dropped (lagged)
@@ -105,7 +109,7 @@ func (m *Model) Apply(e events.Event) {
 	if s == nil {
 		return
 	}
-	s.apply(e)
+	s.apply(e, m.LoginCommand)
 }
 
 // ApplyAll applies each event in order.
@@ -127,7 +131,7 @@ func (m *Model) Clients() int { return m.clients }
 // Len is the number of servers the model shows.
 func (m *Model) Len() int { return len(m.servers) }
 
-func (s *server) apply(e events.Event) {
+func (s *server) apply(e events.Event, loginCommand func(string) string) {
 	switch e.Kind {
 	case events.KindAdded:
 		s.transport = e.Text("transport")
@@ -161,9 +165,13 @@ func (s *server) apply(e events.Event) {
 		s.state = StateUnauthorized
 		s.retryAt = time.Time{}
 		s.setErr(e)
-		if login := e.Text("login"); login != "" {
+		if e.Text("remedy") == "login" {
 			// What to run comes first, where a narrow line still shows it.
-			s.err = oneLine(fmt.Sprintf("run %s or mcp_login(%q) · %s", login, e.Server, s.err))
+			run := fmt.Sprintf("mcp_login(%q)", e.Server)
+			if loginCommand != nil {
+				run = loginCommand(e.Server) + " or " + run
+			}
+			s.err = oneLine("run " + run + " · " + s.err)
 		}
 	case events.KindFailed:
 		s.state = StateFailed

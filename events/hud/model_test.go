@@ -406,12 +406,18 @@ func TestHUDModelClientSessions(t *testing.T) {
 	assert.Equal(t, "● pc  stdio  1 tool   2.0ms  1 client session", line(t, s.model(), t0.Add(4*time.Second), "pc"))
 }
 
-// A server waiting for a login shows the command first on its line.
+// A server waiting for a login shows what to run first on its line: the
+// Lua call, and the shell command when the display knows it.
 func TestUnauthorizedShowsLoginCommand(t *testing.T) {
-	var m hud.Model
-	m.Apply(events.Event{Kind: events.KindUnauthorized, Server: "saas", Time: time.Now(),
-		Fields: events.Fields{"error": "server \"saas\": initialize: not logged in; …", "login": "mcpvisor login saas"}})
+	unauthorized := events.Event{Kind: events.KindUnauthorized, Server: "saas", Time: time.Now(),
+		Fields: events.Fields{"error": "server \"saas\": initialize: not logged in; …", "remedy": "login"}}
+	m := hud.Model{LoginCommand: func(server string) string { return "mcpvisor login -c other.lua " + server }}
+	m.Apply(unauthorized)
 	rows := m.View(time.Now())
 	require.Len(t, rows, 1)
-	require.True(t, strings.HasPrefix(rows[0].Error, `run mcpvisor login saas or mcp_login("saas") · server "saas": initialize: not logged in`), rows[0].Error)
+	require.True(t, strings.HasPrefix(rows[0].Error, `run mcpvisor login -c other.lua saas or mcp_login("saas") · server "saas": initialize: not logged in`), rows[0].Error)
+
+	var lua hud.Model
+	lua.Apply(unauthorized)
+	require.True(t, strings.HasPrefix(lua.View(time.Now())[0].Error, `run mcp_login("saas") · server "saas"`), lua.View(time.Now())[0].Error)
 }
