@@ -160,8 +160,7 @@ func runClient(t *testing.T, dir string, argv ...string) []byte {
 // when the client exited first, and its servers, finishing their stop.
 func waitForOrphans(t *testing.T, wait time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
+	require.Eventually(t, func() bool {
 		running := 0
 		for pid, state := range childrenOf(os.Getpid()) {
 			if state == 'Z' {
@@ -171,9 +170,6 @@ func waitForOrphans(t *testing.T, wait time.Duration) {
 				running++
 			}
 		}
-		if running == 0 || time.Now().After(deadline) {
-			return // noLeftovers names what is left
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return running == 0
+	}, wait, 20*time.Millisecond, "the mcpvisor a client started, or its servers, still run after the client exited")
 }
