@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // `mcpvisor serve` driven by MCP clients nobody here wrote, started the
