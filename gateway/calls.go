@@ -223,7 +223,9 @@ func (ep *endpoint) upstream(ctx context.Context, ss *mcp.ServerSession, extra *
 // unknownTools answers a call of a tool the endpoint does not list (yet):
 // a server that has not connected has no tools to list, and a client that
 // calls one anyway gets the server's own answer, "not connected: …, the
-// next attempt is in …", rather than the SDK's bare "unknown tool".
+// next attempt is in …", rather than the SDK's bare "unknown tool". While
+// servers have not had their first say, the call waits for them first,
+// as a list would.
 func (ep *endpoint) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "tools/call" {
@@ -233,6 +235,13 @@ func (ep *endpoint) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || call.Params == nil {
 			return next(ctx, method, req)
 		}
+		if _, listed := ep.routes.Load().tools[call.Params.Name]; listed || ep.isStatus(call) {
+			return next(ctx, method, req)
+		}
+		// Called before its server has had its first say, the tool may
+		// be listed once it has (a name shortened or renamed cannot be
+		// routed by its prefix alone).
+		ep.settled(ctx)
 		if _, listed := ep.routes.Load().tools[call.Params.Name]; listed {
 			return next(ctx, method, req)
 		}

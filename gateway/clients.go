@@ -69,6 +69,9 @@ type session struct {
 	// label is client.Label(), fixed when the session is first seen: the
 	// Client of every call it makes and what ReleaseClient is given.
 	label string
+	// budget is the longest name the client is offered, fixed when the
+	// session is first seen (see SetClientBudgets).
+	budget int
 	// ctx ends when the session does, and with it every call the session
 	// still has upstream.
 	ctx    context.Context
@@ -311,7 +314,7 @@ func (t *clientTable) session(ep *endpoint, ss *mcp.ServerSession) *session {
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
 		c.Name, c.Version = p.ClientInfo.Name, p.ClientInfo.Version
 	}
-	s := &session{ss: ss, table: t, client: c, label: c.Label(), idle: make(chan struct{}), trips: map[string]*roundTrip{}, subs: map[subKey]bool{},
+	s := &session{ss: ss, table: t, client: c, label: c.Label(), budget: t.g.budgetFor(c.Name), idle: make(chan struct{}), trips: map[string]*roundTrip{}, subs: map[subKey]bool{},
 		maxCalls: t.g.opts.MaxClientCalls, draining: t.draining}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.closeIfIdleLocked() // no call in flight: drained already, if draining

@@ -59,6 +59,18 @@ func TestInitializeWhileServersConnect(t *testing.T) {
 	}
 }
 
+// A client arriving over HTTP while the servers start is answered, in
+// its first tools/list, with every server's tools.
+func TestHTTPClientArrivingAtStartSeesEveryServer(t *testing.T) {
+	t.Parallel()
+	r := newRigWith(t, map[string]manager.Spec{"one": selfServer(t, "demo", nil), "two": selfServer(t, "demo", nil)},
+		gateway.Options{Wait: 30 * time.Second}, gateway.HTTPOptions{})
+	cs := connect(t, r.streamable("/mcp"), nil)
+	names := toolNames(t, cs)
+	require.Contains(t, names, "one__echo")
+	require.Contains(t, names, "two__echo")
+}
+
 // validName is what Claude Desktop and the model APIs accept.
 var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 

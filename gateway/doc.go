@@ -13,16 +13,48 @@
 // and /sse, /servers/NAME/sse, /toolsets/NAME/sse for legacy clients. Each
 // endpoint is an mcp.Server made on first use.
 //
+// On stdio, what the client writes cannot end its session: a line that is
+// not JSON is answered with a parse error (-32700), one that is JSON but
+// no JSON-RPC message, a batch, or longer than 16 MiB (read to its end
+// without being kept) with an invalid request error (-32600), under the
+// request's id when it can be found; only the end of the input ends the
+// session.
+//
 // # Names
 //
 // On /mcp a tool is offered as server__tool, with every character outside
-// [a-zA-Z0-9_-] replaced by "_" and the whole kept within a budget (64 by
-// default) by a hash suffix, so that every client accepts every name. A
+// [a-zA-Z0-9_-] replaced by "_" and the whole kept within a budget (49 by
+// default, so that Claude Code's own "mcp__mcpvisor__" in front still fits
+// the model APIs' 64) by a hash suffix, so that every client accepts every
+// name. SetClientBudgets gives some clients, by the name they give, a
+// budget of their own: their lists and calls are translated both ways. A
 // name is stable while its tool is listed, whatever other servers do; two
 // tools that would share a name both stay (a name_collision event says
 // so). A server's spec may choose its prefix, hide tools and rename them
 // (expose.Rules, declared with each server). Prompts are named the same way; resources keep their
 // URIs.
+//
+// # What is offered
+//
+// A client's first requests are answered with every server that is going
+// to be there: asked before every declared, enabled server has had its
+// first say (connected, failed, backing off, waiting for a login), a
+// list, a read of a resource, a prompt, a completion or a call of a tool
+// not listed yet waits for it (on a server's own endpoint, for that
+// server), each server for at most Options.Wait from its start. A server
+// heard from later is announced with list_changed.
+//
+// A server that stays down until someone acts (disabled, failed for
+// good, waiting for a login) or is on its way out offers nothing: its
+// tools, prompts and resources leave every endpoint, with list_changed,
+// and come back when it recovers. A server between attempts keeps its
+// last known items; their calls say when the next attempt is.
+//
+// On /mcp the resource mcpvisor://status (StatusURI), and the tool
+// mcpvisor_status (StatusTool, unless Options.StatusTool is off), say in
+// plain words what each server is doing, why it is down and when it is
+// tried again, so that a model missing a tool can tell its user why.
+// Neither waits for the servers.
 //
 // # Calls
 //
@@ -91,8 +123,8 @@
 // servers offer and makes every endpoint's lists match it (the SDK sends
 // one list_changed per burst per endpoint). Endpoints are made by asking
 // it (do). Request handlers, on the SDK's goroutines, read only what it
-// publishes atomically: the current view, each endpoint's routes and the
-// toolsets. Toolsets are snapshots handed over with SetToolsets (a toolset
+// publishes atomically: the current view, each endpoint's routes, the
+// toolsets and the servers still waited for. Toolsets are snapshots handed over with SetToolsets (a toolset
 // that a function decides is evaluated by its owner, which hands over the
 // tools it chose): the run goroutine takes the newest when it is poked and
 // never waits on whoever made them. What servers say (log messages,
@@ -107,7 +139,9 @@
 // a goroutine of its own that ends before the call returns; a call of a
 // client on 2026-07-28 runs
 // upstream on a goroutine of its own, counted among its session's calls.
-// Each client session has a watcher that, when the session ends, cancels
+// A stdio session reads its lines on a goroutine of its own, which
+// answers the lines it refuses itself; every write is one whole line
+// under one lock. Each client session has a watcher that, when the session ends, cancels
 // its calls, waits for them to return, publishes client_disconnected and
 // calls ReleaseClient, once. A call counts among its session's calls until
 // its answer has been written (the go-sdk ends the request's context

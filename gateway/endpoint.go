@@ -157,7 +157,10 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 		opts.SubscribeHandler, opts.UnsubscribeHandler = ep.subscribe, ep.unsubscribe
 	}
 	ep.srv = mcp.NewServer(impl, opts)
-	ep.srv.AddReceivingMiddleware(ep.unknownTools, ep.announce)
+	ep.srv.AddReceivingMiddleware(ep.settleFirst, ep.clientNames, ep.unknownTools, ep.announce)
+	if sel == everything {
+		ep.addStatus()
+	}
 	return ep
 }
 
@@ -268,7 +271,7 @@ func (ep *endpoint) applyPrompts(v *view) {
 func (ep *endpoint) applyResources(v *view) {
 	want := map[string]manager.ResourceInfo{}
 	for _, r := range v.resources {
-		if ep.sel == oneServer && r.Server != ep.name {
+		if ep.sel == oneServer && r.Server != ep.name || ep.sel == everything && r.URI == StatusURI {
 			continue
 		}
 		if _, dup := want[r.URI]; !dup { // the first server (by name) keeps a shared URI

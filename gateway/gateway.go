@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/mcpvisor/mcpvisor/manager/notify"
@@ -25,12 +23,27 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is mcpvisor's, reported to clients on /mcp.
 	Version string
-	// NameBudget is the longest exposed tool or prompt name on /mcp. If
-	// zero, DefaultNameBudget (64).
+	// NameBudget is the longest exposed tool or prompt name on /mcp and
+	// the toolsets' endpoints, for clients SetClientBudgets gives no other.
+	// If zero, DefaultNameBudget (49); it is kept within MinNameBudget and
+	// MaxNameBudget.
 	NameBudget int
 	// KeepAlive, if set, pings each client at this interval and closes a
 	// session that stops answering.
 	KeepAlive time.Duration
+	// Wait bounds how long a client's first lists (and reads of
+	// resources, prompts and completions) wait for every declared,
+	// enabled server to have had its first say (connected, failed,
+	// backing off, waiting for a login), counted for each server from
+	// when it starts. If zero, they are answered at once with what has
+	// connected so far; either way a server that comes later is
+	// announced with list_changed.
+	Wait time.Duration
+	// StatusTool offers the tool StatusTool on /mcp beside the resource
+	// StatusURI, which is always there: what each server is doing, why it
+	// is down and when it is tried again, for clients that read no
+	// resources.
+	StatusTool bool
 	// MaxSessions caps the client sessions open at once, over every
 	// transport; an initialize beyond it is refused with a *LimitError
 	// (no session is closed to make room). If zero, DefaultMaxSessions.
@@ -80,14 +93,17 @@ type Gateway struct {
 	served atomic.Pointer[[]*endpoint]
 
 	// Owned by the run goroutine.
-	names     namers
+	names     *namers
 	endpoints map[endpointKey]*endpoint
+	settle    *settling // its published state is read by request handlers
 
 	// toolsets is written by the run goroutine only; the map is never
 	// modified once stored.
 	toolsets atomic.Pointer[map[string]Toolset]
 
 	view atomic.Pointer[view] // the latest, for request handlers
+	// budgets are the rules SetClientBudgets set; nil for none.
+	budgets atomic.Pointer[[]ClientBudget]
 }
 
 type endpointKey struct {
@@ -120,7 +136,8 @@ func New(opts Options) *Gateway {
 		ctx: ctx, cancel: cancel, work: make(chan func()), done: make(chan struct{}), poke: make(chan struct{}, 1),
 		notes:     opts.Source.Notices().Listen(notify.ListenOptions{Lossless: true}),
 		notesDone: make(chan struct{}),
-		names:     namers{tools: newNamer(opts.NameBudget), prompts: newNamer(opts.NameBudget)},
+		names:     newNamers(opts.NameBudget),
+		settle:    newSettling(opts.Wait),
 		endpoints: map[endpointKey]*endpoint{}}
 	g.toolsets.Store(&map[string]Toolset{})
 	g.served.Store(&[]*endpoint{})
@@ -130,7 +147,9 @@ func New(opts Options) *Gateway {
 	// its client does).
 	opts.Source.CallersAnswer(ask.All)
 	sub := g.bus.Subscribe(events.SubscribeOptions{})
+	g.settle.update(g.src, time.Now())
 	g.refresh()
+	g.settle.publish()
 	go g.run(sub)
 	go g.deliver()
 	return g
@@ -142,33 +161,60 @@ func (g *Gateway) run(sub *events.Subscription) {
 	defer close(g.done)
 	defer sub.Close()
 	for {
-		dirty := false
 		select {
 		case <-g.ctx.Done():
 			return
 		case f := <-g.work:
 			g.takeToolsets() // so that a caller sees the toolsets it set
+			// and, making an endpoint, the servers declared before it asked
+			if !g.follow(sub) {
+				return
+			}
 			f()
-			continue
 		case <-g.poke:
 			g.takeToolsets()
-			continue
+		case <-g.settle.timer.C:
+			if !g.follow(sub) {
+				return
+			}
 		case <-sub.Ready():
-		}
-		for {
-			e, ok, err := sub.TryRecv()
-			if err != nil {
-				return // the bus closed: the host is shutting down
+			if !g.follow(sub) {
+				return
 			}
-			if !ok {
-				break
-			}
-			dirty = dirty || relists(e)
-		}
-		if dirty {
-			g.refresh()
 		}
 	}
+}
+
+// follow takes the events the source has published: it relists if they
+// changed what is offered, and tells the clients waiting for the servers'
+// first say whether to go on. It reports false once the bus has closed
+// (the host is shutting down).
+func (g *Gateway) follow(sub *events.Subscription) bool {
+	dirty := false
+	// Whether a server may have had its say or started to be waited for;
+	// a burst of calls' events alone leaves the settling as it was.
+	moved := g.settle.pending()
+	for {
+		e, ok, err := sub.TryRecv()
+		if err != nil {
+			return false
+		}
+		if !ok {
+			break
+		}
+		dirty = dirty || relists(e) || g.turned(e)
+		moved = moved || (changesLists(e.Kind) || changesState(e.Kind)) && e.Text("client") == ""
+		if (e.Kind == events.KindAdded || e.Kind == events.KindDisabled) && e.Text("client") == "" {
+			g.settle.forget(e.Server)
+		}
+	}
+	// Settling first: a server heard from now has its items read by the
+	// relisting that follows, before the clients waiting for it go on.
+	if moved && g.settle.update(g.src, time.Now()) || dirty {
+		g.refresh()
+	}
+	g.settle.publish()
+	return true
 }
 
 // relists reports whether an event can change what the endpoints list. A
@@ -176,6 +222,29 @@ func (g *Gateway) run(sub *events.Subscription) {
 // own session lists its tools.
 func relists(e events.Event) bool {
 	return changesLists(e.Kind) && e.Text("client") == ""
+}
+
+// turned reports whether e is a change of a server's state that turns its
+// items on or off (see offered): disabled, enabled, failed for good,
+// recovered.
+func (g *Gateway) turned(e events.Event) bool {
+	if e.Server == "" || e.Text("client") != "" || !changesState(e.Kind) {
+		return false
+	}
+	st, err := g.src.Status(e.Server)
+	on := err == nil && offered(st.State)
+	return on == g.currentView().down[e.Server]
+}
+
+// changesState reports whether an event of kind k is a server's change
+// of state.
+func changesState(k events.Kind) bool {
+	switch k {
+	case events.KindConnecting, events.KindBackoff, events.KindCircuit, events.KindFailed,
+		events.KindUnauthorized, events.KindIdle, events.KindClosing, events.KindDisabled:
+		return true
+	}
+	return false
 }
 
 // changesLists reports whether an event of kind k can change what the
@@ -305,7 +374,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClo
 	// Nothing is read until the session is marked as the stdio one, so
 	// that it is listed as such however fast the client initializes.
 	gate := &gatedReader{r: r, open: make(chan struct{})}
-	ss, err := ep.srv.Connect(ctx, &mcp.IOTransport{Reader: gate, Writer: w}, nil)
+	ss, err := ep.srv.Connect(ctx, &stdioTransport{r: gate, w: w}, nil)
 	if err != nil {
 		close(gate.open)
 		return err

@@ -8,13 +8,20 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/expose"
 )
 
-// DefaultNameBudget is the longest exposed tool or prompt name: what
-// Claude Desktop and the model APIs accept (^[a-zA-Z0-9_-]{1,64}$).
-const DefaultNameBudget = 64
+// DefaultNameBudget is the longest exposed tool or prompt name unless
+// the gateway is told otherwise. The model APIs accept names of up to 64
+// characters (^[a-zA-Z0-9_-]{1,64}$), and Claude Code offers a tool to
+// its model as mcp__<the name it knows the server by>__<tool>: 49 leaves
+// room for "mcp__mcpvisor__".
+const DefaultNameBudget = 49
 
-// minNameBudget leaves room for a shortened name: a few characters of the
-// original, "_" and the hash suffix.
-const minNameBudget = 16
+// MinNameBudget leaves room for a shortened name: a few characters of the
+// original, "_" and the hash suffix. MaxNameBudget is the longest name
+// the protocol allows. A budget outside them is taken as the nearest.
+const (
+	MinNameBudget = 16
+	MaxNameBudget = 128
+)
 
 // hashLen is the length of the suffix that tells shortened or colliding
 // names apart: 6 hex digits, 24 bits.
@@ -99,11 +106,17 @@ type namer struct {
 	owner  map[string]itemKey // the item each given name belongs to
 }
 
-func newNamer(budget int) *namer {
+// nameBudget is the budget a namer keeps to for budget: the default for
+// zero, else budget within MinNameBudget and MaxNameBudget.
+func nameBudget(budget int) int {
 	if budget <= 0 {
-		budget = DefaultNameBudget
+		return DefaultNameBudget
 	}
-	budget = max(budget, minNameBudget)
+	return min(max(budget, MinNameBudget), MaxNameBudget)
+}
+
+func newNamer(budget int) *namer {
+	budget = nameBudget(budget)
 	return &namer{budget: budget, given: map[itemKey]string{}, basis: map[itemKey]string{}, owner: map[string]itemKey{}}
 }
 

@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -98,10 +100,20 @@ func TestLongNamesAreShortenedDeterministically(t *testing.T) {
 	a, _ := newNamer(0).assign(items("srv", long1, long2))
 	b, _ := newNamer(0).assign(items("srv", long2, long1))
 	for _, k := range []itemKey{{"srv", long1}, {"srv", long2}} {
-		assert.Len(t, a[k], 64)
+		assert.Len(t, a[k], DefaultNameBudget)
 		assert.Equal(t, a[k], b[k], "the same tools got different names in another order")
 	}
 	assert.NotEqual(t, a[itemKey{"srv", long1}], a[itemKey{"srv", long2}])
+}
+
+// Claude Code offers a tool to its model as mcp__<server>__<tool>, and
+// the model APIs refuse names over 64 characters: by default every name
+// fits behind "mcp__mcpvisor__".
+func TestDefaultNamesFitClaudeCodesPrefix(t *testing.T) {
+	got, _ := newNamer(0).assign(items("a_server_with_a_long_name", strings.Repeat("t", 100), "short"))
+	for k, name := range got {
+		assert.LessOrEqual(t, len("mcp__mcpvisor__"+name), 64, "%v is offered as %q", k, name)
+	}
 }
 
 func TestNameBudgetIsConfigurable(t *testing.T) {
@@ -134,4 +146,44 @@ func FuzzNames(f *testing.F) {
 			seen[name] = it.key
 		}
 	})
+}
+
+// A client that a rule gives a budget of its own is offered every name
+// within it, stable from one list to the next, and its calls reach the
+// tools the names stand for; other clients keep the gateway's names.
+func TestClientBudgets(t *testing.T) {
+	src := newFakeSource(t)
+	long := "a_rather_long_tool_name_for_testing"
+	src.set("server", stdio, long, "short")
+	g := newGateway(t, src)
+	g.SetClientBudgets([]ClientBudget{{Client: "narrow*", Budget: 20}, {Client: "*", Budget: 30}})
+
+	narrow := connectAs(t, g, everything, "", "narrow-client")
+	names := narrow.names(t)
+	require.Len(t, names, 2)
+	require.Contains(t, names, "server__short")
+	for _, n := range names {
+		assert.LessOrEqual(t, len(n), 20, n)
+		assert.Regexp(t, validName, n)
+	}
+	assert.Equal(t, names, narrow.names(t), "the same names twice")
+	var shortened string
+	for _, n := range names {
+		if n != "server__short" {
+			shortened = n
+		}
+	}
+	res, err := narrow.CallTool(context.Background(), &mcp.CallToolParams{Name: shortened})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	assert.Equal(t, "server."+long, res.Content[0].(*mcp.TextContent).Text)
+
+	other := connectAs(t, g, everything, "", "wide-client")
+	for _, n := range other.names(t) {
+		assert.LessOrEqual(t, len(n), 30, "the first matching rule decides: %s", n)
+	}
+	g.SetClientBudgets(nil)
+	plain := connectAs(t, g, everything, "", "plain-client")
+	assert.Contains(t, plain.names(t), "server__"+long, "no rule: the gateway's budget")
+	assert.Equal(t, names, narrow.names(t), "a client keeps its budget for its session")
 }

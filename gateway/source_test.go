@@ -197,6 +197,12 @@ type client struct {
 
 func connect(t *testing.T, g *Gateway, sel selection, name string) *client {
 	t.Helper()
+	return connectAs(t, g, sel, name, "test-client")
+}
+
+// connectAs is connect for a client that gives its name as clientName.
+func connectAs(t *testing.T, g *Gateway, sel selection, name, clientName string) *client {
+	t.Helper()
 	ep, err := g.endpoint(sel, name)
 	require.NoError(t, err)
 	ct, st := mcp.NewInMemoryTransports()
@@ -204,7 +210,7 @@ func connect(t *testing.T, g *Gateway, sel selection, name string) *client {
 	require.NoError(t, err)
 	c := &client{changed: make(chan struct{}, 100), logs: make(chan *mcp.LoggingMessageParams, 100),
 		updates: make(chan string, 100), progress: make(chan *mcp.ProgressNotificationParams, 100), server: ss}
-	cl := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
+	cl := mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "1"}, &mcp.ClientOptions{
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { c.logs <- r.Params },
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
 			c.updates <- r.Params.URI

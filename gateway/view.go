@@ -20,6 +20,42 @@ type view struct {
 	promptAs  map[itemKey]string // each prompt's name on /mcp
 	resources []manager.ResourceInfo
 	prefix    map[string]string // each server's prefix on /mcp
+	down      map[string]bool   // servers whose items are not offered (see offered)
+	own       *nameSet          // toolNames and promptAs, both ways
+	other     map[int]*nameSet  // names under other budgets clients are given, by budget
+}
+
+// nameSet is the names of tools and prompts under one budget, both ways.
+type nameSet struct {
+	tools, prompts     map[itemKey]string
+	toolKey, promptKey map[string]itemKey
+}
+
+func newNameSet(tools, prompts map[itemKey]string) *nameSet {
+	ns := &nameSet{tools: maps.Clone(tools), prompts: maps.Clone(prompts),
+		toolKey: make(map[string]itemKey, len(tools)), promptKey: make(map[string]itemKey, len(prompts))}
+	for k, name := range tools {
+		ns.toolKey[name] = k
+	}
+	for k, name := range prompts {
+		ns.promptKey[name] = k
+	}
+	return ns
+}
+
+// offered reports whether the items of a server in state st are offered
+// to clients. A server that stays down until someone acts (disabled,
+// failed for good, waiting for a login) or is on its way out offers
+// nothing: a model shown its tools would call them in vain. One that is
+// only between attempts keeps its last known items, whose calls say when
+// the next attempt is.
+func offered(st manager.State) bool {
+	switch st {
+	case manager.StateDisabled, manager.StateFailed, manager.StateUnauthorized,
+		manager.StateClosing, manager.StateRemoved:
+		return false
+	}
+	return true
 }
 
 // hasServer reports whether name is a declared server.
@@ -38,18 +74,27 @@ func (v *view) serverOfPrefix(p string) (string, bool) {
 	return "", false
 }
 
-// namers keep /mcp names stable from one view to the next.
+// namers keep /mcp names stable from one view to the next, under the
+// gateway's budget and under each other budget a client was given.
 type namers struct {
 	tools, prompts *namer
+	other          map[int]*namers // by budget; theirs is nil
+}
+
+func newNamers(budget int) *namers {
+	return &namers{tools: newNamer(budget), prompts: newNamer(budget)}
 }
 
 // build reads the source and names what it offers. It returns the
 // collisions resolved for the first time, for the caller to announce.
-func (n namers) build(src Source) (*view, []collision) {
-	v := &view{servers: src.Names(), prefix: map[string]string{}}
+func (n *namers) build(src Source) (*view, []collision) {
+	v := &view{servers: src.Names(), prefix: map[string]string{}, down: map[string]bool{}}
 	slices.Sort(v.servers)
 	rules := map[string]expose.Rules{}
 	for _, s := range v.servers {
+		if st, err := src.Status(s); err != nil || !offered(st.State) {
+			v.down[s] = true
+		}
 		v.prefix[s], _ = sanitize(s)
 		if spec, err := src.Spec(s); err == nil {
 			rules[s] = spec.Expose
@@ -62,25 +107,37 @@ func (n namers) build(src Source) (*view, []collision) {
 	// Hidden tools are not offered, nor are tools that cannot be called
 	// (a schema that cannot be used safely would be a hazard to clients
 	// too); mcp_tools() still lists the latter with the reason.
-	v.tools = slices.DeleteFunc(tools, func(t manager.ToolInfo) bool { return rules[t.Server].Hidden(t.Name) || t.Problem != "" })
-	v.prompts, _ = src.Prompts("")
-	v.resources, _ = src.Resources("")
+	v.tools = slices.DeleteFunc(tools, func(t manager.ToolInfo) bool {
+		return v.down[t.Server] || rules[t.Server].Hidden(t.Name) || t.Problem != ""
+	})
+	prompts, _ := src.Prompts("")
+	v.prompts = slices.DeleteFunc(prompts, func(p manager.PromptInfo) bool { return v.down[p.Server] })
+	resources, _ := src.Resources("")
+	v.resources = slices.DeleteFunc(resources, func(r manager.ResourceInfo) bool { return v.down[r.Server] })
 	sortBy(v.tools, func(t manager.ToolInfo) (string, string) { return t.Server, t.Name })
 	sortBy(v.prompts, func(p manager.PromptInfo) (string, string) { return p.Server, p.Name })
 	sortBy(v.resources, func(r manager.ResourceInfo) (string, string) { return r.Server, r.URI })
 
-	items := make([]naming, len(v.tools))
+	toolItems := make([]naming, len(v.tools))
 	for i, t := range v.tools {
-		items[i] = naming{key: itemKey{t.Server, t.Name}, prefix: v.prefix[t.Server], as: rules[t.Server].Rename[t.Name]}
+		toolItems[i] = naming{key: itemKey{t.Server, t.Name}, prefix: v.prefix[t.Server], as: rules[t.Server].Rename[t.Name]}
 	}
-	names, collisions := n.tools.assign(items)
-	v.toolNames = maps.Clone(names)
-	items = items[:0]
-	for _, p := range v.prompts {
-		items = append(items, naming{key: itemKey{p.Server, p.Name}, prefix: v.prefix[p.Server]})
+	promptItems := make([]naming, len(v.prompts))
+	for i, p := range v.prompts {
+		promptItems[i] = naming{key: itemKey{p.Server, p.Name}, prefix: v.prefix[p.Server]}
 	}
-	names, more := n.prompts.assign(items)
-	v.promptAs = maps.Clone(names)
+	toolNames, collisions := n.tools.assign(toolItems)
+	promptNames, more := n.prompts.assign(promptItems)
+	v.own = newNameSet(toolNames, promptNames)
+	v.toolNames, v.promptAs = v.own.tools, v.own.prompts
+	// The same items under the budgets some clients are given instead:
+	// what collides there is the same as here, announced once.
+	v.other = make(map[int]*nameSet, len(n.other))
+	for budget, o := range n.other {
+		toolNames, _ := o.tools.assign(toolItems)
+		promptNames, _ := o.prompts.assign(promptItems)
+		v.other[budget] = newNameSet(toolNames, promptNames)
+	}
 	return v, append(collisions, more...)
 }
 

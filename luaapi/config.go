@@ -25,6 +25,7 @@ type desired struct {
 	servers  map[string]declaration   // by lower-cased name
 	serve    *serveDecl               // mcp_serve, if declared
 	toolsets map[string]toolsetDecl   // mcp_toolset, by name
+	budgets  []nameBudgetDecl         // mcp_name_budget, in order
 	luaTools map[string]luaToolDecl   // mcp_tool, by lower-cased server "." tool
 	handlers map[ask.Kind]*askHandler // mcp_handle, by kind (a nil function removes)
 	roots    *rootsDecl               // mcp_roots, if declared
@@ -292,6 +293,7 @@ func (r *Runtime) apply(want *desired) ConfigResult {
 	r.config.servers, r.config.names = next, names
 	res.serve = r.applyServe(want.serve)
 	r.applyToolsets(want)
+	r.applyBudgets(want)
 	r.applyLuaTools(want)
 	r.applyAsk(want)
 	return res

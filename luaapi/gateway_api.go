@@ -12,8 +12,9 @@ import (
 )
 
 // Gateway is the MCP gateway that serves the manager's servers to MCP
-// clients: mcp_serve, mcp_toolset and mcp_clients drive it. The command
-// implements it over its own gateway; the runtime never sees that type.
+// clients: mcp_serve, mcp_toolset, mcp_name_budget and mcp_clients drive
+// it. The command implements it over its own gateway; the runtime never
+// sees that type.
 type Gateway interface {
 	// Start makes the gateway ready to serve, if it is not yet. A config
 	// that serves calls it before adding its servers, so that they are
@@ -32,6 +33,10 @@ type Gateway interface {
 	// runtime calls it again whenever a toolset changes, a function's
 	// answer included: the gateway never calls back.
 	SetToolsets(sets map[string]Toolset)
+	// SetNameBudgets replaces the rules that give some clients other name
+	// budgets (mcp_name_budget), the first match deciding. It is called on
+	// the loop and must return at once.
+	SetNameBudgets(rules []NameBudget)
 	// Clients lists the connected MCP clients, oldest first. It is called
 	// on the loop and must return at once.
 	Clients() []Client

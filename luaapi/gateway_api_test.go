@@ -24,6 +24,7 @@ type fakeGateway struct {
 	started func()
 	serves  chan [2]string // {addr, tokenFile} per ServeHTTP
 	sets    chan map[string]luaapi.Toolset
+	budgets chan []luaapi.NameBudget
 	clients []luaapi.Client
 
 	mu sync.Mutex
@@ -33,7 +34,8 @@ type fakeGateway struct {
 }
 
 func newFakeGateway() *fakeGateway {
-	return &fakeGateway{serves: make(chan [2]string, 64), sets: make(chan map[string]luaapi.Toolset, 64)}
+	return &fakeGateway{serves: make(chan [2]string, 64), sets: make(chan map[string]luaapi.Toolset, 64),
+		budgets: make(chan []luaapi.NameBudget, 64)}
 }
 
 func (g *fakeGateway) ServeHTTP(addr, tokenFile string) error {
@@ -60,6 +62,20 @@ func (g *fakeGateway) SetToolsets(sets map[string]luaapi.Toolset) {
 }
 
 func (g *fakeGateway) Clients() []luaapi.Client { return g.clients }
+
+func (g *fakeGateway) SetNameBudgets(rules []luaapi.NameBudget) { g.budgets <- rules }
+
+// nextBudgets is the next set of name budget rules given to the gateway.
+func (g *fakeGateway) nextBudgets(t *testing.T) []luaapi.NameBudget {
+	t.Helper()
+	select {
+	case b := <-g.budgets:
+		return b
+	case <-time.After(waitDeadline):
+		t.Fatal("no name budgets given to the gateway")
+		return nil
+	}
+}
 
 func (g *fakeGateway) failOn(addr string) {
 	g.mu.Lock()
@@ -202,7 +218,8 @@ func TestMcpServeAtTheREPL(t *testing.T) {
 
 func TestGatewayBuiltinsWithoutAGateway(t *testing.T) {
 	r := newTestRuntime(t, nil)
-	for _, src := range []string{`mcp_serve{http = "127.0.0.1:8931"}`, `mcp_toolset("git", {include = {"git.*"}})`, `return mcp_clients()`} {
+	for _, src := range []string{`mcp_serve{http = "127.0.0.1:8931"}`, `mcp_toolset("git", {include = {"git.*"}})`, `return mcp_clients()`,
+		`mcp_name_budget("x", 20)`} {
 		le := r.fail(t, src)
 		require.Contains(t, le.Message, "this host serves no MCP clients", src)
 		require.Contains(t, le.Message, "luaapi.Options.Gateway is nil", src)
@@ -273,4 +290,40 @@ func TestMcpServeStartsTheGatewayFirst(t *testing.T) {
 	g.gw.started = func() { serversAtStart = len(g.m.Names()) }
 	require.NoError(t, g.load(t, "mcp_add(\"demo\", {command = {\"demo\"}})\nmcp_serve{http = \"127.0.0.1:8931\"}"))
 	require.Equal(t, 0, serversAtStart, "the gateway started after the servers were added (or not at all)")
+}
+
+// mcp_name_budget gives clients other name budgets: the config's rules
+// follow the file, in order; the REPL's come first and n = nil drops one.
+func TestMcpNameBudget(t *testing.T) {
+	g := newGatewayRuntime(t)
+	require.NoError(t, g.load(t, `
+		mcp_name_budget("claude-code", 40)
+		mcp_name_budget("*cursor*", 30)`))
+	require.Equal(t, []luaapi.NameBudget{{Client: "claude-code", Budget: 40}, {Client: "*cursor*", Budget: 30}}, g.gw.nextBudgets(t))
+
+	require.NoError(t, g.load(t, `mcp_name_budget("claude-code", 40); mcp_name_budget("*cursor*", 30)`))
+	select {
+	case b := <-g.gw.budgets:
+		t.Fatalf("the same rules again were given to the gateway: %v", b)
+	default:
+	}
+
+	g.run(t, `mcp_name_budget("my-agent", 20)`)
+	require.Equal(t, []luaapi.NameBudget{{Client: "my-agent", Budget: 20}, {Client: "claude-code", Budget: 40}, {Client: "*cursor*", Budget: 30}},
+		g.gw.nextBudgets(t), "the REPL's rules come first")
+	require.NoError(t, g.load(t, `mcp_name_budget("claude-code", 44)`))
+	require.Equal(t, []luaapi.NameBudget{{Client: "my-agent", Budget: 20}, {Client: "claude-code", Budget: 44}}, g.gw.nextBudgets(t),
+		"a reload replaces the config's rules and keeps the REPL's")
+	g.run(t, `mcp_name_budget("my-agent", nil)`)
+	require.Equal(t, []luaapi.NameBudget{{Client: "claude-code", Budget: 44}}, g.gw.nextBudgets(t))
+
+	for _, tc := range []struct{ src, want string }{
+		{`mcp_name_budget("x", 8)`, "from 16 to 128"},
+		{`mcp_name_budget("x", 20.5)`, "whole number"},
+		{`mcp_name_budget("[", 20)`, "bad client name pattern"},
+		{`mcp_name_budget("x", nil)`, "a number of characters expected"},
+		{"mcp_name_budget(\"x\", 20)\nmcp_name_budget(\"x\", 30)", `mcp_name_budget("x") is declared twice in startup.lua (first at startup.lua:1)`},
+	} {
+		require.ErrorContains(t, g.load(t, tc.src), tc.want, tc.src)
+	}
 }

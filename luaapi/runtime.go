@@ -136,6 +136,7 @@ type Runtime struct {
 	toolsetsDirty  bool
 	flushQueued    bool
 	toolsStale     bool
+	budgets        budgetRules // mcp_name_budget
 
 	listener *listener // applies mcp_serve off the loop
 	// toolServers serve the mcp_tool tools, by lower-cased server name.

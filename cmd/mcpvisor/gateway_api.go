@@ -53,3 +53,13 @@ func (a gatewayAPI) Clients() []luaapi.Client {
 	}
 	return out
 }
+
+// SetNameBudgets hands the per-client name budgets to the gateway (made
+// now if need be, so that its first clients are given them).
+func (a gatewayAPI) SetNameBudgets(rules []luaapi.NameBudget) {
+	out := make([]gateway.ClientBudget, len(rules))
+	for i, r := range rules {
+		out[i] = gateway.ClientBudget{Client: r.Client, Budget: r.Budget}
+	}
+	a.g.get().SetClientBudgets(out)
+}

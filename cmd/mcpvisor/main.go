@@ -73,8 +73,10 @@ Flags:
   --wait DURATION       how long -e, run and a piped script wait, at most,
                         for every server to have had its first say
                         (connected, failed, backing off, disabled or waiting
-                        for a slot) before they start (default 5s; 0: start
-                        at once); the REPL starts at once
+                        for a slot or a login) before they start, and how
+                        long a gateway client's first lists wait for it
+                        (default 5s; 0: start, and answer, at once); the
+                        REPL starts at once
   --config-budget DURATION
                         how long the config may run Lua without finishing
                         (time waiting in mcp_wait, sleep or a call does not
@@ -105,6 +107,15 @@ Flags:
   --token-file FILE     require "Authorization: Bearer <token>" on HTTP, the
                         token read from FILE (or set MCPVISOR_TOKEN); needed
                         to bind an address that is not loopback
+  --name-budget N       the longest tool or prompt name the gateway offers
+                        on /mcp and the toolsets, 16 to 128 (default 49, for
+                        Claude Code: it shows a tool to its model as
+                        mcp__<name it knows mcpvisor by>__<tool>, which must
+                        fit 64 characters; give 64 minus that prefix);
+                        mcp_name_budget gives chosen clients another
+  --no-status-tool      leave the tool mcpvisor_status off /mcp (the resource
+                        mcpvisor://status stays): what each server is doing,
+                        why it is down and when it is retried, for the model
   --max-sessions N      gateway client sessions open at once (default 1000);
                         beyond it initialize is refused, never an open
                         session closed
@@ -157,7 +168,7 @@ In Lua (see README.md):
   use      mcp_tools, mcp_call, mcp_call_cb, mcp_discover, mcp_resources,
            mcp_read, mcp_prompts, mcp_prompt
   react    mcp_on, mcp_off, mcp_after, mcp_every, sleep
-  serve    mcp_serve, mcp_toolset, mcp_clients, mcp_tool
+  serve    mcp_serve, mcp_toolset, mcp_name_budget, mcp_clients, mcp_tool
   answer   mcp_handle, mcp_roots (what servers ask: forms, completions, roots)
   data     json.encode, json.decode, json.null, MCPVISOR
 `
@@ -273,11 +284,16 @@ type config struct {
 	maxSessions, maxClientCalls int
 	sessionIdle, shutdownGrace  time.Duration
 	// wait bounds how long a run that is not interactive gives the servers
-	// to settle before its code starts; 0 starts at once.
+	// to settle before its code starts, and how long a gateway client's
+	// first lists wait for them; 0 starts at once.
 	wait time.Duration
 	// configBudget bounds the time the config runs Lua, as
 	// luaapi.Options.ConfigBudget: 0 the default, less than 0 none.
 	configBudget time.Duration
+	// nameBudget is the gateway's longest tool or prompt name.
+	nameBudget int
+	// noStatusTool leaves the tool mcpvisor_status off the gateway.
+	noStatusTool bool
 	// script is `run FILE [args]`: the file ("-" for stdin) and the whole
 	// command line with the file's index in it, for the script's arg.
 	script      string
@@ -324,6 +340,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.toolset, "toolset", "", "")
 	fs.DurationVar(&c.wait, "wait", defaultWait, "")
 	fs.DurationVar(&c.configBudget, "config-budget", luaapi.DefaultConfigBudget, "")
+	fs.IntVar(&c.nameBudget, "name-budget", gateway.DefaultNameBudget, "")
+	fs.BoolVar(&c.noStatusTool, "no-status-tool", false, "")
 	fs.IntVar(&c.maxSessions, "max-sessions", gateway.DefaultMaxSessions, "")
 	fs.IntVar(&c.maxClientCalls, "max-client-calls", gateway.DefaultMaxClientCalls, "")
 	fs.DurationVar(&c.sessionIdle, "session-idle", gateway.DefaultSessionTimeout, "")
@@ -369,6 +387,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--max-connecting must be 0 (no cap) or more, got %d", c.maxConnecting)
 	case connectingSet && c.maxConnecting == 0:
 		c.maxConnecting = -1 // asked for no cap; not given at all means the default
+	}
+	if c.nameBudget < gateway.MinNameBudget || c.nameBudget > gateway.MaxNameBudget {
+		return c, fmt.Errorf("--name-budget must be from %d to %d characters, got %d", gateway.MinNameBudget, gateway.MaxNameBudget, c.nameBudget)
 	}
 	if c.wait < 0 {
 		return c, fmt.Errorf("--wait must be 0 (start at once) or more, got %v", c.wait)

@@ -153,7 +153,8 @@ func (g *gatewayHost) get() *gateway.Gateway {
 	}
 	// Made outside the lock; of two made at once, the first stored wins.
 	made := gateway.New(gateway.Options{Source: g.h.mgr, Logger: g.h.log, Version: version(),
-		MaxSessions: g.opts.maxSessions, MaxClientCalls: g.opts.clientCalls()})
+		MaxSessions: g.opts.maxSessions, MaxClientCalls: g.opts.clientCalls(),
+		Wait: g.opts.wait, NameBudget: g.opts.nameBudget, StatusTool: g.opts.statusTool})
 	g.mu.Lock()
 	if g.gw == nil {
 		g.gw, made = made, nil
@@ -282,10 +283,15 @@ func (g *gatewayHost) close() {
 // requests still open (a body still arriving) have before they are cut.
 const httpCloseGrace = 2 * time.Second
 
-// gatewayOptions are the flags that bound the gateway's clients.
+// gatewayOptions are the gateway's flags: the bounds on its clients, how
+// long their first lists wait for the servers, the names' budget and the
+// status tool.
 type gatewayOptions struct {
 	maxSessions, maxClientCalls int
 	sessionIdle, grace          time.Duration
+	wait                        time.Duration
+	nameBudget                  int
+	statusTool                  bool
 }
 
 // clientCalls is maxClientCalls as gateway.Options takes it: 0 there is

@@ -108,6 +108,53 @@ func TestServeStdio(t *testing.T) {
 	require.Equal(t, 0, cmd.ProcessState.ExitCode())
 }
 
+// A client that lists right after connecting is given every server's
+// tools at once, under names within the budget mcp_name_budget gives it by
+// its name (other clients get --name-budget), and calls them by those
+// names; mcpvisor_status says what the servers are doing.
+func TestServeFirstListAndNameBudgets(t *testing.T) {
+	noLeftovers(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "startup.lua")
+	writeConfig(t, path, demoDecl("demo")+demoDecl("other")+`
+mcp_name_budget("e2e", 20)
+mcp_tool("a_rather_long_tool_name_written_in_lua", {handler = function() return "long" end})
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := command(ctx, t, invocation{dir: dir, args: []string{"serve", "-c", path, "--name-budget", "30"}})
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	defer func() {
+		t.Logf("mcpvisor serve stderr:\n%s", stderr.String())
+		checkNoRace(t, stderr.String())
+	}()
+	cs := serveClient(t, ctx, &mcp.CommandTransport{Command: cmd}, make(chan struct{}, 100))
+	ownPIDs.Store(cmd.Process.Pid, struct{}{})
+	res, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	var names []string
+	long := ""
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		require.LessOrEqual(t, len(tool.Name), 20, tool.Name)
+		if strings.HasPrefix(tool.Name, "lua__") {
+			long = tool.Name
+		}
+	}
+	require.Contains(t, names, "demo__echo", "the first list")
+	require.Contains(t, names, "other__echo", "the first list")
+	require.NotEmpty(t, long, "the Lua tool, under a shortened name: %v", names)
+	require.Contains(t, names, "mcpvisor_status")
+	status, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcpvisor_status"})
+	require.NoError(t, err)
+	require.Contains(t, status.Content[0].(*mcp.TextContent).Text, "demo: connected")
+	call, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: long})
+	require.NoError(t, err)
+	require.Equal(t, "long", call.Content[0].(*mcp.TextContent).Text)
+	require.NoError(t, cs.Close())
+}
+
 // servingURL matches the log line that says where the gateway listens.
 var servingURL = regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)/mcp`)
 

@@ -37,6 +37,8 @@ func TestServeBadUsage(t *testing.T) {
 			"mcpvisor serve: --server and --toolset each choose what to serve; give one\nRun 'mcpvisor --help' for usage.\n"},
 		{"server without serve", []string{"--server", "demo", "-e", "1"},
 			"mcpvisor: --server and --toolset choose what `mcpvisor serve` serves; use them with serve\nRun 'mcpvisor --help' for usage.\n"},
+		{"a name budget too small", []string{"serve", "--name-budget", "10"},
+			"mcpvisor serve: --name-budget must be from 16 to 128 characters, got 10\nRun 'mcpvisor --help' for usage.\n"},
 		{"an undeclared server", []string{"serve", "--server", "nope", "--log-level", "error"},
 			"mcpvisor serve: --server nope: no such server in startup.lua; declared: demo\n"},
 	}

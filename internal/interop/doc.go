@@ -1,13 +1,16 @@
-// Package interop is a test fixture for running mcpvisor against the official
-// MCP reference server, @modelcontextprotocol/server-everything.
+// Package interop is a test fixture for running mcpvisor against software
+// nobody here wrote: the official MCP reference servers
+// (@modelcontextprotocol/server-everything, server-filesystem) and clients
+// (the MCP Inspector's command-line mode, the TypeScript SDK's client).
 //
-// The server is a Node package pinned in this directory's package.json and
+// They are Node packages pinned in this directory's package.json and
 // package-lock.json and installed into internal/interop/node_modules with
 //
 //	npm ci --prefix internal/interop
 //
-// (.ci/run does this). Tests obtain it through [StdioCommand], [StartHTTP]
-// and [StartSSE]. When node or the installed package is missing, these helpers
+// (.ci/run does this). Tests obtain them through [StdioCommand], [StartHTTP],
+// [StartSSE], [FilesystemCommand], [Inspector] and [TSClient]. When node or
+// an installed package is missing, these helpers
 // skip the calling test, or fail it when the environment variable
 // MCPVISOR_INTEROP=1 is set (as it is in CI), so that a missing install can
 // never turn the interop tests into silent skips there.
@@ -64,4 +67,17 @@
 //     to stderr. Both HTTP modes print their "listening" line even when the
 //     port is taken: streamableHttp then exits 1, sse exits 0. Readiness is
 //     therefore judged by connecting, never by the log.
+//
+// The MCP Inspector 0.15.0 (the last that runs on Node 20) in CLI mode,
+// `node cli/build/cli.js --cli COMMAND ARGS... --method tools/list`, starts
+// the server, connects over stdio, asks one thing, prints the result as JSON
+// on stdout and closes the server's stdin. It lists the tools right after
+// connecting, also before tools/call, whose --tool-arg key=value it converts
+// by the listed schema (a tool missing from that list gets strings).
+// Other methods: resources/read --uri, prompts/get --prompt-name
+// --prompt-args key=value.
+//
+// server-filesystem 2026.8.31, `node dist/index.js DIR...`, offers the 14
+// [FilesystemTools] over stdio, and asks a client that declares roots for
+// them as soon as it has initialized.
 package interop

@@ -41,8 +41,8 @@ var BaseTools = []string{
 	"trigger-long-running-operation",
 }
 
-// InstallHint is the message given when the server cannot be run.
-const InstallHint = "server-everything not installed: run `npm ci --prefix internal/interop`"
+// InstallHint is the message given when a pinned package cannot be run.
+const InstallHint = "the interop packages (server-everything, server-filesystem, the MCP Inspector, the TypeScript SDK) are not installed: run `npm ci --prefix internal/interop`"
 
 const (
 	// startTimeout bounds how long StartHTTP/StartSSE wait for the port.
@@ -205,7 +205,11 @@ func serverDir() (string, error) {
 	return serverDirPath, serverDirErr
 }
 
-func findServerDir() (string, error) {
+func findServerDir() (string, error) { return packageDir(Package) }
+
+// packageDir locates an installed npm package of the fixture and checks
+// that its version is the one pinned in package.json.
+func packageDir(pkg string) (string, error) {
 	fixture, err := fixtureDir()
 	if err != nil {
 		return "", err
@@ -216,11 +220,11 @@ func findServerDir() (string, error) {
 	if err := readJSON(filepath.Join(fixture, "package.json"), &pin); err != nil {
 		return "", err
 	}
-	want := pin.Dependencies[Package]
+	want := pin.Dependencies[pkg]
 	if want == "" {
-		return "", fmt.Errorf("%s does not depend on %s", filepath.Join(fixture, "package.json"), Package)
+		return "", fmt.Errorf("%s does not depend on %s", filepath.Join(fixture, "package.json"), pkg)
 	}
-	dir := filepath.Join(fixture, "node_modules", filepath.FromSlash(Package))
+	dir := filepath.Join(fixture, "node_modules", filepath.FromSlash(pkg))
 	var installed struct {
 		Version string `json:"version"`
 	}
@@ -228,7 +232,7 @@ func findServerDir() (string, error) {
 		return "", err
 	}
 	if installed.Version != want {
-		return "", fmt.Errorf("installed %s@%s, package.json pins %s", Package, installed.Version, want)
+		return "", fmt.Errorf("installed %s@%s, package.json pins %s", pkg, installed.Version, want)
 	}
 	return dir, nil
 }

@@ -1,0 +1,154 @@
+package gateway
+
+import (
+	"context"
+	"path"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ClientBudget gives the clients that call themselves Client another name
+// budget than the gateway's: a client that shows tools to its model under
+// a longer prefix of its own needs shorter names.
+type ClientBudget struct {
+	// Client is matched with path.Match against the name the client gives
+	// in initialize (clientInfo.name): "claude-code", "Claude*".
+	Client string
+	// Budget is the longest tool or prompt name the client is offered,
+	// kept within MinNameBudget and MaxNameBudget.
+	Budget int
+}
+
+// SetClientBudgets replaces the rules that give clients other name
+// budgets; the first rule whose Client matches decides. A client keeps
+// the budget it was given when the gateway first saw it for as long as
+// its session lasts, so that its names do not change under it.
+func (g *Gateway) SetClientBudgets(rules []ClientBudget) {
+	g.budgets.Store(&rules)
+}
+
+// budgetFor is the name budget of a client called name.
+func (g *Gateway) budgetFor(name string) int {
+	if rules := g.budgets.Load(); rules != nil {
+		for _, r := range *rules {
+			if ok, _ := path.Match(r.Client, name); ok {
+				return nameBudget(r.Budget)
+			}
+		}
+	}
+	return g.names.tools.budget // set once, in New
+}
+
+// otherNames returns the names under budget, having the run goroutine
+// name everything under it too the first time a client needs it.
+func (g *Gateway) otherNames(budget int) *nameSet {
+	if ns := g.currentView().other[budget]; ns != nil {
+		return ns
+	}
+	_ = g.do(func() {
+		if g.names.other[budget] != nil {
+			return
+		}
+		if g.names.other == nil {
+			g.names.other = map[int]*namers{}
+		}
+		g.names.other[budget] = newNamers(budget)
+		g.refresh()
+	})
+	if ns := g.currentView().other[budget]; ns != nil {
+		return ns
+	}
+	return newNameSet(nil, nil) // the gateway is closing
+}
+
+// clientNames offers a client its tools and prompts under its own budget
+// (SetClientBudgets): the endpoint lists them under the gateway's, and
+// for such a client the names are translated both ways, in the lists it
+// gets and in the calls it makes. A server's own endpoint keeps the
+// server's names.
+func (ep *endpoint) clientNames(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list", "tools/call", "prompts/list", "prompts/get":
+		default:
+			return next(ctx, method, req)
+		}
+		ss, ok := req.GetSession().(*mcp.ServerSession)
+		if ep.sel == oneServer || !ok || ss.InitializeParams() == nil || ep.isStatus(req) {
+			return next(ctx, method, req)
+		}
+		budget := ep.g.clients.session(ep, ss).budget
+		if budget == ep.g.names.tools.budget {
+			return next(ctx, method, req)
+		}
+		theirs := ep.g.otherNames(budget)
+		switch r := req.(type) {
+		case *mcp.CallToolRequest:
+			if r.Params != nil {
+				r.Params.Name = ep.ownName(ctx, r.Params.Name, func(ns *nameSet) map[string]itemKey { return ns.toolKey },
+					func(v *view) map[itemKey]string { return v.own.tools }, budget)
+			}
+		case *mcp.GetPromptRequest:
+			if r.Params != nil {
+				r.Params.Name = ep.ownName(ctx, r.Params.Name, func(ns *nameSet) map[string]itemKey { return ns.promptKey },
+					func(v *view) map[itemKey]string { return v.own.prompts }, budget)
+			}
+		}
+		res, err := next(ctx, method, req)
+		if err != nil {
+			return res, err
+		}
+		own := ep.g.currentView().own
+		switch r := res.(type) {
+		case *mcp.ListToolsResult:
+			tools := make([]*mcp.Tool, len(r.Tools))
+			for i, t := range r.Tools {
+				tools[i] = t
+				if name, ok := theirs.tools[own.toolKey[t.Name]]; ok {
+					c := *t
+					c.Name = name
+					tools[i] = &c
+				}
+			}
+			r.Tools = tools
+		case *mcp.ListPromptsResult:
+			prompts := make([]*mcp.Prompt, len(r.Prompts))
+			for i, p := range r.Prompts {
+				prompts[i] = p
+				if name, ok := theirs.prompts[own.promptKey[p.Name]]; ok {
+					c := *p
+					c.Name = name
+					prompts[i] = &c
+				}
+			}
+			r.Prompts = prompts
+		}
+		return res, nil
+	}
+}
+
+// ownName is the gateway's name for what a client of budget calls name:
+// looked up in the current view, and again once the servers have had
+// their first say if it is not there yet; a name it does not know is
+// left as it is (the call then fails, or is routed by its prefix).
+func (ep *endpoint) ownName(ctx context.Context, name string, keys func(*nameSet) map[string]itemKey, own func(*view) map[itemKey]string, budget int) string {
+	g := ep.g
+	lookup := func() (string, bool) {
+		v := g.currentView()
+		if ns := v.other[budget]; ns != nil {
+			if k, ok := keys(ns)[name]; ok {
+				mine, ok := own(v)[k]
+				return mine, ok
+			}
+		}
+		return "", false
+	}
+	if mine, ok := lookup(); ok {
+		return mine
+	}
+	ep.settled(ctx)
+	if mine, ok := lookup(); ok {
+		return mine
+	}
+	return name
+}

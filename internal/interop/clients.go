@@ -1,0 +1,79 @@
+package interop
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// The other pinned packages: a client people use to try a server, and a
+// second reference server.
+const (
+	InspectorPackage  = "@modelcontextprotocol/inspector"
+	FilesystemPackage = "@modelcontextprotocol/server-filesystem"
+)
+
+// FilesystemTools are the tools the pinned server-filesystem offers, sorted.
+var FilesystemTools = []string{
+	"create_directory",
+	"directory_tree",
+	"edit_file",
+	"get_file_info",
+	"list_allowed_directories",
+	"list_directory",
+	"list_directory_with_sizes",
+	"move_file",
+	"read_file",
+	"read_media_file",
+	"read_multiple_files",
+	"read_text_file",
+	"search_files",
+	"write_file",
+}
+
+// Inspector is the argv that runs the MCP Inspector's command-line mode
+// with node: append the server's command line, then what to ask
+// ("--method", "tools/list"; see doc.go). It skips tb (or fails it when
+// MCPVISOR_INTEROP=1) when node or the package is missing.
+func Inspector(tb testing.TB) []string {
+	tb.Helper()
+	return []string{node(tb), entry(tb, InspectorPackage, "cli", "build", "cli.js"), "--cli"}
+}
+
+// FilesystemCommand is the argv that runs server-filesystem over stdio,
+// allowed to work in dirs. It skips tb (or fails it when
+// MCPVISOR_INTEROP=1) when node or the package is missing.
+func FilesystemCommand(tb testing.TB, dirs ...string) []string {
+	tb.Helper()
+	return append([]string{node(tb), entry(tb, FilesystemPackage, "dist", "index.js")}, dirs...)
+}
+
+// node is the absolute path of node, or the end of the test via missing.
+func node(tb testing.TB) string {
+	tb.Helper()
+	path, err := exec.LookPath("node")
+	if err == nil {
+		path, err = filepath.Abs(path)
+	}
+	if err != nil {
+		missing(tb, fmt.Errorf("node not found: %w", err))
+	}
+	return path
+}
+
+// entry is the absolute path of a file of an installed package, or the
+// end of the test via missing.
+func entry(tb testing.TB, pkg string, elem ...string) string {
+	tb.Helper()
+	dir, err := packageDir(pkg)
+	if err != nil {
+		missing(tb, err)
+	}
+	path := filepath.Join(append([]string{dir}, elem...)...)
+	if _, err := os.Stat(path); err != nil {
+		missing(tb, err)
+	}
+	return path
+}
