@@ -53,10 +53,13 @@ type Hit struct {
 const prefixWeight = 0.5
 
 // Prefix matching applies to query terms of at least minPrefixLen bytes,
-// each expanding to at most maxPrefixTerms index terms.
+// each expanding to at most maxPrefixTerms index terms and a query to at
+// most maxPrefixTotal, which bounds the work a query of many short words
+// can cause.
 const (
 	minPrefixLen   = 3
 	maxPrefixTerms = 16
+	maxPrefixTotal = 64
 )
 
 // Search ranks the tools of s against query with BM25F over their fields
@@ -87,16 +90,22 @@ func (s *Snapshot) Search(query string, o Options) ([]Match, error) {
 			sc.avg[i] = float64(s.lenSum[i]) / float64(n)
 		}
 	}
+	total := 0
 	for _, t := range terms {
 		sc.term(t.key, t.word, 1, false)
-		if len(t.key) >= minPrefixLen {
-			n := 0
-			s.withPrefix(t.key, func(k string) bool {
-				sc.term(k, t.word, prefixWeight, true)
-				n++
-				return n < maxPrefixTerms
-			})
+		if len(t.key) < minPrefixLen {
+			continue
 		}
+		n := 0
+		s.withPrefix(t.key, func(k string) bool {
+			if total == maxPrefixTotal {
+				return false
+			}
+			sc.term(k, t.word, prefixWeight, true)
+			n++
+			total++
+			return n < maxPrefixTerms
+		})
 	}
 	ranked := make([]*found, 0, len(sc.acc))
 	for _, f := range sc.acc {
@@ -200,7 +209,8 @@ func (fd *found) credit(word string, fields uint8, prefix bool) {
 }
 
 func (fd *found) match() Match {
-	m := Match{Name: fd.d.entry.Name, Server: fd.d.entry.Server, Description: fd.d.line, Score: fd.score}
+	score := math.Round(fd.score*1000) / 1000 // what a model needs, in fewer tokens
+	m := Match{Name: fd.d.entry.Name, Server: fd.d.entry.Server, Description: fd.d.line, Score: score}
 	for _, h := range fd.hits {
 		w := Hit{Word: h.word, Prefix: h.prefixOnly}
 		for f := range numFields {

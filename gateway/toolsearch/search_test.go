@@ -1,6 +1,7 @@
 package toolsearch_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -111,4 +112,31 @@ func TestEmptyQuery(t *testing.T) {
 	_, err = x.Search("", toolsearch.Options{})
 	assert.True(t, isCode(err, toolsearch.CodeEmptyQuery), "%v", err)
 	assert.Contains(t, err.Error(), "server", "the error says what to give instead")
+}
+
+// A query of many short words cannot make a search expand without end:
+// prefixes stop at 64 index terms in all, each word's at 16.
+func TestPrefixExpansionIsBounded(t *testing.T) {
+	var desc, query []string
+	for c := 'a'; c <= 'j'; c++ {
+		p := "qa" + string(c)
+		query = append(query, p)
+		for i := range 20 {
+			desc = append(desc, fmt.Sprintf("%sx%d", p, i))
+		}
+	}
+	x := toolsearch.New()
+	require.NoError(t, x.Add(toolsearch.Entry{Name: "s__t", Server: "s", Description: strings.Join(desc, " ")}))
+	ms, err := x.Search(strings.Join(query, " "), toolsearch.Options{})
+	require.NoError(t, err)
+	require.Len(t, ms, 1)
+	var words []string
+	for _, h := range ms[0].Why {
+		words = append(words, h.Word)
+	}
+	assert.Equal(t, []string{"qaa", "qab", "qac", "qad"}, words)
+}
+
+func TestServersAreListed(t *testing.T) {
+	assert.Equal(t, []string{"a", "b", "github", "gitlab", "puppeteer", "tracker"}, smallIndex(t).Snapshot().Servers())
 }

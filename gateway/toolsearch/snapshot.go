@@ -45,6 +45,15 @@ func (s *Snapshot) Entry(name string) (Entry, bool) {
 	return d.entry, true
 }
 
+// Servers is the names of the servers whose tools s holds, sorted.
+func (s *Snapshot) Servers() []string {
+	seen := map[string]bool{}
+	for _, d := range s.docs {
+		seen[d.entry.Server] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
 // builder makes the next snapshot from a base, copying a posting list the
 // first time a change touches it.
 type builder struct {
