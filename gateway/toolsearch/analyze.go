@@ -33,8 +33,10 @@ type term struct {
 // runs of letters, digits and marks; a word written in camelCase gives
 // its parts too, so that "get_file-contents.v2", "getFileContents" and
 // "get file contents" share their terms, and "GitHub" is still "github".
-// The parts of a word are credited to the whole word as written.
-func analyze(dst []term, s string, max int) []term {
+// The parts of a word are credited to the whole word as written. keys, if
+// not nil, remembers what normalize made of each word, which spares
+// stemming the same words again across the tools of one change.
+func analyze(dst []term, s string, max int, keys map[string][]string) []term {
 	n := 0
 	splitWords(s, func(w string, parts []string) bool {
 		if len(w) > maxWordBytes {
@@ -42,7 +44,15 @@ func analyze(dst []term, s string, max int) []term {
 		}
 		w = strings.ToLower(w)
 		for _, p := range append([]string{w}, parts...) {
-			for _, k := range normalize(strings.ToLower(p)) {
+			p = strings.ToLower(p)
+			ks, ok := keys[p]
+			if !ok {
+				ks = normalize(p)
+				if keys != nil {
+					keys[p] = ks
+				}
+			}
+			for _, k := range ks {
 				if n >= max {
 					return false
 				}
@@ -153,7 +163,7 @@ func parseQuery(q string) []term {
 	if len(q) > maxQueryBytes {
 		q = q[:maxQueryBytes]
 	}
-	all := analyze(nil, q, 4*maxQueryTerms)
+	all := analyze(nil, q, 4*maxQueryTerms, nil)
 	out := all[:0]
 	seen := make(map[string]bool, len(all))
 	for _, t := range all {

@@ -39,7 +39,7 @@ func (x *Index) Add(e Entry) error {
 		if b.next.Has(e.Name) {
 			return &Error{Code: CodeDuplicate, Op: "add", Tool: e.Name}
 		}
-		b.add(newDoc(e))
+		b.add(newDoc(e, b.keys))
 		return nil
 	})
 }
@@ -51,7 +51,7 @@ func (x *Index) Replace(e Entry) error {
 			return &Error{Code: CodeNotFound, Op: "replace", Tool: e.Name}
 		}
 		b.remove(e.Name)
-		b.add(newDoc(e))
+		b.add(newDoc(e, b.keys))
 		return nil
 	})
 }
@@ -95,7 +95,7 @@ func (x *Index) Sync(entries []Entry) error {
 				}
 				b.remove(e.Name)
 			}
-			b.add(newDoc(e))
+			b.add(newDoc(e, b.keys))
 		}
 		return nil
 	})

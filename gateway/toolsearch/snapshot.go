@@ -61,6 +61,8 @@ type builder struct {
 	copied     map[string]bool // terms whose posting list next owns
 	added      map[string]bool // terms that are new in next
 	removed    map[string]bool // terms that next no longer has
+	// keys is what the words of this change's tools normalised to.
+	keys map[string][]string
 }
 
 func newBuilder(base *Snapshot) *builder {
@@ -75,6 +77,7 @@ func newBuilder(base *Snapshot) *builder {
 		copied:  map[string]bool{},
 		added:   map[string]bool{},
 		removed: map[string]bool{},
+		keys:    map[string][]string{},
 	}
 }
 

@@ -44,14 +44,14 @@ type doc struct {
 	len    [numFields]int
 }
 
-// newDoc analyses e.
-func newDoc(e Entry) *doc {
+// newDoc analyses e, with keys as analyze takes it.
+func newDoc(e Entry, keys map[string][]string) *doc {
 	d := &doc{entry: e, line: oneLine(e.Description), server: strings.ToLower(e.Server), tf: map[string]freqs{}}
 	var buf []term
 	add := func(f field, texts ...string) {
 		buf = buf[:0]
 		for _, s := range texts {
-			buf = analyze(buf, s, maxFieldTerms-len(buf))
+			buf = analyze(buf, s, maxFieldTerms-len(buf), keys)
 		}
 		for _, t := range buf {
 			fr := d.tf[t.key]
