@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/internal/expose"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -17,7 +18,7 @@ var stdio = manager.Spec{Transport: manager.TransportStdio, Command: []string{"x
 func TestExposeSpec(t *testing.T) {
 	src := newFakeSource(t)
 	spec := stdio
-	spec.Expose = manager.Expose{Prefix: "gh", Hide: []string{"delete_*"}, Rename: map[string]string{"search_issues": "find"}}
+	spec.Expose = expose.Rules{Prefix: "gh", Hide: []string{"delete_*"}, Rename: map[string]string{"search_issues": "find"}}
 	src.set("github", spec, "search_issues", "delete_repo", "list")
 	src.set("plain", stdio, "echo")
 	g := newGateway(t, src)

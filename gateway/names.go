@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 	"strings"
 
-	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/internal/expose"
 )
 
 // DefaultNameBudget is the longest exposed tool or prompt name: what
@@ -30,7 +30,7 @@ func sanitize(s string) (string, bool) {
 	var b strings.Builder
 	changed := false
 	for _, r := range s {
-		if manager.ExposableRune(r) {
+		if expose.Rune(r) {
 			b.WriteRune(r)
 			continue
 		}

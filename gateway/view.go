@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpvisor/mcpvisor/internal/expose"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -47,11 +48,11 @@ type namers struct {
 func (n namers) build(src Source) (*view, []collision) {
 	v := &view{servers: src.Names(), prefix: map[string]string{}}
 	slices.Sort(v.servers)
-	expose := map[string]manager.Expose{}
+	rules := map[string]expose.Rules{}
 	for _, s := range v.servers {
 		v.prefix[s], _ = sanitize(s)
 		if spec, err := src.Spec(s); err == nil {
-			expose[s] = spec.Expose
+			rules[s] = spec.Expose
 			if spec.Expose.Prefix != "" {
 				v.prefix[s] = spec.Expose.Prefix
 			}
@@ -61,7 +62,7 @@ func (n namers) build(src Source) (*view, []collision) {
 	// Hidden tools are not offered, nor are tools that cannot be called
 	// (a schema that cannot be used safely would be a hazard to clients
 	// too); mcp_tools() still lists the latter with the reason.
-	v.tools = slices.DeleteFunc(tools, func(t manager.ToolInfo) bool { return expose[t.Server].Hidden(t.Name) || t.Problem != "" })
+	v.tools = slices.DeleteFunc(tools, func(t manager.ToolInfo) bool { return rules[t.Server].Hidden(t.Name) || t.Problem != "" })
 	v.prompts, _ = src.Prompts("")
 	v.resources, _ = src.Resources("")
 	sortBy(v.tools, func(t manager.ToolInfo) (string, string) { return t.Server, t.Name })
@@ -70,7 +71,7 @@ func (n namers) build(src Source) (*view, []collision) {
 
 	items := make([]naming, len(v.tools))
 	for i, t := range v.tools {
-		items[i] = naming{key: itemKey{t.Server, t.Name}, prefix: v.prefix[t.Server], as: expose[t.Server].Rename[t.Name]}
+		items[i] = naming{key: itemKey{t.Server, t.Name}, prefix: v.prefix[t.Server], as: rules[t.Server].Rename[t.Name]}
 	}
 	names, collisions := n.tools.assign(items)
 	v.toolNames = maps.Clone(names)

@@ -406,7 +406,7 @@ func (r *Runtime) luaWait(L *lua.LState) int {
 	}
 	if _, err := r.observer.Status(name); err != nil {
 		L.Push(lua.LFalse)
-		L.Push(lua.LString(err.Error()))
+		L.Push(lua.LString(luaErrorText(err)))
 		return 2
 	}
 	return r.await(L, "mcp_wait", 2, func(ctx context.Context) func(*lua.LState) []lua.LValue {
@@ -415,7 +415,7 @@ func (r *Runtime) luaWait(L *lua.LState) int {
 		_, err := r.observer.Wait(ctx, name, state)
 		return func(*lua.LState) []lua.LValue {
 			if err != nil {
-				return []lua.LValue{lua.LFalse, lua.LString(err.Error())}
+				return []lua.LValue{lua.LFalse, lua.LString(luaErrorText(err))}
 			}
 			return []lua.LValue{lua.LTrue, lua.LNil}
 		}

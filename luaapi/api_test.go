@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -123,6 +123,7 @@ func TestMcpAddNameConflict(t *testing.T) {
 	le = r.fail(t, `mcp_add("GIT", {command = {"other"}})`)
 	require.Contains(t, le.Message, `NAME_CONFLICT: server "GIT"`)
 	require.Contains(t, le.Message, `"git"`, "the message names the existing server")
+	require.Contains(t, le.Message, `use another name or mcp_remove("git") first`, "what to do, in Lua")
 	require.Equal(t, `{ "git" }`, r.one(t, `return mcp_servers()`))
 }
 
@@ -239,6 +240,22 @@ func TestMcpStatusLastError(t *testing.T) {
 		local st = mcp_status("down")
 		return st.state, st.attempts >= 1, st.last_error:find("connection refused by test", 1, true) ~= nil`))
 	require.Equal(t, "true", r.one(t, `local n = mcp_status("down").next_attempt_in return n > 0 and n <= 75`))
+	// What to do is said apart from what happened, as a Lua call.
+	require.Regexp(t, `^the next attempt is in [0-9hms.]+, or mcp_reconnect\("down"\) to try now$`, r.one(t, `return mcp_status("down").remedy`))
+	require.NotContains(t, r.one(t, `return mcp_status("down").last_error`), "mcp_")
+}
+
+// A server that cannot start as declared says so, and the remedy is the
+// Lua call that tries again once the declaration is fixed.
+func TestMcpStatusRemedyOfAServerThatCannotStart(t *testing.T) {
+	r := newTestRuntimeWith(t, manager.Options{}) // real processes
+	require.Equal(t, []string{"failed", `fix its declaration, then mcp_reconnect("gone")`}, r.run(t, `
+		mcp_add("gone", {command = {"/nonexistent/mcpvisor-test/no-such-program"}})
+		assert(mcp_wait("gone", "failed"))
+		local st = mcp_status("gone")
+		return st.state, st.remedy`))
+	msg := r.one(t, `local _, err = mcp_call("gone.echo", {}) return err.message`)
+	require.True(t, strings.HasSuffix(msg, `; fix its declaration, then mcp_reconnect("gone")`), msg)
 }
 
 func TestMcpServers(t *testing.T) {
@@ -762,10 +779,10 @@ func TestStdioServerStatus(t *testing.T) {
 	// The endpoint shows the command as written: a value taken from the
 	// environment (it could be a token) is never displayed.
 	require.Equal(t, []string{"mcpvisor-demo", "${EXE}", "from a process"}, vals[2:])
-	require.NoError(t, syscall.Kill(pid, 0), "the server process runs")
+	require.True(t, testutil.ProcessExists(pid), "the server process runs")
 
 	require.Equal(t, "true", r.one(t, `return mcp_remove("proc", {wait = true})`))
-	require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the process is gone and reaped once mcp_remove returns")
+	require.False(t, testutil.ProcessExists(pid), "the process is gone and reaped once mcp_remove returns")
 }
 
 // TestCancelWhileWaiting: cancelling Exec's ctx while the chunk waits in

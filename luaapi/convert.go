@@ -28,6 +28,7 @@ func statusTable(L *lua.LState, st manager.Status) *lua.LTable {
 	t.RawSetString("prompts", lua.LNumber(st.Prompts))
 	setTime(t, "discovered_at", st.DiscoveredAt)
 	setString(t, "last_error", st.LastError)
+	setString(t, "remedy", remedyWords(st.Remedy))
 	setString(t, "protocol", st.Protocol)
 	setTime(t, "since", st.Since)
 	setTime(t, "connected_at", st.ConnectedAt)
@@ -142,8 +143,9 @@ func resultTable(L *lua.LState, res *mcp.CallToolResult) *lua.LTable {
 	return t
 }
 
-// errorTable is the `err` of `nil, err` returns: code, server, operation and
-// message, and tostring(err) == "CODE: message".
+// errorTable is the `err` of `nil, err` returns: code, server, operation,
+// message and, when one is known, remedy (what to call; the message ends
+// with it too), and tostring(err) == "CODE: message".
 func errorTable(L *lua.LState, err error) *lua.LTable {
 	t := L.NewTable()
 	code, server, op := string(manager.CodeInvocationFailed), "", ""
@@ -154,7 +156,9 @@ func errorTable(L *lua.LState, err error) *lua.LTable {
 	t.RawSetString("code", lua.LString(code))
 	setString(t, "server", server)
 	setString(t, "operation", op)
-	t.RawSetString("message", lua.LString(err.Error()))
+	msg, remedy := errorMessage(err)
+	t.RawSetString("message", lua.LString(msg))
+	setString(t, "remedy", remedy)
 	mt := L.NewTable()
 	mt.RawSetString("__tostring", L.NewFunction(func(L *lua.LState) int {
 		L.Push(lua.LString(errTableString(L.CheckTable(1))))

@@ -52,7 +52,7 @@ func (r *Runtime) luaLogin(L *lua.LState) int {
 		err := auth.Login(ctx, name, manager.LoginOptions{Out: loopWriter{r}})
 		return func(*lua.LState) []lua.LValue {
 			if err != nil {
-				return []lua.LValue{lua.LFalse, lua.LString(err.Error())}
+				return []lua.LValue{lua.LFalse, lua.LString(luaErrorText(err))}
 			}
 			return []lua.LValue{lua.LTrue, lua.LNil}
 		}

@@ -10,9 +10,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/mcpvisor/mcpvisor/internal/expose"
+	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/argschema"
 )
 
 // defaultToolServer is the server name of mcp_tool tools declared without
@@ -67,7 +70,6 @@ func (s *luaServer) Dial(ctx context.Context) (mcp.Transport, error) {
 // it runs. In the config file the tool goes with a reload that no longer
 // declares it.
 func (r *Runtime) luaTool(L *lua.LState) int {
-	const fname = "mcp_tool"
 	name := L.CheckString(1)
 	if err := checkToolName(name); err != nil {
 		L.ArgError(1, err.Error())
@@ -136,7 +138,7 @@ func checkToolName(name string) error {
 	switch {
 	case name == "" || len(name) > 64:
 		return fmt.Errorf("tool name must be 1 to 64 characters, got %q", name)
-	case !manager.ValidExposedName(name):
+	case !expose.ValidName(name):
 		return fmt.Errorf("tool name %q may hold only letters, digits, '_' and '-'", name)
 	}
 	return nil
@@ -242,8 +244,10 @@ func (s *luaServer) handler(tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args map[string]any
 		if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
-			if err := json.Unmarshal(raw, &args); err != nil {
-				return toolError(fmt.Sprintf("tool %s.%s: arguments must be a JSON object: %v", s.name, tool, err)), nil
+			var v any
+			err := json.Unmarshal(raw, &v)
+			if args, _ = v.(map[string]any); err != nil || args == nil {
+				return toolError(fmt.Sprintf("tool %s.%s: arguments must be a JSON object, got %s", s.name, tool, argschema.Describe(v))), nil
 			}
 		}
 		if args == nil {

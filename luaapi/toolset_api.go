@@ -6,8 +6,9 @@ import (
 	"path"
 	"slices"
 
-	"github.com/mcpvisor/mcpvisor/manager"
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/mcpvisor/mcpvisor/internal/expose"
 )
 
 // toolsetDecl is one mcp_toolset: patterns, or a Lua function deciding.
@@ -92,7 +93,7 @@ func checkToolsetName(name string) error {
 		return fmt.Errorf("toolset name must be 1 to 64 characters, got %q", name)
 	}
 	for _, c := range name {
-		if !manager.ExposableRune(c) && c != '.' {
+		if !expose.Rune(c) && c != '.' {
 			return fmt.Errorf("toolset name %q may hold only letters, digits, '_', '-' and '.' (it is served at /toolsets/NAME/mcp)", name)
 		}
 	}

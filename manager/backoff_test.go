@@ -151,12 +151,14 @@ func TestMaxRetriesGivesUp(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, manager.StateFailed, st.State)
 		require.Equal(t, wantErr, st.LastError)
+		require.Equal(t, manager.Remedy{Kind: manager.RemedyReconnect, Server: "x"}, st.Remedy)
 
 		start := time.Now()
 		_, err = m.Call(context.Background(), "x.echo", nil, manager.CallOptions{Timeout: time.Minute})
 		require.Zero(t, time.Since(start), "a call to a failed server must not wait")
 		requireCode(t, err, manager.ErrConnectionFailed, "x", `tools/call "echo"`)
 		require.Contains(t, err.Error(), wantErr)
+		require.NotErrorIs(t, err, manager.ErrCannotStart, "it gave up after its retries: no terminal outcome")
 
 		call := tl.next(time.Second)
 		require.Equal(t, events.KindToolCall, call.Kind, "the refused call is reported")

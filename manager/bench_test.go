@@ -18,7 +18,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -242,9 +241,8 @@ func BenchmarkCallPathParallel(b *testing.B) {
 		kcalls := float64(calls[0]+calls[1]) / 1000
 		b.ReportMetric(float64(gc1.NumGC-gc0.NumGC)/kcalls, "gc/kcall")
 		b.ReportMetric(float64(gc1.PauseTotalNs-gc0.PauseTotalNs)/1e3/kcalls, "gc-pause-µs/kcall")
-		var ru syscall.Rusage
-		if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-			b.ReportMetric(float64(ru.Maxrss)/1024, "host-maxrss-MiB") // peak of the whole run
+		if peak := testutil.PeakRSS(); peak > 0 {
+			b.ReportMetric(float64(peak)/(1<<20), "host-maxrss-MiB") // peak of the whole run
 		}
 		b.ReportMetric(float64(gc1.HeapSys)/(1<<20), "host-heap-sys-MiB")
 	})

@@ -65,7 +65,8 @@ func TestBreakerTimeline(t *testing.T) {
 		_, err := m.Call(context.Background(), "x.echo", nil, manager.CallOptions{})
 		require.Zero(t, time.Since(before), "calls fail at once while open")
 		requireCode(t, err, manager.ErrCircuitOpen, "x", `tools/call "echo"`)
-		require.Contains(t, err.Error(), "the next probe is in 20s")
+		r := requireRemedy(t, err, manager.RemedyWait, "x")
+		require.Equal(t, tl.start.Add(31500*ms), r.At, "the remedy says when the probe is")
 		require.Equal(t, events.KindToolCall, tl.next(time.Second).Kind)
 
 		// The probe at 31.5s fails: open again, timer restarted.

@@ -35,12 +35,16 @@ func TestUnauthorizedIsNotRetried(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Attempts)
 	require.Contains(t, st.LastError, `401 Unauthorized: the server requires authorization (WWW-Authenticate: Bearer resource_metadata=`)
-	require.Contains(t, st.LastError, `not retried: set the credentials it wants`)
+	require.Contains(t, st.LastError, `not retried with the same credentials`)
+	require.Equal(t, manager.Remedy{Kind: manager.RemedyCredentials, Server: "saas"}, st.Remedy)
 	require.NotContains(t, st.LastError, "s3cret")
 	require.Positive(t, hits.Load())
 	_, err = m.Call(ctx, "saas.anything", nil, manager.CallOptions{})
 	requireCode(t, err, manager.ErrConnectionFailed, "saas", `tools/call "anything"`)
 	require.Contains(t, err.Error(), "server requires authorization: ")
+	requireRemedy(t, err, manager.RemedyCredentials, "saas")
+	require.ErrorIs(t, err, manager.ErrUnauthorized, "the outcome is in the chain, not only in the words")
+	require.NotErrorIs(t, err, manager.ErrCannotStart)
 }
 
 // A call whose arguments could not fit in one frame is refused before it

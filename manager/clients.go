@@ -41,7 +41,7 @@ func newClientSessions(home *supervisor) *clientSessions {
 
 // forClient returns client's session supervisor, starting one if the
 // client has none and the limit allows. Beyond the limit it returns
-// CONNECTION_LIMIT naming the limit and the clients holding the sessions.
+// CONNECTION_LIMIT naming the limit and how many clients hold sessions.
 func (t *clientSessions) forClient(client, op string) (*supervisor, error) {
 	t.mu.Lock()
 	if s, ok := t.byClient[client]; ok {
@@ -53,25 +53,28 @@ func (t *clientSessions) forClient(client, op string) (*supervisor, error) {
 		return nil, errorf(CodeClosed, t.home.name, op, "server is being removed")
 	}
 	if len(t.byClient)+len(t.leaving) >= t.max {
-		holders := make([]string, 0, len(t.byClient))
-		for c := range t.byClient {
-			holders = append(holders, fmt.Sprintf("%q", c))
-		}
-		for s := range t.leaving {
-			holders = append(holders, fmt.Sprintf("%q (closing)", s.owner))
-		}
+		closing := len(t.leaving)
 		t.mu.Unlock()
-		slices.Sort(holders)
+		// The holders are counted, never named: the text reaches the
+		// client refused, and another client's name is not its business
+		// (a name is chosen by its client, and may say anything).
+		held := fmt.Sprintf("all %d client sessions (max_sessions = %d) are held by other clients", t.max, t.max)
+		if t.max == 1 {
+			held = "its one client session (max_sessions = 1) is held by another client"
+		}
+		if closing > 0 {
+			held += fmt.Sprintf(", %d of them closing", closing)
+		}
 		return nil, errorf(CodeConnectionLimit, t.home.name, op,
-			"all %d client sessions (max_sessions = %d) are held, by %s; one frees when its client disconnects or idles out (timeouts.idle)",
-			t.max, t.max, strings.Join(holders, ", "))
+			"%s; one frees when its client disconnects or idles out (timeouts.idle)", held).
+			with(Remedy{Kind: RemedyRetry, Server: t.home.name})
 	}
 	s := newSupervisor(t.home.m, t.home.name, t.home.spec)
 	s.owner, s.home = client, t.home
 	t.byClient[client] = s
 	n := len(t.byClient) + len(t.leaving)
 	t.mu.Unlock()
-	s.publish(events.KindSessionOpened, events.Fields{"sessions": n, "max_sessions": t.max})
+	s.emit(SessionOpened{Sessions: n, MaxSessions: t.max})
 	go s.run()
 	return s, nil
 }
@@ -86,7 +89,7 @@ func (t *clientSessions) release(client, reason string) {
 	}
 	t.mu.Unlock()
 	if s != nil {
-		s.inflight.abandon(false)
+		s.inflight.Abandon(false)
 		s.stop(reason)
 	}
 }
@@ -115,7 +118,7 @@ func (t *clientSessions) gone(s *supervisor) {
 	delete(t.leaving, s)
 	n := len(t.byClient) + len(t.leaving)
 	t.mu.Unlock()
-	s.m.bus.Publish(events.KindSessionClosed, s.name, events.Fields{"client": s.owner, "reason": s.reason.Load(), "sessions": n})
+	s.m.bus.Emit(s.name, s.owner, SessionClosed{Reason: s.reason.Load().(string), Sessions: n})
 }
 
 // closeAll ends every client session for the server's own end, and waits
@@ -183,22 +186,24 @@ func (m *Manager) ReleaseClient(client string) {
 	}
 }
 
-// publish publishes one of the server's events. A client session's
-// events carry its client; its start and end are session_opened and
+// emit publishes one of the server's events. A client session's events
+// carry its client; its start and end are session_opened and
 // session_closed (published by its table), not added or removed, which
 // are the server's.
-func (s *supervisor) publish(kind events.Kind, fields events.Fields) {
+func (s *supervisor) emit(p events.Payload) {
 	if s.owner != "" {
-		switch kind {
-		case events.KindClosing, events.KindRemoved:
+		switch p.(type) {
+		case Closing, Removed:
 			return
 		}
-		if fields == nil {
-			fields = events.Fields{}
-		}
-		fields["client"] = s.owner
 	}
-	s.m.bus.Publish(kind, s.name, fields)
+	s.m.bus.Emit(s.name, s.owner, p)
+}
+
+// publish publishes one of the server's events that has no type of its
+// own, as emit does.
+func (s *supervisor) publish(kind events.Kind, fields events.Fields) {
+	s.m.bus.PublishFor(kind, s.name, s.owner, fields)
 }
 
 // target is the supervisor whose session serves a call from client: the

@@ -50,7 +50,8 @@ func TestDisableEnable(t *testing.T) {
 		require.Equal(t, manager.StateDisabled, mustStatus(t, m, "x").State)
 		_, err := m.Call(context.Background(), "x.echo", map[string]any{"text": "a"}, manager.CallOptions{})
 		requireCode(t, err, manager.ErrServerDisabled, "x", `tools/call "echo"`)
-		require.Contains(t, err.Error(), `mcp_enable("x")`)
+		requireRemedy(t, err, manager.RemedyEnable, "x")
+		require.Equal(t, manager.Remedy{Kind: manager.RemedyEnable, Server: "x"}, mustStatus(t, m, "x").Remedy)
 		require.False(t, mustTools(t, m, "x")[0].Available)
 		require.NoError(t, m.Disable("x"), "disabling twice is harmless")
 		time.Sleep(time.Hour)
@@ -137,6 +138,9 @@ func TestRemoveDrainsCallsInFlight(t *testing.T) {
 		require.NoError(t, err)
 		evs := tl.until("x", events.KindClosing, time.Second)
 		require.Equal(t, time.Second, evs[len(evs)-1].At)
+		_, err = m.Call(context.Background(), "x.slow", nil, manager.CallOptions{})
+		requireCode(t, err, manager.ErrClosed, "x", `tools/call "slow"`)
+		require.Equal(t, time.Second, time.Since(tl.start), "a new call is refused at once, not after the drain")
 
 		<-done
 		wg.Wait()
@@ -178,6 +182,37 @@ func TestRemoveAbandonsCallsPastTheDrain(t *testing.T) {
 		requireCode(t, err, manager.ErrInvocationFailed, "x", `tools/call "slow"`)
 		require.ErrorIs(t, err, manager.ErrDisconnected)
 		require.Contains(t, err.Error(), "the server was closed while the request ran")
+	})
+}
+
+// Close waits for the servers removed before it that are still draining:
+// when it returns, their calls are finished and their disposal is done,
+// as for the servers it removes itself.
+func TestCloseWaitsForServersStillLeaving(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := slowServer(5 * time.Second)
+		m := manager.New(manager.Options{Dial: f.serve().dial})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("x", fakeSpec(t, nil)))
+		tl.until("x", events.KindConnected, time.Second)
+
+		start := time.Now()
+		callErr := make(chan error, 1)
+		go func() {
+			_, err := m.Call(context.Background(), "x.slow", nil, manager.CallOptions{})
+			callErr <- err
+		}()
+		synctest.Wait()
+		done, err := m.Remove("x")
+		require.NoError(t, err)
+		require.NoError(t, m.Close(context.Background()))
+		select {
+		case <-done:
+		default:
+			t.Fatal("Close returned while a removed server was still draining")
+		}
+		require.Equal(t, 5*time.Second, time.Since(start), "after the call in flight")
+		require.NoError(t, <-callErr)
 	})
 }
 

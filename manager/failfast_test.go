@@ -28,7 +28,8 @@ func TestCallFailFastOnAnUnreachableServer(t *testing.T) {
 		require.Zero(t, time.Since(start), "a fail-fast call waited")
 		requireCode(t, err, manager.ErrConnectionFailed, "x", `tools/call "echo"`)
 		require.Contains(t, err.Error(), "connection refused")
-		require.Contains(t, err.Error(), "the next attempt is in 10s")
+		r := requireRemedy(t, err, manager.RemedyWait, "x")
+		require.Equal(t, start.Add(10*time.Second), r.At, "the remedy says when the next attempt is")
 
 		_, err = m.Call(context.Background(), "x.echo", nil, manager.CallOptions{Timeout: time.Second})
 		require.Equal(t, time.Second, time.Since(start), "a normal call waits for the attempt, up to its timeout")

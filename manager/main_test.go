@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/mcpvisor/mcpvisor/manager/config"
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
 
 // TestMain lets the test binary serve as the servers' shim and as the
@@ -167,12 +169,54 @@ type timeline struct {
 	t     testing.TB
 	sub   *events.Subscription
 	start time.Time
+	// notes are the manager's notices (what servers said), apart from the
+	// bus's events; the listener never makes a server wait.
+	notes *notify.Listener
 }
 
 func watch(t testing.TB, m *manager.Manager) *timeline {
 	sub := m.Bus().Subscribe(events.SubscribeOptions{QueueSize: 4096})
 	t.Cleanup(sub.Close)
-	return &timeline{t: t, sub: sub, start: time.Now()}
+	notes := m.Notices().Listen(notify.ListenOptions{QueueSize: 4096})
+	t.Cleanup(notes.Close)
+	return &timeline{t: t, sub: sub, start: time.Now(), notes: notes}
+}
+
+// heard returns the notices that come within d, as events (kind
+// notification, method and params), failing the test on a lost one.
+func (tl *timeline) heard(d time.Duration) []ev {
+	tl.t.Helper()
+	var got []ev
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for {
+		n, err := tl.notes.Next(ctx)
+		if err != nil {
+			return got
+		}
+		require.NotEqual(tl.t, events.KindLagged, n.Kind(), "notices lost: %v", n.Fields())
+		got = append(got, tl.noticeEv(n))
+	}
+}
+
+// nextNotice returns the next notice of server with method, skipping
+// others, failing the test if none comes within wait.
+func (tl *timeline) nextNotice(server, method string, wait time.Duration) ev {
+	tl.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	for {
+		n, err := tl.notes.Next(ctx)
+		require.NoError(tl.t, err, "waiting for %s of %q", method, server)
+		if e := tl.noticeEv(n); e.Server == server && e.Fields["method"] == method {
+			return e
+		}
+	}
+}
+
+func (tl *timeline) noticeEv(n notify.Notice) ev {
+	o := n.From()
+	return ev{At: o.Time.Sub(tl.start), Kind: n.Kind(), Server: o.Server, Fields: n.Fields()}
 }
 
 // next returns the next event, failing the test if none comes within wait.
@@ -246,6 +290,16 @@ func requireCode(t testing.TB, err error, sentinel error, server, op string) *ma
 	require.Equal(t, server, me.Server, "server of %q", err)
 	require.Equal(t, op, me.Op, "operation of %q", err)
 	return me
+}
+
+// requireRemedy checks err's remedy, found with errors.As.
+func requireRemedy(t testing.TB, err error, kind manager.RemedyKind, server string) manager.Remedy {
+	t.Helper()
+	r, ok := manager.RemedyOf(err)
+	require.True(t, ok, "error %q has no remedy", err)
+	require.Equal(t, kind, r.Kind, "remedy of %q", err)
+	require.Equal(t, server, r.Server, "remedy's server of %q", err)
+	return r
 }
 
 // ---- process tier: /proc checks (invariant Z: no zombie, no survivor) ----
@@ -323,9 +377,7 @@ func groupRunning(t testing.TB, pgid int) []procStat {
 func requireGroupGone(t testing.TB, pgid int) {
 	t.Helper()
 	require.NotZero(t, pgid)
-	deadline := time.Now().Add(2 * time.Second)
-	for len(groupRunning(t, pgid)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	require.Empty(t, groupRunning(t, pgid), "process group %d still has running members", pgid)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, groupRunning(t, pgid), "process group %d still has running members", pgid)
+	}, 2*time.Second, 10*time.Millisecond)
 }

@@ -3,18 +3,16 @@ package manager
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"path"
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mtibben/confusables"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/secure/precis"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/mcpvisor/mcpvisor/events"
 )
 
 // NormalizeName trims a server name and checks it: non-empty, at most 64
@@ -72,58 +70,6 @@ func NameKey(name string) string {
 // name for another reason than case alone: a look-alike.
 func LookAlike(a, b string) bool {
 	return a != b && !strings.EqualFold(a, b) && NameKey(a) == NameKey(b)
-}
-
-// Expose says how a server's tools are offered to MCP clients by the
-// gateway (package gateway). The manager carries it with the declaration,
-// validates it and compares it, and otherwise ignores it.
-type Expose struct {
-	// Prefix starts the server's tool and prompt names on the gateway's
-	// /mcp endpoint: Prefix__tool. If "", the server's name with every
-	// character outside [a-zA-Z0-9_-] replaced by "_".
-	Prefix string
-	// Hide lists patterns (path.Match syntax: "delete_*") of the server's
-	// own tool names that the gateway does not offer at all.
-	Hide []string
-	// Rename maps a tool's own name to the name offered after the prefix
-	// on /mcp.
-	Rename map[string]string
-}
-
-// ExposableRune reports whether r may appear in a tool name every MCP
-// client accepts: a-z A-Z 0-9 _ -.
-func ExposableRune(r rune) bool {
-	return r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
-}
-
-// ValidExposedName reports whether s is a tool name every MCP client
-// accepts: 1 to 64 of the ExposableRune characters.
-func ValidExposedName(s string) bool {
-	return s != "" && len(s) <= 64 && !strings.ContainsFunc(s, func(r rune) bool { return !ExposableRune(r) })
-}
-
-// Hidden reports whether the tool named tool is hidden.
-func (e Expose) Hidden(tool string) bool {
-	return slices.ContainsFunc(e.Hide, func(p string) bool {
-		ok, _ := path.Match(p, tool)
-		return ok
-	})
-}
-
-func (e Expose) problems(p *problems) {
-	if e.Prefix != "" && (!ValidExposedName(e.Prefix) || len(e.Prefix) > 32) {
-		p.add("expose.prefix", "must be 1 to 32 of the characters a-z A-Z 0-9 _ -, got %q", e.Prefix)
-	}
-	for i, h := range e.Hide {
-		if _, err := path.Match(h, ""); err != nil || strings.TrimSpace(h) == "" {
-			p.add("expose.hide", "item %d: %q is not a usable pattern (use * and ?, e.g. \"delete_*\")", i+1, h)
-		}
-	}
-	for _, from := range slices.Sorted(maps.Keys(e.Rename)) {
-		if to := e.Rename[from]; !ValidExposedName(to) {
-			p.add("expose.rename", "%q: the new name must be 1 to 64 of the characters a-z A-Z 0-9 _ -, got %q", from, to)
-		}
-	}
 }
 
 // maxItemName bounds the name of a tool or prompt a server lists. The MCP

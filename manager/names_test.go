@@ -66,11 +66,12 @@ func TestNames(t *testing.T) {
 		err = m.Add("GIT", other)
 		requireCode(t, err, manager.ErrNameConflict, "GIT", "add")
 		require.EqualError(t, err, `server "GIT": add: server name conflict: "GIT" matches existing "git" (names are case-insensitive); `+
-			`existing servers: docker, git, npm; use another name or mcp_remove("git") first`)
+			`existing servers: docker, git, npm`)
+		requireRemedy(t, err, manager.RemedyRename, "git")
 		err = m.Add("git", other)
 		requireCode(t, err, manager.ErrNameConflict, "git", "add")
 		require.EqualError(t, err, `server "git": add: server name conflict: "git" is already declared with a different spec; `+
-			`existing servers: docker, git, npm; use another name or mcp_remove("git") first`)
+			`existing servers: docker, git, npm`)
 		cur, err := m.Spec("git")
 		require.NoError(t, err)
 		require.Empty(t, cur.Cwd, "a refused Add leaves the existing server alone")

@@ -117,10 +117,12 @@ func TestOAuthLoginConnects(t *testing.T) {
 	h := newOAuthHost(t, nil)
 	st, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
 	require.NoError(t, err)
-	require.Contains(t, st.LastError, "not logged in; log in with `mcpvisor login saas` or mcp_login(\"saas\")")
+	require.Contains(t, st.LastError, "not logged in; not retried until someone logs in")
+	require.Equal(t, manager.Remedy{Kind: manager.RemedyLogin, Server: "saas"}, st.Remedy)
 	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
 	requireCode(t, err, manager.ErrConnectionFailed, "saas", `tools/call "whoami"`)
-	require.Contains(t, err.Error(), "mcpvisor login saas")
+	requireRemedy(t, err, manager.RemedyLogin, "saas")
+	require.ErrorIs(t, err, manager.ErrUnauthorized)
 
 	h.login(t, ctx)
 	require.Equal(t, manager.StateConnected, state(t, h.m, "saas"))
@@ -153,11 +155,11 @@ func TestOAuthRefreshThenRevoked(t *testing.T) {
 	g := h.grant(t, "saas")
 	require.True(t, h.as.Revoke(g.Token.Refresh))
 	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
-	require.Error(t, err)
+	requireRemedy(t, err, manager.RemedyLogin, "saas")
 	st, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
 	require.NoError(t, err)
 	require.Contains(t, st.LastError, "refused to refresh the access token (invalid_grant")
-	require.Contains(t, st.LastError, "mcpvisor login saas")
+	require.Equal(t, manager.RemedyLogin, st.Remedy.Kind)
 	as, rs := h.as.Stats(), h.rs.Stats()
 	require.Equal(t, 1, as.RefreshesRejected)
 	// The server looks for a login in the state directory a few times
@@ -177,9 +179,10 @@ func TestOAuthStepUp(t *testing.T) {
 	h.login(t, ctx)
 	_, err := h.m.Call(ctx, "saas.admin", nil, manager.CallOptions{})
 	require.ErrorContains(t, err, `needs scopes "`+oauthtest.ScopeTools+" "+oauthtest.ScopeAdmin+`"`)
+	requireRemedy(t, err, manager.RemedyLogin, "saas")
 	st, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
 	require.NoError(t, err)
-	require.Contains(t, st.LastError, "mcpvisor login saas")
+	require.Equal(t, manager.RemedyLogin, st.Remedy.Kind)
 
 	granted := h.grant(t, "saas").Scopes
 	h.login(t, ctx)
@@ -228,7 +231,7 @@ func TestOAuthSSE(t *testing.T) {
 	h := newOAuthHostFor(t, nil, &oauthtest.ResourceServerOptions{SSE: true}, map[string]any{"transport": "sse"})
 	st, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
 	require.NoError(t, err)
-	require.Contains(t, st.LastError, "not logged in; log in with `mcpvisor login saas`")
+	require.Contains(t, st.LastError, "not logged in; not retried until someone logs in")
 
 	h.login(t, ctx)
 	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
@@ -252,7 +255,7 @@ func TestOAuthSSE(t *testing.T) {
 	require.Error(t, err)
 	st, err = h.m.Wait(ctx, "saas", manager.StateUnauthorized)
 	require.NoError(t, err)
-	require.Contains(t, st.LastError, "mcpvisor login saas")
+	require.Equal(t, manager.RemedyLogin, st.Remedy.Kind)
 	requireNoSecrets(t, h, g)
 }
 
@@ -337,7 +340,7 @@ func TestOAuthChangedAuthServer(t *testing.T) {
 	require.ErrorContains(t, err, "the server now trusts authorization server "+as2.Issuer())
 	st, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
 	require.NoError(t, err)
-	require.Contains(t, st.LastError, "mcpvisor login saas")
+	require.Equal(t, manager.RemedyLogin, st.Remedy.Kind)
 	require.Zero(t, h.as.Stats().Refreshes, "a refresh at the authorization server it left cannot help")
 	h.login(t, ctx)
 	require.Equal(t, as2.Issuer(), h.grant(t, "saas").Issuer)

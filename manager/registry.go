@@ -97,13 +97,13 @@ func (m *Manager) ReadResource(ctx context.Context, uri, server string, timeout 
 		return nil, err
 	}
 	ctx, req, cancel := s.requestContext(ctx, timeout)
-	defer s.inflight.end(req, cancel)
+	defer s.inflight.End(req, cancel)
 	var res *mcp.ReadResourceResult
 	err = s.request(ctx, op, false, func(ctx context.Context, snap *snapshot) (bool, error) {
 		var err error
 		res, err = snap.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 		if err != nil {
-			return false, newError(CodeInvocationFailed, s.name, op, s.callFailure(ctx, req, err, snap.conn))
+			return false, invocationFailed(s.name, op, s.callFailure(ctx, req, err, snap.conn))
 		}
 		return false, nil
 	})
@@ -148,7 +148,7 @@ func (m *Manager) GetPrompt(ctx context.Context, name string, args map[string]st
 		return nil, err
 	}
 	ctx, req, cancel := s.requestContext(ctx, timeout)
-	defer s.inflight.end(req, cancel)
+	defer s.inflight.End(req, cancel)
 	var res *mcp.GetPromptResult
 	err = s.request(ctx, op, false, func(ctx context.Context, snap *snapshot) (bool, error) {
 		if !snap.cat.hasPrompt(prompt) {
@@ -157,7 +157,7 @@ func (m *Manager) GetPrompt(ctx context.Context, name string, args map[string]st
 		var err error
 		res, err = snap.session.GetPrompt(ctx, &mcp.GetPromptParams{Name: prompt, Arguments: args})
 		if err != nil {
-			return false, newError(CodeInvocationFailed, s.name, op, s.callFailure(ctx, req, err, snap.conn))
+			return false, invocationFailed(s.name, op, s.callFailure(ctx, req, err, snap.conn))
 		}
 		return false, nil
 	})
@@ -242,7 +242,7 @@ func (m *Manager) resolve(name string) (*supervisor, string, error) {
 		if len(close) > 0 {
 			msg += "; did you mean " + quoteList(close) + "?"
 		} else if len(all) == 0 {
-			msg += "; no tools are known yet (are the servers connected? see mcp_status())"
+			msg += "; no tools are known yet (no server has connected)"
 		}
 		return nil, "", errorf(CodeToolNotFound, "", "call", "%s", msg)
 	}

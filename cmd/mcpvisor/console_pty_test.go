@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // The console with the real line editor on a pseudo-terminal: what a

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/mcpvisor/mcpvisor/internal/control"
 	"io"
 	"log/slog"
 	"os"
@@ -29,8 +30,13 @@ import (
 //go:embed default_startup.lua
 var defaultStartup string
 
-// shutdownGrace bounds a graceful shutdown; a second signal forces exit.
+// shutdownGrace bounds the servers' part of a graceful shutdown; a
+// second signal forces exit.
 const shutdownGrace = 10 * time.Second
+
+// defaultShutdownGrace is --shutdown-grace: how long the gateway's calls
+// in flight may finish before the servers stop.
+const defaultShutdownGrace = 10 * time.Second
 
 // host is one running mcpvisor: the bus, the manager, the Lua runtime and
 // the log subscriber.
@@ -47,9 +53,16 @@ type host struct {
 	hud     *hudDisplay    // the live status block, when stdout is a terminal
 	logPath string         // the log file, at the REPL
 	gateway gatewayHost    // serves the servers to MCP clients, when asked
+	// stopWatch stops the config watcher and waits for it; nil if the
+	// config is not watched.
+	stopWatch func()
 	// prompter asks the person at the REPL what servers ask, when the
 	// host runs one; nil otherwise.
 	prompter *terminalPrompter
+	// control is the socket `mcpvisor status` finds this host by, while it
+	// runs for long (not for -e or a script); nil otherwise.
+	control *control.Server
+	started time.Time
 }
 
 func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -70,7 +83,7 @@ func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
 			defer f.Close()
 			logPath = f.Name()
 			quiet = newQuietHandler(newHandler(cfg, max(slog.LevelWarn, cfg.level()), logOut), &hudShown)
-			logger = slog.New(teeHandler{newHandler(cfg, cfg.level(), f), quiet})
+			logger = slog.New(slog.NewMultiHandler(newHandler(cfg, cfg.level(), f), quiet))
 		}
 	}
 	path, src, err := startupSource(cfg.file)
@@ -146,13 +159,13 @@ func (h *host) handleSignals(interactive bool, stderr io.Writer) (context.Contex
 // startHost starts the bus, the manager and the Lua runtime. prompter, if
 // not nil, asks the person at the REPL what servers ask.
 func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir string, tel *hostTelemetry, hud *hudOptions, prompter *terminalPrompter) *host {
-	h := &host{bus: events.NewBus(events.Options{}), logOut: logOut, out: stdout, log: logger, logDone: make(chan struct{}), otel: tel, prompter: prompter}
+	h := &host{started: time.Now(), bus: events.NewBus(events.Options{}), logOut: logOut, out: stdout, log: logger, logDone: make(chan struct{}), otel: tel, prompter: prompter}
 	sub := h.bus.Subscribe(events.SubscribeOptions{})
 	go func() {
 		defer close(h.logDone)
-		_ = events.Log(context.Background(), sub, logger)
+		logEvents(sub, logger, configHint(cfg.file))
 	}()
-	h.mgr = manager.New(manager.Options{Bus: h.bus, Logger: logger, Version: version(), ConfigFile: configHint(cfg.file),
+	h.mgr = manager.New(manager.Options{Bus: h.bus, Logger: logger, Version: version(),
 		MaxConnections: cfg.maxConnections, MaxConnecting: cfg.maxConnecting,
 		TracerProvider: tel.tracerProvider(), MeterProvider: tel.meterProvider()})
 	var hudAPI luaapi.HUD // nil without a terminal: mcp_hud says so
@@ -162,6 +175,8 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 		hudAPI = h.hud
 	}
 	h.gateway.h = h
+	h.gateway.opts = gatewayOptions{maxSessions: cfg.maxSessions, maxClientCalls: cfg.maxClientCalls,
+		sessionIdle: cfg.sessionIdle, grace: cfg.shutdownGrace}
 	opts := luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts"), Logger: logger, HUD: hudAPI,
 		Gateway: gatewayAPI{&h.gateway}}
 	if prompter != nil { // a nil *terminalPrompter is not a nil Prompter
@@ -172,6 +187,9 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 		panic(err) // only for a missing manager
 	}
 	h.rt = rt
+	if !cfg.hasCode && cfg.script == "" {
+		h.listenControl(cfg.file)
+	}
 	return h
 }
 
@@ -218,21 +236,32 @@ func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, sr
 	}
 }
 
-// watch reloads the config on every saved change until ctx ends. A broken
-// edit changes nothing: LoadConfigSource reports it (config_error event,
-// logged with file:line) and the running servers stay.
+// watch reloads the config on every saved change until ctx ends or the
+// host shuts down, which stops the watcher and waits for it (a reload in
+// progress included) before it closes the runtime. A broken edit changes
+// nothing: LoadConfigSource reports it (config_error event, logged with
+// file:line) and the running servers stay.
 func (h *host) watch(ctx context.Context, path, src string) {
+	ctx, cancel := context.WithCancel(ctx)
 	w, err := newConfigWatcher(path, src, h.log, func(src string) {
 		if _, err := h.rt.LoadConfigSource(ctx, path, src); err == nil {
 			h.log.Info("config reloaded", "file", path)
 		}
 	})
-	if err == nil {
-		go func() {
-			if err := w.run(ctx, nil); err != nil {
-				h.log.Warn("not watching the config", "file", path, "error", err)
-			}
-		}()
+	if err != nil {
+		cancel()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := w.run(ctx, nil); err != nil {
+			h.log.Warn("not watching the config", "file", path, "error", err)
+		}
+	}()
+	h.stopWatch = func() {
+		cancel()
+		<-done
 	}
 }
 
@@ -242,7 +271,14 @@ func fileExists(path string) bool {
 }
 
 func (h *host) shutdown() error {
-	// Lua first: once it is closed, nothing asks for a listener or sets
+	if h.control != nil {
+		_ = h.control.Close()
+	}
+	// The watcher next: no reload may start on a runtime being closed.
+	if h.stopWatch != nil {
+		h.stopWatch()
+	}
+	// Lua next: once it is closed, nothing asks for a listener or sets
 	// toolsets, so the gateway closed next stays closed.
 	h.rt.Close()
 	h.gateway.close()
@@ -260,10 +296,8 @@ func (h *host) shutdown() error {
 	return err
 }
 
-// startupSource reads the config: -c FILE, else ./startup.lua, else the
-// built-in default.
-// configHint is the config file that commands the host suggests must
-// name: "" for the default (./startup.lua).
+// configHint is the config file that the commands the host suggests must
+// name: "" for the default (what startupSource finds without -c).
 func configHint(file string) string {
 	if file == "" || filepath.Clean(file) == "startup.lua" {
 		return ""
@@ -271,12 +305,21 @@ func configHint(file string) string {
 	return file
 }
 
+// startupSource reads the config: -c FILE, else ./startup.lua, else the
+// user's config (userConfigPath), else the built-in default.
 func startupSource(file string) (path, src string, err error) {
 	if file == "" {
 		if b, err := os.ReadFile("startup.lua"); err == nil {
 			return "startup.lua", string(b), nil
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return "", "", fmt.Errorf("read startup.lua: %w", err)
+		}
+		if user, err := userConfigPath(); err == nil {
+			if b, err := os.ReadFile(user); err == nil {
+				return user, string(b), nil
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return "", "", fmt.Errorf("read config: %w", err)
+			}
 		}
 		return "startup.lua", defaultStartup, nil
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/chzyer/readline"
@@ -81,6 +80,9 @@ type hudOptions struct {
 	Resized <-chan os.Signal
 	// Now is the clock of the countdowns. If nil, time.Now.
 	Now func() time.Time
+	// Config is the config file the login commands shown must name ("":
+	// the default).
+	Config string
 }
 
 // hudDisplay draws the HUD. Its goroutine (run) owns the model and
@@ -117,10 +119,11 @@ func startHUD(opts hudOptions) *hudDisplay {
 	}
 	if d.opts.Resized == nil {
 		d.winch = make(chan os.Signal, 1)
-		signal.Notify(d.winch, syscall.SIGWINCH)
+		notifyResize(d.winch)
 		d.opts.Resized = d.winch
 	}
 	d.enabled.Store(opts.Enabled)
+	d.model.LoginCommand = func(server string) string { return loginCommand(opts.Config, server) }
 	// Subscribe before reading the history: the model skips the overlap.
 	d.sub = opts.Bus.Subscribe(events.SubscribeOptions{})
 	d.model.ApplyAll(opts.Bus.History(0))
@@ -378,5 +381,6 @@ func terminalHUD(cfg config, interactive bool, stdout, stderr io.Writer) (io.Wri
 		Out:     out,
 		Size:    func() (int, int, error) { return term.GetSize(fd) },
 		Enabled: cfg.hud == hudOn || (cfg.hud == hudAuto && interactive),
+		Config:  configHint(cfg.file),
 	}
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -67,13 +69,14 @@ func TestLoginLogoutE2E(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(dir, "startup.lua"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "other.lua"), data, 0o644))
-	o = run("-c", "other.lua", "-e", `assert(mcp_wait("saas", "unauthorized")); return mcp_status("saas").last_error`)
+	o = run("-c", "other.lua", "-e", `assert(mcp_wait("saas", "unauthorized")); return mcp_status("saas").remedy`)
 	require.Equal(t, 0, o.code, o.stderr)
-	require.Contains(t, o.stdout, "log in with `mcpvisor login -c other.lua saas`")
+	require.Equal(t, "log in with mcp_login(\"saas\")\n", o.stdout, "Lua is told the Lua call")
+	require.Contains(t, o.stderr, "log in with `mcpvisor login -c other.lua saas`", "the log, read in a shell, the command")
 
 	code = `local ok, why = mcp_wait("saas", "unauthorized")
 assert(ok, why)
-assert(mcp_status("saas").last_error:find("mcpvisor login saas", 1, true), mcp_status("saas").last_error)
+assert(mcp_status("saas").last_error:find("not logged in", 1, true), mcp_status("saas").last_error)
 assert(mcp_login("saas"))
 assert(mcp_call("saas.whoami"))
 return "in"`

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // End to end: the gateway driven from startup.lua (mcp_serve, mcp_toolset)

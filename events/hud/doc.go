@@ -29,7 +29,10 @@
 // in the summary: each row is corrected by that server's next event.
 // Removed servers disappear.
 //
-// What the model takes from each kind:
+// The model reads each event's typed payload (manager.Connected,
+// manager.BackingOff, …), never field names; an event without one (a
+// gateway client's arrival and departure excepted, counted by kind) is
+// skipped. What the model takes from each kind:
 //
 //   - added: a new row (transport), state connecting, or disabled when its
 //     enabled field is false; removed: the row goes.
@@ -40,6 +43,8 @@
 //   - backoff: the retry countdown (event time + delay_ms), the attempt the
 //     retry will make (attempt + 1), the last error.
 //   - failed: attempts and the error; no more retries.
+//   - unauthorized: the error, led by what to run when its remedy is a
+//     login (mcp_login, and [Model.LoginCommand]'s command if set).
 //   - circuit: the breaker state; when it opens, the probe countdown (event
 //     time + probe_in_ms) and state open.
 //   - idle, closing, disabled: the state of that name.

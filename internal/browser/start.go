@@ -2,7 +2,6 @@ package browser
 
 import (
 	"os/exec"
-	"syscall"
 )
 
 // Process is a started browser command.
@@ -18,7 +17,7 @@ type Process struct {
 // the package doc). It does not check the URL: see [CheckURL].
 func Start(argv []string) (*Process, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	detach(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

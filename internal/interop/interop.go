@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -298,7 +297,7 @@ func startOnce(tb testing.TB, node, entry string, m mode) (string, error) {
 	s.cmd.Env = append(Env(), "PORT="+strconv.Itoa(port))
 	s.cmd.Stdout = s.out // same writer: exec shares one pipe and one copier
 	s.cmd.Stderr = s.out
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	newGroup(s.cmd)
 	s.cmd.WaitDelay = time.Second // do not hang on a pipe held by a stray child
 	if err := s.cmd.Start(); err != nil {
 		return "", fmt.Errorf("exec %s: %w", node, err)
@@ -356,27 +355,6 @@ func (s *server) waitListening(addr string) error {
 		}
 		delay = min(delay*2, 50*time.Millisecond)
 	}
-}
-
-// stop terminates the process group (SIGTERM, then SIGKILL after termGrace)
-// and waits until the process has been reaped.
-func (s *server) stop() {
-	pgid := s.cmd.Process.Pid // Setpgid: the group id is the leader's pid
-	select {
-	case <-s.done:
-	default:
-		// The leader is alive or a zombie not yet reaped by our Wait, so its
-		// pid (the group id) has not been reused.
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		select {
-		case <-s.done:
-		case <-time.After(termGrace):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-s.done
-		}
-	}
-	// Catch any straggler left in the group by a leader that died on its own.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
 // freePort asks the kernel for a free TCP port on 127.0.0.1.

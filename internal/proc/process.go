@@ -31,9 +31,10 @@ type Process struct {
 	log    *slog.Logger
 	cmd    *exec.Cmd // the child: the server's shim, or the server itself
 	pid    int       // the server's: the id of its process group
-	stdin  *os.File  // write end
-	stdout *os.File  // read end
-	stderr *os.File  // read end
+	group  processGroup
+	stdin  *os.File // write end
+	stdout *os.File // read end
+	stderr *os.File // read end
 	out    *stdoutReader
 	tail   *tailBuffer
 	grace  time.Duration
@@ -149,7 +150,7 @@ func Start(cfg Config) (*Process, error) {
 		maxLine = DefaultMaxLine
 	}
 	p.out = &stdoutReader{p: p, maxLine: maxLine}
-	err = spawn(l.cmd, func(err error) {
+	err = l.spawn(func(err error) {
 		p.waitErr = err
 		if !p.stopping.Load() {
 			p.selfExit.Store(true)
@@ -171,6 +172,7 @@ func Start(cfg Config) (*Process, error) {
 	errW.Close()
 	go p.drainStderr(logger)
 	p.pid, err = l.serverPid()
+	p.group = l.group(p.pid)
 	if err != nil {
 		// The shim could not start the server, and exits: reap it.
 		<-p.exited
@@ -398,12 +400,9 @@ func (p *Process) waitExit(d time.Duration) bool {
 	}
 }
 
-func (p *Process) signalGroup(sig syscall.Signal) {
-	// The group id is the server's pid (Setpgid). ESRCH means it is gone.
-	// Without a shim the server is the child; with one, the shim is not in
-	// the group, and follows the server out.
-	_ = syscall.Kill(-p.pid, sig)
-}
+// signalGroup signals the server's process group: every process it
+// started that has not left the group.
+func (p *Process) signalGroup(sig syscall.Signal) { p.group.signal(sig) }
 
 // stdoutReader is the SDK's view of stdout. Its Close is a no-op: the
 // process closes stdout itself, in order, in Close.

@@ -123,13 +123,14 @@ func (l *launch) serverPid() (int, error) {
 	return pid, nil
 }
 
-// spawn starts cmd from a goroutine locked to its OS thread, and reaps it
+// spawn starts the launch's command from a goroutine locked to its OS thread, and reaps it
 // there (then calls reaped with what Wait returned). The kernel sends a
 // child its parent-death signal when the thread that forked it ends, not
 // the process, and the Go runtime ends the thread of a goroutine that
 // exits locked: keeping the thread for the child's life means the signal
 // comes only when the host dies.
-func spawn(cmd *exec.Cmd, reaped func(error)) error {
+func (l *launch) spawn(reaped func(error)) error {
+	cmd := l.cmd
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !windows
 
 package proc
 
@@ -23,8 +23,9 @@ func (l *launch) closeReport() {}
 
 func (l *launch) serverPid() (int, error) { return l.cmd.Process.Pid, nil }
 
-// spawn starts cmd and reaps it on a goroutine of its own.
-func spawn(cmd *exec.Cmd, reaped func(error)) error {
+// spawn starts the launch's command and reaps it on a goroutine of its own.
+func (l *launch) spawn(reaped func(error)) error {
+	cmd := l.cmd
 	if err := cmd.Start(); err != nil {
 		return err
 	}

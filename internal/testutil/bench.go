@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -40,15 +39,6 @@ func Hammer(b testing.TB, f func() error, n, callers int) time.Duration {
 	}
 	wg.Wait()
 	return time.Since(start)
-}
-
-// SelfCPU is the CPU time (user + system) this process has used.
-func SelfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BuildMcpvisor builds ./cmd/mcpvisor of the module the test runs in into

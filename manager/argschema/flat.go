@@ -97,7 +97,7 @@ func hasType(v any, typ string) bool {
 	case int, int64, int32, uint64:
 		return typ == "integer" || typ == "number"
 	case float64:
-		return typ == "number" || (typ == "integer" && x == math.Trunc(x) && !math.IsInf(x, 0))
+		return typ == "number" || (typ == "integer" && x == math.Trunc(x) && math.Abs(x) <= maxSafeInteger)
 	}
 	return false // anything else (json.Number, …) is the general validator's call
 }

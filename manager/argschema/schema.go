@@ -94,7 +94,7 @@ func (s *Schema) Check(args any) (any, error) {
 	}
 	m, ok := args.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("arguments must be an object, got %T", args)
+		return nil, fmt.Errorf("arguments must be a JSON object, got %s", Describe(args))
 	}
 	if s == nil {
 		return m, nil
@@ -116,6 +116,9 @@ func (a *Schema) check(args map[string]any) (map[string]any, []string) {
 	}
 	err := a.root.Validate(coerced)
 	if err == nil {
+		if hasBigInteger(a.schema, coerced) {
+			return coerced, bigIntegers("$", a.schema, coerced, nil)
+		}
 		return coerced, nil
 	}
 	out := a.violations("$", a.schema, coerced, nil)
@@ -168,7 +171,11 @@ func (a *Schema) violations(path string, s *jsonschema.Schema, v any, out []stri
 		}
 	}
 	if len(out) == found {
-		if r := a.parts[s]; r != nil {
+		if p := typeProblem(s, v); p != "" {
+			out = append(out, path+": "+p)
+		} else if p := rangeProblem(s, v); p != "" {
+			out = append(out, path+": "+p)
+		} else if r := a.parts[s]; r != nil {
 			if err := r.Validate(v); err != nil {
 				out = append(out, path+": "+lastClause(err.Error()))
 			}
@@ -199,13 +206,28 @@ func lastClause(msg string) string {
 		msg = msg[j+2:]
 	}
 	if m := typeMismatch.FindStringSubmatch(msg); m != nil {
-		got := m[1]
-		if m[2] == "string" {
-			got = strconv.Quote(got)
+		// The validator prints the value as Go does (null as
+		// "<invalid reflect.Value>", an object as "map[…]"): only a
+		// string, number or boolean is quoted, as JSON would.
+		switch m[2] {
+		case "string":
+			return fmt.Sprintf("must be %s, got string %s", m[3], strconv.Quote(m[1]))
+		case "integer", "number", "boolean":
+			return fmt.Sprintf("must be %s, got %s %s", m[3], m[2], m[1])
+		case "null":
+			return fmt.Sprintf("must be %s, got null", m[3])
 		}
-		return fmt.Sprintf("must be %s, got %s %s", m[3], m[2], got)
+		return fmt.Sprintf("must be %s, got %s", m[3], article(m[2]))
 	}
 	return msg
+}
+
+// article is a JSON type's name with its article: "an object".
+func article(kind string) string {
+	if strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
 }
 
 // typeMismatch is jsonschema-go's `type: 1.5 has type "number", want "integer"`.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -81,7 +82,7 @@ func TestCheckArgs(t *testing.T) {
 		},
 		{
 			name: "not an object", schema: open, args: []any{"x"},
-			wantErr: "arguments must be an object, got []interface {}",
+			wantErr: `arguments must be a JSON object, got array ["x"]`,
 		},
 		{
 			name: "missing required", schema: search, args: map[string]any{},
@@ -98,9 +99,8 @@ func TestCheckArgs(t *testing.T) {
 		},
 		{
 			name: "constraint other than type", schema: search,
-			args: map[string]any{"query": "go", "limit": int64(0)},
-			// jsonschema-go's own wording, after our path.
-			wantErr: "invalid arguments: $.limit: minimum: 0/1 is less than 1.000000",
+			args:    map[string]any{"query": "go", "limit": int64(0)},
+			wantErr: "invalid arguments: $.limit: must be at least 1, got integer 0",
 		},
 		{
 			name: "nested property: every violation at its own path", schema: search,
@@ -168,11 +168,38 @@ func TestCheckArgs(t *testing.T) {
 			want: map[string]any{"query": "go", "limit": int64(3), "matrix": []any{[]any{int64(1), int64(-2)}}, "options": map[string]any{"depth": int64(4)}},
 		},
 		{
-			// JSON Schema counts 1e300 as an integer, but int64 cannot hold
-			// it: it is sent as the number it is.
-			name: "a float beyond 2^53 stays a float", schema: search,
-			args: map[string]any{"query": "go", "limit": 1e300},
-			want: map[string]any{"query": "go", "limit": 1e300},
+			// JSON Schema counts 1e300 as an integer, but no server would
+			// read it as one (int64 cannot hold it; a double holds
+			// integers exactly only up to 2^53): it is refused here rather
+			// than failing in the server.
+			name: "an integral number beyond 2^53 is no integer", schema: search,
+			args:    map[string]any{"query": "go", "limit": 1e300},
+			wantErr: "invalid arguments: $.limit: must be integer, got number 1e+300 (beyond ±9007199254740991, the integers a JSON number holds exactly)",
+		},
+		{
+			name: "an integer beyond 2^53 in a flat schema", schema: mustCompile(t, `{"type": "object", "properties": {"n": {"type": "integer"}}}`),
+			args:    map[string]any{"n": -1e19},
+			wantErr: "invalid arguments: $.n: must be integer, got number -10000000000000000000 (beyond ±9007199254740991, the integers a JSON number holds exactly)",
+		},
+		{
+			name: "null is said as JSON says it", schema: search,
+			args:    map[string]any{"query": nil},
+			wantErr: "invalid arguments: $.query: must be string, got null",
+		},
+		{
+			name: "an object is shown as JSON", schema: search,
+			args:    map[string]any{"query": map[string]any{}, "limit": map[string]any{"a\x1b[2J": []any{true}}},
+			wantErr: `invalid arguments: $.limit: must be integer, got object {"a\u001b[2J":[true]}; $.query: must be string, got object {}`,
+		},
+		{
+			name: "a long value is cut", schema: search,
+			args:    map[string]any{"query": []any{strings.Repeat("é", 100)}},
+			wantErr: `invalid arguments: $.query: must be string, got array ["` + strings.Repeat("é", 29) + `…`,
+		},
+		{
+			name: "a number above the maximum", schema: mustCompile(t, `{"type": "object", "properties": {"p": {"type": "number", "exclusiveMaximum": 1}}}`),
+			args:    map[string]any{"p": 1.0},
+			wantErr: "invalid arguments: $.p: must be less than 1, got integer 1",
 		},
 	}
 	for _, tt := range tests {

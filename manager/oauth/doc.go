@@ -23,7 +23,7 @@
 //   - a 401 with no token, a 401 right after such a refresh, a refresh the
 //     authorization server refuses, and a 403 insufficient_scope (step-up)
 //     that no login made since grants fail with [LoginRequiredError],
-//     which says what to run, and close the channel of
+//     which says why a login is needed, and close the channel of
 //     [Source.LoginNeeded] so that a connected session is ended rather
 //     than left answering errors.
 //

@@ -13,25 +13,19 @@ import (
 // LoginRequiredError is a request the server refused for want of a login:
 // there is no token, the authorization server refused to refresh it, the
 // server refused even a fresh one, or the request needs more scopes. Only
-// a login helps; retrying would only hammer the servers.
+// a login helps; retrying would only hammer the servers. Its message says
+// why, not how to log in: that is each face's to word (a Lua call, a
+// command line).
 type LoginRequiredError struct {
 	Server string
-	// Command is the shell command that logs in ("" for LoginCommand's).
-	Command string
-	Reason  string   // why, in a few words, with no secret in it
-	Scopes  []string // scopes the server asked for (step-up), if any
+	Reason string   // why, in a few words, with no secret in it
+	Scopes []string // scopes the server asked for (step-up), if any
 	// Unauthorized is the 401 that said so, if one did (not for a step-up
 	// or a refused refresh): errors.As finds it through this error.
 	Unauthorized *endpoint.UnauthorizedError
 }
 
-func (e *LoginRequiredError) Error() string {
-	cmd := e.Command
-	if cmd == "" {
-		cmd = LoginCommand(e.Server)
-	}
-	return fmt.Sprintf("%s; log in with `%s` or mcp_login(%q)", e.Reason, cmd, e.Server)
-}
+func (e *LoginRequiredError) Error() string { return e.Reason }
 
 func (e *LoginRequiredError) Unwrap() error {
 	if e.Unauthorized == nil {
@@ -40,27 +34,16 @@ func (e *LoginRequiredError) Unwrap() error {
 	return e.Unauthorized
 }
 
+// Is makes errors.Is(err, endpoint.ErrUnauthorized) hold, with or
+// without a 401 behind it: only a login helps.
+func (e *LoginRequiredError) Is(target error) bool { return target == endpoint.ErrUnauthorized }
+
 // Challenge is the WWW-Authenticate header of the refusal, if any.
 func (e *LoginRequiredError) Challenge() string {
 	if e.Unauthorized == nil {
 		return ""
 	}
 	return e.Unauthorized.Challenge
-}
-
-// LoginCommand is the shell command that logs in to server.
-func LoginCommand(server string) string {
-	return "mcpvisor login " + shellWord(server)
-}
-
-// shellWord quotes s for a POSIX shell when it needs it.
-func shellWord(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@+=,", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // TokenRefreshedError is a request the server refused although a token

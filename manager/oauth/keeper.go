@@ -17,9 +17,6 @@ type KeeperOptions struct {
 	Transport http.RoundTripper
 	// Now is the clock. If nil, time.Now.
 	Now func() time.Time
-	// ConfigFile is the host's config when it is not the default: the
-	// login commands errors suggest name it.
-	ConfigFile string
 }
 
 // Keeper holds the grants of every server of a host. Make it with
@@ -29,7 +26,6 @@ type Keeper struct {
 	dirErr error // why there is no state directory, if there is none
 	client *http.Client
 	now    func() time.Time
-	config string // the host's config file, if not the default
 
 	mu sync.Mutex // guards sources
 	// sources by server name key; a Source outlives a server's removal,
@@ -40,7 +36,7 @@ type Keeper struct {
 
 // NewKeeper returns a Keeper storing its grants as opts says.
 func NewKeeper(opts KeeperOptions) *Keeper {
-	k := &Keeper{sources: map[string]*Source{}, now: opts.Now, config: opts.ConfigFile}
+	k := &Keeper{sources: map[string]*Source{}, now: opts.Now}
 	dir := opts.Dir
 	if dir == "" {
 		dir, k.dirErr = DefaultDir()
@@ -68,7 +64,6 @@ func (k *Keeper) Source(key, name string, cfg Config) *Source {
 	s, ok := k.sources[key]
 	if !ok {
 		s = newSource(name, key, k.store, k.client, cfg, k.now)
-		s.command = k.Command(name)
 		k.sources[key] = s
 	}
 	k.mu.Unlock()
@@ -95,17 +90,7 @@ func (k *Keeper) source(key, name string) *Source {
 	s, ok := k.sources[key]
 	if !ok {
 		s = newSource(name, key, k.store, k.client, Config{}, k.now)
-		s.command = k.Command(name)
 		k.sources[key] = s
 	}
 	return s
-}
-
-// Command is the shell command that logs in to server, naming the host's
-// config when it is not the default.
-func (k *Keeper) Command(server string) string {
-	if k.config == "" {
-		return LoginCommand(server)
-	}
-	return "mcpvisor login -c " + shellWord(k.config) + " " + shellWord(server)
 }

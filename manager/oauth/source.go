@@ -19,12 +19,11 @@ import (
 // out the access token, refreshes it, and says when only a login helps.
 // Get it from [Keeper.Source].
 type Source struct {
-	name    string // as declared, for messages
-	command string // the shell command that logs in to it
-	key     string // its Store file
-	store   *Store
-	client  *http.Client // for the token endpoint
-	now     func() time.Time
+	name   string // as declared, for messages
+	key    string // its Store file
+	store  *Store
+	client *http.Client // for the token endpoint
+	now    func() time.Time
 
 	mu sync.Mutex // guards the following
 	// cfg is the server's auth declaration, replaced when it changes.
@@ -96,8 +95,8 @@ func (s *Source) load() {
 	s.mu.Unlock()
 }
 
-// Reload picks up a login made by another process (mcpvisor login beside
-// a running host): it reports whether the Store's file changed since this
+// Reload picks up a login made by another process (the login command run
+// beside a running host): it reports whether the Store's file changed since this
 // Source last read or wrote it and now holds a token. It only looks at the
 // file; nothing goes over the network.
 func (s *Source) Reload() bool {
@@ -151,7 +150,7 @@ func (s *Source) save(rec *Record) error {
 // requireLoginLocked records that only a login helps, for reason, and
 // returns the error that says so.
 func (s *Source) requireLoginLocked(reason string, scopes []string, unauthorized *endpoint.UnauthorizedError) *LoginRequiredError {
-	e := &LoginRequiredError{Server: s.name, Command: s.command, Reason: reason, Scopes: scopes, Unauthorized: unauthorized}
+	e := &LoginRequiredError{Server: s.name, Reason: reason, Scopes: scopes, Unauthorized: unauthorized}
 	if !s.needClosed {
 		close(s.needLogin)
 		s.needClosed = true

@@ -1,0 +1,72 @@
+package expose
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Rules say how a server's tools are offered to MCP clients by the gateway.
+type Rules struct {
+	// Prefix starts the server's tool and prompt names on the gateway's
+	// /mcp endpoint: Prefix__tool. If "", the server's name with every
+	// character outside [a-zA-Z0-9_-] replaced by "_".
+	Prefix string
+	// Hide lists patterns (path.Match syntax: "delete_*") of the server's
+	// own tool names that the gateway does not offer at all.
+	Hide []string
+	// Rename maps a tool's own name to the name offered after the prefix
+	// on /mcp.
+	Rename map[string]string
+}
+
+// Rune reports whether r may appear in a tool name every MCP client
+// accepts: a-z A-Z 0-9 _ -.
+func Rune(r rune) bool {
+	return r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+}
+
+// ValidName reports whether s is a tool name every MCP client accepts: 1
+// to 64 of the Rune characters.
+func ValidName(s string) bool {
+	return s != "" && len(s) <= 64 && !strings.ContainsFunc(s, func(r rune) bool { return !Rune(r) })
+}
+
+// Hidden reports whether the tool named tool is hidden.
+func (e Rules) Hidden(tool string) bool {
+	return slices.ContainsFunc(e.Hide, func(p string) bool {
+		ok, _ := path.Match(p, tool)
+		return ok
+	})
+}
+
+// Problem is what is wrong with one field of Rules.
+type Problem struct {
+	Field string // as declared: "expose.prefix"
+	Msg   string
+}
+
+// Problems lists what is wrong with e, in field order; none for usable
+// Rules.
+func (e Rules) Problems() []Problem {
+	var out []Problem
+	add := func(field, format string, args ...any) {
+		out = append(out, Problem{Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if e.Prefix != "" && (!ValidName(e.Prefix) || len(e.Prefix) > 32) {
+		add("expose.prefix", "must be 1 to 32 of the characters a-z A-Z 0-9 _ -, got %q", e.Prefix)
+	}
+	for i, h := range e.Hide {
+		if _, err := path.Match(h, ""); err != nil || strings.TrimSpace(h) == "" {
+			add("expose.hide", "item %d: %q is not a usable pattern (use * and ?, e.g. \"delete_*\")", i+1, h)
+		}
+	}
+	for _, from := range slices.Sorted(maps.Keys(e.Rename)) {
+		if to := e.Rename[from]; !ValidName(to) {
+			add("expose.rename", "%q: the new name must be 1 to 64 of the characters a-z A-Z 0-9 _ -, got %q", from, to)
+		}
+	}
+	return out
+}
