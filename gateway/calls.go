@@ -3,9 +3,11 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
 
@@ -17,7 +19,7 @@ import (
 // toolHandler forwards calls of one exposed tool to its server.
 func (ep *endpoint) toolHandler(server, tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return ep.forward(ctx, req, server, tool), nil
+		return ep.forward(ctx, req, server, tool)
 	}
 }
 
@@ -26,55 +28,71 @@ func (ep *endpoint) toolHandler(server, tool string) mcp.ToolHandler {
 // rejects) comes back as an isError result whose text names the server
 // and the operation: the model reads it, and no request ever hangs past
 // the call's timeout. What the server asks during the call goes to the
-// client (clientAnswerer).
-func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, server, tool string) *mcp.CallToolResult {
+// client (clientAnswerer). A call cancelled because its client ended the
+// session gets a JSON-RPC error instead: there is no model to read it.
+func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, server, tool string) (*mcp.CallToolResult, error) {
 	op := fmt.Sprintf("server %q: tools/call %q", server, tool)
 	var args map[string]any
 	if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
 		var v any
 		if err := json.Unmarshal(raw, &v); err != nil {
-			return errorResult(fmt.Sprintf("%s: %s: the arguments are not valid JSON. Retrying the same arguments will not help.", manager.CodeInvalidArguments, op))
+			return errorResult(fmt.Sprintf("%s: %s: the arguments are not valid JSON. Retrying the same arguments will not help.", manager.CodeInvalidArguments, op)), nil
 		}
 		var ok bool
 		if args, ok = v.(map[string]any); !ok {
 			return errorResult(fmt.Sprintf("%s: %s: arguments must be a JSON object of named arguments, got %s. Retrying with the same arguments will not help; send an object.",
-				manager.CodeInvalidArguments, op, argschema.Describe(v)))
+				manager.CodeInvalidArguments, op, argschema.Describe(v))), nil
 		}
 	}
 	if req.Session == nil {
-		return errorResult(op + ": no client session")
+		return errorResult(op + ": no client session"), nil
 	}
 	ctx = traceContext(ctx, req.Params.Meta)
 	s := ep.g.clients.session(ep, req.Session)
-	c := upstreamCall{name: server + "." + tool, args: args, token: req.Params.GetProgressToken()}
+	c := upstreamCall{op: op, name: server + "." + tool, args: args, token: req.Params.GetProgressToken()}
 	if req.ProtocolVersion() >= multiRoundTripVersion {
-		return ep.g.roundTrip(ctx, req, s, c, op)
+		return ep.g.roundTrip(ctx, req, s, c, op), nil
 	}
-	if !s.begin() {
-		return errorResult(op + ": " + errClientGone.Error())
+	if err := s.begin(); err != nil {
+		return errorResult(errorText(fmt.Errorf("%s: %w", op, err))), nil
 	}
-	defer s.done()
+	// Counted until the answer has gone out (see session.done): once this
+	// handler returns, s.done is arranged to run when ctx ends.
+	defer func() { context.AfterFunc(ctx, s.done) }()
+	c.life = ep.g.life(ctx, req.Extra)
 	// call ends as the call returns, before its result goes out: the
 	// answerer, which the manager may keep, asks outside the call from
 	// then on.
 	call, over := context.WithCancel(ctx)
 	defer over()
-	return ep.g.call(call, s, c, newClientAnswerer(call, s, req.ClientCapabilities(), nil))
+	res := ep.g.call(call, s, c, newClientAnswerer(call, s, req.ClientCapabilities(), nil))
+	if cause := context.Cause(s.ctx); (res == nil || res.IsError) && cause != nil && !errors.Is(cause, ErrShuttingDown) {
+		return nil, &jsonrpc.Error{Code: CodeRefused, Message: op + ": " + cause.Error() + "; the call was cancelled upstream"}
+	}
+	return res, nil
 }
 
 // upstreamCall is what a client's tools/call asks of the source.
 type upstreamCall struct {
+	op    string // `server "s": tools/call "t"`, for errors
 	name  string // "server.tool"
 	args  map[string]any
 	token any // the client's progress token, if any
+	// life, if not nil, is the HTTP request whose end cancels the call
+	// (see requestLives).
+	life context.Context
 }
 
 // call makes a client's call upstream, with progress going back under the
-// client's token. It ends when the client's session does.
+// client's token. It ends when the client's session does, or the HTTP
+// request carrying it.
 func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall, a ask.Answerer) *mcp.CallToolResult {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })()
+	if c.life != nil {
+		defer context.AfterFunc(c.life, func() { cancel(errRequestGone) })()
+	}
 	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
 	var fw *progressForwarder
 	if c.token != nil {
@@ -86,6 +104,10 @@ func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall, a ask.An
 		fw.finish() // the progress it has goes out before the result
 	}
 	if err != nil {
+		if errors.Is(context.Cause(ctx), ErrShuttingDown) {
+			return errorResult(c.op + ": " + ErrShuttingDown.Error() + ": the call did not finish within the shutdown grace and was cancelled upstream. " +
+				"It may or may not have done its work; retrying once mcpvisor is back may succeed.")
+		}
 		return errorResult(errorText(err))
 	}
 	return res
@@ -105,8 +127,8 @@ func (g *Gateway) roundTrip(ctx context.Context, req *mcp.CallToolRequest, s *se
 		}
 		rt.answer(p.InputResponses)
 	} else {
-		if !s.begin() {
-			return errorResult(op + ": " + errClientGone.Error())
+		if err := s.begin(); err != nil {
+			return errorResult(errorText(fmt.Errorf("%s: %w", op, err)))
 		}
 		if rt = s.addTrip(ctx, p.Name); rt == nil {
 			s.done()
@@ -117,6 +139,9 @@ func (g *Gateway) roundTrip(ctx context.Context, req *mcp.CallToolRequest, s *se
 			defer s.done()
 			rt.finish(g.call(rt.ctx, s, c, a))
 		}()
+	}
+	if s.hold() {
+		defer func() { context.AfterFunc(ctx, s.done) }() // once answered: see session.done
 	}
 	res, finished := rt.await(ctx)
 	if finished {
@@ -148,9 +173,12 @@ func traceContext(ctx context.Context, meta mcp.Meta) context.Context {
 	return propagation.TraceContext{}.Extract(ctx, carrier)
 }
 
-func (g *Gateway) promptHandler(server, prompt string) mcp.PromptHandler {
-	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		res, err := g.src.GetPrompt(ctx, server+"."+prompt, req.Params.Arguments, 0)
+func (ep *endpoint) promptHandler(server, prompt string) mcp.PromptHandler {
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (res *mcp.GetPromptResult, err error) {
+		err = ep.upstream(ctx, req.Session, req.Extra, func(ctx context.Context) (err error) {
+			res, err = ep.g.src.GetPrompt(ctx, server+"."+prompt, req.Params.Arguments, 0)
+			return err
+		})
 		if err != nil {
 			return nil, rpcError(err)
 		}
@@ -158,14 +186,38 @@ func (g *Gateway) promptHandler(server, prompt string) mcp.PromptHandler {
 	}
 }
 
-func (g *Gateway) resourceHandler(server string) mcp.ResourceHandler {
-	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		res, err := g.src.ReadResource(ctx, req.Params.URI, server, 0)
+func (ep *endpoint) resourceHandler(server string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (res *mcp.ReadResourceResult, err error) {
+		err = ep.upstream(ctx, req.Session, req.Extra, func(ctx context.Context) (err error) {
+			res, err = ep.g.src.ReadResource(ctx, req.Params.URI, server, 0)
+			return err
+		})
 		if err != nil {
 			return nil, rpcError(err)
 		}
 		return res, nil
 	}
+}
+
+// upstream runs f, a client's request of a server other than a call:
+// counted among the client's requests in flight (and refused beyond its
+// limit), and cancelled when the client leaves, as a call is.
+func (ep *endpoint) upstream(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra, f func(context.Context) error) error {
+	if ss == nil {
+		return f(ctx)
+	}
+	s := ep.g.clients.session(ep, ss)
+	if err := s.begin(); err != nil {
+		return refused(err)
+	}
+	defer func() { context.AfterFunc(ctx, s.done) }() // once answered: see session.done
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })()
+	if life := ep.g.life(ctx, extra); life != nil {
+		defer context.AfterFunc(life, func() { cancel(errRequestGone) })()
+	}
+	return f(ctx)
 }
 
 // unknownTools answers a call of a tool the endpoint does not list (yet):
@@ -188,7 +240,11 @@ func (ep *endpoint) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok {
 			return next(ctx, method, req)
 		}
-		return ep.forward(ctx, call, server, tool), nil
+		res, err := ep.forward(ctx, call, server, tool)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -72,12 +73,16 @@ type session struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
+	// maxCalls bounds calls; 0: no bound.
+	maxCalls int
+
 	mu sync.Mutex
 	// mu guards the following.
 	listed    bool // client_connected was published
 	calls     int  // calls in flight upstream
 	ended     bool
-	idle      chan struct{}         // closed once ended with no call in flight
+	draining  bool                  // the gateway is shutting down: no new calls
+	idle      chan struct{}         // closed once ended or draining with no call in flight
 	trips     map[string]*roundTrip // calls waiting on this client's answers, by request state
 	tripsSeen int                   // round trips so far, to order them
 	subs      map[subKey]bool       // resource subscriptions held upstream
@@ -85,23 +90,71 @@ type session struct {
 	// the token the gateway gave them (see relayProgress).
 	reporters   map[string]ask.Reporter
 	reportsSeen int
+	// posts counts the client's HTTP requests being served (streamable
+	// HTTP); quiet are closed when it drops to zero.
+	posts int
+	quiet []chan struct{}
+}
+
+// serving counts one of the client's HTTP requests until the function it
+// returns is called.
+func (s *session) serving() func() {
+	s.mu.Lock()
+	s.posts++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.posts--; s.posts == 0 {
+			for _, ch := range s.quiet {
+				close(ch)
+			}
+			s.quiet = nil
+		}
+	}
+}
+
+// served is closed once none of the client's HTTP requests is being
+// served.
+func (s *session) served() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan struct{})
+	if s.posts == 0 {
+		close(ch)
+	} else {
+		s.quiet = append(s.quiet, ch)
+	}
+	return ch
 }
 
 // errClientGone ends what a client had in flight when its session ends.
 var errClientGone = errors.New("the client went away")
 
-// begin counts a call in flight; it is refused once the session ended.
-func (s *session) begin() bool {
+// begin counts a call in flight. It is refused once the session ended,
+// while the gateway shuts down, and when the client already has as many
+// in flight as it may.
+func (s *session) begin() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
-		return false
+	switch {
+	case s.ended:
+		return errClientGone
+	case s.draining:
+		return ErrShuttingDown
+	case s.maxCalls > 0 && s.calls >= s.maxCalls:
+		return &LimitError{Limit: CallLimit, Max: s.maxCalls}
 	}
 	s.calls++
-	return true
+	return nil
 }
 
-// done ends a call begun.
+// done ends a call begun. A request handler calls it once the request's
+// answer has gone out, which the go-sdk marks by ending the request's
+// context after the handler returned (context.AfterFunc, registered as
+// the handler returns): a shutdown that waits for the session's calls and
+// then closes it never closes it before an answer is written, which
+// closing would refuse.
 func (s *session) done() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -121,8 +174,30 @@ func (s *session) end() {
 	<-s.idle
 }
 
+// hold counts a request of a call already begun (a round trip's) until
+// done, unless the session ended: a shutdown waits for its answer too.
+func (s *session) hold() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return false
+	}
+	s.calls++
+	return true
+}
+
+// drain refuses new calls from now on; the channel it returns is closed
+// once none is in flight.
+func (s *session) drain() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.draining = true
+	s.closeIfIdleLocked()
+	return s.idle
+}
+
 func (s *session) closeIfIdleLocked() {
-	if s.ended && s.calls == 0 {
+	if (s.ended || s.draining) && s.calls == 0 {
 		select {
 		case <-s.idle:
 		default:
@@ -142,14 +217,62 @@ type clientTable struct {
 	mu sync.Mutex
 	// mu guards the following.
 	bySession map[*mcp.ServerSession]*session
+	byID      map[string]*session         // HTTP sessions, by MCP session id
+	reserved  map[*mcp.ServerSession]bool // initializing: counted, not yet recorded
 	stdio     map[*mcp.ServerSession]bool // sessions ServeStdio serves
 	stdioSeen int                         // stdio sessions so far, to number them
+	draining  bool                        // the gateway is shutting down
 }
 
 func (t *clientTable) init(g *Gateway) {
 	t.g = g
 	t.bySession = map[*mcp.ServerSession]*session{}
+	t.byID = map[string]*session{}
+	t.reserved = map[*mcp.ServerSession]bool{}
 	t.stdio = map[*mcp.ServerSession]bool{}
+}
+
+// reserve counts a session that is initializing among the open ones, or
+// refuses it: at the cap on sessions (one open session is never closed
+// to make room), or while the gateway shuts down.
+func (t *clientTable) reserve(ss *mcp.ServerSession) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.bySession[ss]; ok || t.reserved[ss] {
+		return nil // initialized again: already counted
+	}
+	if t.draining {
+		return ErrShuttingDown
+	}
+	if max := t.g.opts.MaxSessions; len(t.bySession)+len(t.reserved) >= max {
+		return &LimitError{Limit: SessionLimit, Max: max}
+	}
+	t.reserved[ss] = true
+	return nil
+}
+
+// unreserve gives back the place of a session whose initialize failed.
+func (t *clientTable) unreserve(ss *mcp.ServerSession) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.reserved, ss)
+}
+
+// byMCPID is the HTTP session with MCP session id id, or nil.
+func (t *clientTable) byMCPID(id string) *session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byID[id]
+}
+
+// drain refuses new sessions and every session's new calls from now on,
+// and returns the sessions.
+func (t *clientTable) drain() []*session {
+	t.mu.Lock()
+	t.draining = true
+	sessions := slices.Collect(maps.Values(t.bySession))
+	t.mu.Unlock()
+	return sessions
 }
 
 // serveStdio marks ss as a stdio session, until done is called.
@@ -187,9 +310,15 @@ func (t *clientTable) session(ep *endpoint, ss *mcp.ServerSession) *session {
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
 		c.Name, c.Version = p.ClientInfo.Name, p.ClientInfo.Version
 	}
-	s := &session{ss: ss, client: c, label: c.Label(), idle: make(chan struct{}), trips: map[string]*roundTrip{}, subs: map[subKey]bool{}}
+	s := &session{ss: ss, client: c, label: c.Label(), idle: make(chan struct{}), trips: map[string]*roundTrip{}, subs: map[subKey]bool{},
+		maxCalls: t.g.opts.MaxClientCalls, draining: t.draining}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.closeIfIdleLocked() // no call in flight: drained already, if draining
 	t.bySession[ss] = s
+	delete(t.reserved, ss)
+	if id := ss.ID(); id != "" {
+		t.byID[id] = s
+	}
 	t.wg.Add(1)
 	go t.watch(s)
 	return s
@@ -204,6 +333,9 @@ func (t *clientTable) watch(s *session) {
 	t.dropSubscriptions(s)
 	t.mu.Lock()
 	delete(t.bySession, s.ss)
+	if t.byID[s.ss.ID()] == s {
+		delete(t.byID, s.ss.ID())
+	}
 	t.mu.Unlock()
 	s.mu.Lock()
 	listed := s.listed
@@ -237,15 +369,31 @@ func (t *clientTable) connected(ep *endpoint, ss *mcp.ServerSession) {
 // InitializedHandler lists the others, once they have sent initialized.
 func (ep *endpoint) announce(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if method == "initialize" {
-			return res, err
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && method == "initialize" {
+			return ep.initialize(ctx, next, req, ss)
 		}
+		res, err := next(ctx, method, req)
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && err == nil && ss.InitializeParams() != nil && !ep.g.clients.listed(ss) {
 			ep.g.clients.connected(ep, ss)
 		}
 		return res, err
 	}
+}
+
+// initialize admits a session, or refuses it at the cap on sessions or
+// while the gateway shuts down. An admitted session is recorded (and
+// counted) from then on, until it ends.
+func (ep *endpoint) initialize(ctx context.Context, next mcp.MethodHandler, req mcp.Request, ss *mcp.ServerSession) (mcp.Result, error) {
+	if err := ep.g.clients.reserve(ss); err != nil {
+		return nil, refused(err)
+	}
+	res, err := next(ctx, "initialize", req)
+	if err != nil || ss.InitializeParams() == nil {
+		ep.g.clients.unreserve(ss)
+		return res, err
+	}
+	ep.g.clients.session(ep, ss)
+	return res, nil
 }
 
 // listed reports whether ss's client was announced.

@@ -36,7 +36,9 @@
 // to the calling client under its own token, before the result; a client's
 // cancellation cancels the upstream request; a W3C traceparent in _meta
 // continues into the upstream call. Server log messages reach the clients
-// of the endpoints that serve that server, at each client's logging level.
+// of the endpoints that serve that server, at each client's logging level;
+// resource updates reach the clients subscribed to the resource, every one
+// and in order.
 //
 // # What servers ask
 //
@@ -65,6 +67,23 @@
 // gives it a session of its own, which ReleaseClient frees when the
 // client's session ends.
 //
+// # Clients that leave, and bounds
+//
+// A call ends when its client can no longer take the answer: the client
+// cancels it, ends its session (DELETE, which answers the call with a
+// JSON-RPC error first), closes the HTTP request carrying it, or loses
+// the stream of its SSE session; the upstream request is cancelled then.
+// Sessions are capped (Options.MaxSessions: initialize is refused beyond
+// it, an open session is never closed to make room) and an HTTP session
+// idle for HTTPOptions.SessionTimeout is closed; one client's requests in
+// flight upstream are capped (Options.MaxClientCalls), however it sends
+// them. Over HTTP the guard checks Host (on loopback), Origin and the
+// token before anything answers; a peer that keeps sending wrong tokens
+// is shut out for longer and longer; connections are capped, more
+// tightly before they authenticate, and request headers, bodies and idle
+// connections have deadlines. Shutdown lets calls in flight finish within
+// a grace, then answers the rest with an error.
+//
 // # Concurrency
 //
 // One goroutine (run) owns the endpoints and the namers: it follows the
@@ -76,11 +95,27 @@
 // toolsets. Toolsets are snapshots handed over with SetToolsets (a toolset
 // that a function decides is evaluated by its owner, which hands over the
 // tools it chose): the run goroutine takes the newest when it is poked and
-// never waits on whoever made them. Log messages are delivered by one
-// goroutine with a bounded queue; each call with a progress token has a
-// goroutine of its own that ends before the call returns; a call of a client on 2026-07-28 runs
+// never waits on whoever made them. What servers say (log messages,
+// resource updates) comes on the gateway's own lossless listener of the
+// manager's notices (package manager/notify) and is sent by one goroutine
+// (deliver) in order: while it keeps up the manager waits for it rather
+// than drop a resource update, and if it ever falls a stall behind, what it
+// missed comes as a Lost notice, answered by sending every resource its
+// clients subscribed to on that server as updated and telling them how many
+// log messages they missed. It reads the endpoints from a list the run
+// goroutine replaces as it makes them. Each call with a progress token has
+// a goroutine of its own that ends before the call returns; a call of a
+// client on 2026-07-28 runs
 // upstream on a goroutine of its own, counted among its session's calls.
 // Each client session has a watcher that, when the session ends, cancels
 // its calls, waits for them to return, publishes client_disconnected and
-// calls ReleaseClient, once. Close stops them all and waits.
+// calls ReleaseClient, once. A call counts among its session's calls until
+// its answer has been written (the go-sdk ends the request's context
+// then), so that Shutdown, which waits for them, closes a session only
+// after its answers went out. The HTTP layer keeps, for the calls, the
+// context of the request carrying each (a token in a header the go-sdk
+// hands to handlers) and of each SSE session's stream (a context value);
+// the wrong-token table and the connection counts each have a mutex of
+// their own. Close stops them all and waits: run, deliver and the
+// watchers.
 package gateway

@@ -260,7 +260,7 @@ func (ep *endpoint) applyPrompts(v *view) {
 	reconcile(ep.prompts, want, ep.srv.RemovePrompts, func(name string, w promptRoute) error {
 		def := *w.from
 		def.Name = name
-		ep.srv.AddPrompt(&def, ep.g.promptHandler(w.server, w.prompt))
+		ep.srv.AddPrompt(&def, ep.promptHandler(w.server, w.prompt))
 		return nil
 	})
 }
@@ -309,7 +309,7 @@ func (ep *endpoint) applyResources(v *view) {
 // cannot parse, which a server may well send.
 func (ep *endpoint) addResource(r manager.ResourceInfo) (err error) {
 	defer recovered(&err)
-	h := ep.g.resourceHandler(r.Server)
+	h := ep.resourceHandler(r.Server)
 	if r.Template {
 		t := r.ResourceTemplate
 		if t == nil {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
 
 // Options configures a Gateway.
@@ -31,7 +31,23 @@ type Options struct {
 	// KeepAlive, if set, pings each client at this interval and closes a
 	// session that stops answering.
 	KeepAlive time.Duration
+	// MaxSessions caps the client sessions open at once, over every
+	// transport; an initialize beyond it is refused with a *LimitError
+	// (no session is closed to make room). If zero, DefaultMaxSessions.
+	MaxSessions int
+	// MaxClientCalls caps the requests one client session has in flight
+	// upstream (calls, prompts, resource reads), however it sends them
+	// (one at a time or a JSON-RPC batch); one beyond it is refused with
+	// a *LimitError. If zero, DefaultMaxClientCalls; less than zero, no
+	// cap.
+	MaxClientCalls int
 }
+
+// DefaultMaxSessions is Options.MaxSessions when zero.
+const DefaultMaxSessions = 1000
+
+// DefaultMaxClientCalls is Options.MaxClientCalls when zero.
+const DefaultMaxClientCalls = 64
 
 // Gateway serves the servers a Source keeps connected to MCP clients:
 // everything on /mcp under prefixed names, each server on its own endpoint
@@ -44,6 +60,7 @@ type Gateway struct {
 	log     *slog.Logger
 	bus     *events.Bus
 	clients clientTable
+	lives   requestLives
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -53,11 +70,14 @@ type Gateway struct {
 	// is poked to pick it up.
 	nextToolsets atomic.Pointer[map[string]Toolset]
 	poke         chan struct{}
-	// logs carries server log messages to deliverLogs.
-	logs     chan logEntry
-	logsDone chan struct{}
-	// updates are the resource updates being sent to clients.
-	updates sync.WaitGroup
+	// notes are what servers say (log messages, resource updates), which
+	// the deliver goroutine sends to clients; notesDone is closed when it
+	// returns.
+	notes     *notify.Listener
+	notesDone chan struct{}
+	// served lists the endpoints made so far, for deliver; the run
+	// goroutine replaces it (never modifies it) as it makes one.
+	served atomic.Pointer[[]*endpoint]
 
 	// Owned by the run goroutine.
 	names     namers
@@ -86,13 +106,24 @@ func New(opts Options) *Gateway {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	switch {
+	case opts.MaxClientCalls == 0:
+		opts.MaxClientCalls = DefaultMaxClientCalls
+	case opts.MaxClientCalls < 0:
+		opts.MaxClientCalls = 0 // session.begin: no bound
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{src: opts.Source, opts: opts, log: opts.Logger, bus: opts.Source.Bus(),
 		ctx: ctx, cancel: cancel, work: make(chan func()), done: make(chan struct{}), poke: make(chan struct{}, 1),
-		logs: make(chan logEntry, maxQueuedLogs), logsDone: make(chan struct{}),
+		notes:     opts.Source.Notices().Listen(notify.ListenOptions{Lossless: true}),
+		notesDone: make(chan struct{}),
 		names:     namers{tools: newNamer(opts.NameBudget), prompts: newNamer(opts.NameBudget)},
 		endpoints: map[endpointKey]*endpoint{}}
 	g.toolsets.Store(&map[string]Toolset{})
+	g.served.Store(&[]*endpoint{})
 	g.clients.init(g)
 	// Any client may answer what a server asks: servers that connect from
 	// now on are told their client can (each call's answerer says whether
@@ -101,7 +132,7 @@ func New(opts Options) *Gateway {
 	sub := g.bus.Subscribe(events.SubscribeOptions{})
 	g.refresh()
 	go g.run(sub)
-	go g.deliverLogs()
+	go g.deliver()
 	return g
 }
 
@@ -133,14 +164,6 @@ func (g *Gateway) run(sub *events.Subscription) {
 				break
 			}
 			dirty = dirty || relists(e)
-			if e.Kind == events.KindNotification {
-				switch e.Text("method") {
-				case "notifications/message":
-					g.forwardLog(e)
-				case "notifications/resources/updated":
-					g.forwardUpdate(e)
-				}
-			}
 		}
 		if dirty {
 			g.refresh()
@@ -206,6 +229,8 @@ func (g *Gateway) endpoint(sel selection, name string) (*endpoint, error) {
 			ep = g.newEndpoint(sel, name)
 			ep.apply(g.currentView())
 			g.endpoints[key] = ep
+			served := append(slices.Clone(*g.served.Load()), ep)
+			g.served.Store(&served)
 		}
 	})
 	return ep, err
@@ -296,13 +321,64 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClo
 	return err
 }
 
-// Close ends every client session and stops following the source. HTTP
-// listeners are closed by their owners (Serve's context).
+// Shutdown ends every client session gracefully: from now on new
+// sessions and new calls are refused with ErrShuttingDown, the calls in
+// flight may finish until ctx is done, then those still running are
+// cancelled upstream and answered with an error saying mcpvisor is
+// shutting down, and every session is closed. It returns when they are,
+// with ctx's error if the grace ran out. Close the gateway afterwards;
+// stop HTTP listeners from accepting (HTTPServer.Close) first.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	sessions := g.clients.drain()
+	var idle []<-chan struct{}
+	for _, s := range sessions {
+		idle = append(idle, s.drain())
+	}
+	var err error
+	for _, ch := range idle {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err != nil {
+		for _, s := range sessions {
+			s.cancel(ErrShuttingDown)
+		}
+		for _, ch := range idle {
+			<-ch // cancelled calls return at once
+		}
+	}
+	// The answers are written; the HTTP requests carrying them end once
+	// sent. Then the sessions' streams end.
+	sent, stop := context.WithTimeout(context.Background(), deleteWait)
+	defer stop()
+	for _, s := range sessions {
+		select {
+		case <-s.served():
+		case <-sent.Done():
+		}
+	}
+	for _, s := range sessions {
+		_ = s.ss.Close()
+	}
+	return err
+}
+
+// Close ends every client session at once (cancelling their calls, as
+// Shutdown does when its grace is over) and stops following the source.
+// HTTP listeners are closed by their owners.
 func (g *Gateway) Close() {
+	over, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = g.Shutdown(over)
 	g.cancel()
 	<-g.done
-	<-g.logsDone
-	g.updates.Wait()
+	<-g.notesDone
 	for _, ep := range g.endpoints {
 		for ss := range ep.srv.Sessions() {
 			_ = ss.Close()

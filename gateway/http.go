@@ -2,38 +2,63 @@ package gateway
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// DefaultMaxBodyBytes bounds one HTTP request body.
-const DefaultMaxBodyBytes = 4 << 20
+// Defaults of HTTPOptions.
+const (
+	// DefaultMaxBodyBytes bounds one HTTP request body.
+	DefaultMaxBodyBytes = 4 << 20
+	// DefaultSessionTimeout closes an HTTP client session that has sent
+	// nothing for this long (a client that vanished without a DELETE).
+	DefaultSessionTimeout = 10 * time.Minute
+	// DefaultBodyTimeout bounds reading one request body.
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultIdleTimeout closes a kept-alive connection idle this long.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultMaxConns caps the open connections.
+	DefaultMaxConns = 2048
+	// DefaultMaxUnauthConns caps the connections not yet authenticated.
+	DefaultMaxUnauthConns = 128
+)
 
-// DefaultSessionTimeout closes an HTTP client session that has sent
-// nothing for this long (a client that vanished without a DELETE).
-const DefaultSessionTimeout = 30 * time.Minute
+// readHeaderTimeout bounds reading a request's headers.
+const readHeaderTimeout = 10 * time.Second
 
 // HTTPOptions configures the HTTP listener.
 type HTTPOptions struct {
 	// Addr is host:port to listen on, e.g. "127.0.0.1:8931".
 	Addr string
 	// Token, if set, is required as "Authorization: Bearer <token>" on
-	// every request. Binding an address that is not loopback requires one.
+	// every request. Binding an address that is not loopback requires one
+	// of at least MinTokenBits (see CheckAddr).
 	Token string
 	// MaxBodyBytes bounds a request body; if zero, DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// SessionTimeout closes idle client sessions; if zero,
+	// SessionTimeout closes a client session that sends no request for
+	// this long (one with a request in flight is never idle); if zero,
 	// DefaultSessionTimeout.
 	SessionTimeout time.Duration
+	// BodyTimeout bounds reading a request's body; if zero,
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection that sends no new
+	// request for this long; if zero, DefaultIdleTimeout. (Listen only.)
+	IdleTimeout time.Duration
+	// MaxConns caps the open connections, and MaxUnauthConns those none of
+	// whose requests has passed the checks (Host, Origin, token) yet: a
+	// connection beyond either is answered 503 and closed. If zero,
+	// DefaultMaxConns and DefaultMaxUnauthConns. (Listen only.)
+	MaxConns, MaxUnauthConns int
 	// Ready answers /readyz: whether every server has had its first say.
 	// If nil, /readyz answers as /healthz does.
 	Ready func() bool
@@ -42,25 +67,27 @@ type HTTPOptions struct {
 	Control http.Handler
 }
 
-// TokenError says that an address needs a token.
-type TokenError struct{ Addr string }
-
-func (e *TokenError) Error() string {
-	return fmt.Sprintf("refusing to serve on %s without a token: it is not a loopback address, so anyone who can reach it could use every server; "+
-		"set MCPVISOR_TOKEN or pass --token-file FILE (clients then send \"Authorization: Bearer <token>\"), or bind 127.0.0.1", e.Addr)
-}
-
-// CheckAddr reports whether Listen would refuse addr with token: an
-// address that is not loopback needs a token (*TokenError), and addr must
-// be host:port.
-func CheckAddr(addr, token string) error {
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return fmt.Errorf("--http %q: want host:port, e.g. 127.0.0.1:8931", addr)
+// withDefaults fills in the zero fields.
+func (o HTTPOptions) withDefaults() HTTPOptions {
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if token == "" && !isLoopbackAddr(addr) {
-		return &TokenError{Addr: addr}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = DefaultSessionTimeout
 	}
-	return nil
+	if o.BodyTimeout == 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxConns == 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	if o.MaxUnauthConns == 0 {
+		o.MaxUnauthConns = DefaultMaxUnauthConns
+	}
+	return o
 }
 
 // HTTPServer is a running HTTP listener of the gateway.
@@ -76,20 +103,24 @@ type HTTPServer struct {
 //	/mcp, /servers/NAME/mcp, /toolsets/NAME/mcp   streamable HTTP
 //	/sse, /servers/NAME/sse, /toolsets/NAME/sse   the legacy HTTP+SSE transport
 //
-// It refuses an address that is not loopback unless opts.Token is set.
+// It refuses an address that is not loopback unless opts.Token is set,
+// and strong enough (CheckAddr).
 func (g *Gateway) Listen(opts HTTPOptions) (*HTTPServer, error) {
 	if err := CheckAddr(opts.Addr, opts.Token); err != nil {
 		return nil, err
 	}
+	opts = opts.withDefaults()
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", opts.Addr, err)
 	}
-	s := &HTTPServer{ln: ln, done: make(chan struct{}),
-		srv: &http.Server{Handler: g.Handler(opts), ReadHeaderTimeout: 10 * time.Second}}
+	lim := newConnLimiter(ln, opts.MaxConns, opts.MaxUnauthConns)
+	s := &HTTPServer{ln: lim, done: make(chan struct{}),
+		srv: &http.Server{Handler: g.Handler(opts), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: opts.IdleTimeout,
+			ConnContext: lim.connContext}}
 	go func() {
 		defer close(s.done)
-		if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err := s.srv.Serve(lim); !errors.Is(err, http.ErrServerClosed) {
 			s.err = err
 		}
 	}()
@@ -100,7 +131,9 @@ func (g *Gateway) Listen(opts HTTPOptions) (*HTTPServer, error) {
 // the given one was 0).
 func (s *HTTPServer) Addr() string { return s.ln.Addr().String() }
 
-// Close stops listening and ends the open requests, waiting up to ctx.
+// Close stops listening at once and waits up to ctx for the open requests
+// to end, then ends those left. To let calls in flight finish, run it
+// beside Gateway.Shutdown, which ends the sessions' long-lived streams.
 func (s *HTTPServer) Close(ctx context.Context) error {
 	err := s.srv.Shutdown(ctx)
 	if err != nil {
@@ -116,12 +149,7 @@ func (s *HTTPServer) Close(ctx context.Context) error {
 // Handler is the gateway's HTTP handler (what Listen serves), for
 // embedding in a server of one's own.
 func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
-	if opts.MaxBodyBytes == 0 {
-		opts.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if opts.SessionTimeout == 0 {
-		opts.SessionTimeout = DefaultSessionTimeout
-	}
+	opts = opts.withDefaults()
 	mux := http.NewServeMux()
 	for _, route := range []struct {
 		pattern string
@@ -140,14 +168,12 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	if opts.Control != nil {
 		mux.Handle("/control/", opts.Control)
 	}
-	var h http.Handler = mux
-	if opts.Token != "" {
-		h = auth.RequireBearerToken(tokenVerifier(opts.Token), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
-	}
-	h = withHealth(h, opts.Ready)
-	return localHost(crossOrigin(http.MaxBytesHandler(h, opts.MaxBodyBytes)))
+	return guard(crossOrigin(withHealth(g.requireToken(mux, opts.Token), opts.Ready)), opts)
 }
 
+// endpointHandler serves one kind of endpoint. Only requests that passed
+// the guard reach it, so an unknown name may be answered with the names
+// there are.
 func (g *Gateway) endpointHandler(sel selection, sse bool, opts HTTPOptions) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
@@ -172,14 +198,93 @@ func (g *Gateway) endpointHandler(sel selection, sse bool, opts HTTPOptions) htt
 func (ep *endpoint) handler(sse bool, opts HTTPOptions) http.Handler {
 	ep.httpOnce.Do(func() {
 		get := func(*http.Request) *mcp.Server { return ep.srv }
-		ep.streaming = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-			MaxRequestBodyBytes: opts.MaxBodyBytes, SessionTimeout: opts.SessionTimeout})
-		ep.sse = mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: opts.MaxBodyBytes})
+		ep.streaming = ep.g.streamable(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+			MaxRequestBodyBytes: opts.MaxBodyBytes, SessionTimeout: opts.SessionTimeout}))
+		ep.sse = ep.g.sse(mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: opts.MaxBodyBytes}))
 	})
 	if sse {
 		return ep.sse
 	}
 	return ep.streaming
+}
+
+// guard checks every request before anything answers it: its body is
+// bounded in size and in time (whatever happens to the request next), a
+// loopback listener serves only requests addressed to a loopback name
+// (DNS rebinding). Web pages of other sites are refused by crossOrigin.
+func guard(next http.Handler, opts HTTPOptions) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = newTimedBody(w, http.MaxBytesReader(w, r.Body, opts.MaxBodyBytes), opts.BodyTimeout)
+		}
+		if !hostAllowed(r) {
+			http.Error(w, fmt.Sprintf("Host %q is not allowed: mcpvisor listens on loopback and serves only requests addressed to a loopback name", r.Host), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireToken lets through to next only requests with the token, when
+// one is set (see authGate); the connection of one let through counts as
+// authenticated from then on.
+func (g *Gateway) requireToken(next http.Handler, token string) http.Handler {
+	var gate *authGate
+	if token != "" {
+		gate = newAuthGate(token, g.log)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if gate != nil && !gate.check(w, r) {
+			return
+		}
+		authenticated(r)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// timedBody is a request body that must arrive within a deadline: a
+// client that drips it is cut off. Once it has been read to its end the
+// deadline is lifted, as the connection then waits for the answer (the
+// server reads in the background to notice a client leaving), which may
+// take long. After an error it stays: what is left of the body is then
+// discarded under it.
+type timedBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	read bool // to the end
+}
+
+func newTimedBody(w http.ResponseWriter, body io.ReadCloser, timeout time.Duration) io.ReadCloser {
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(timeout)) != nil {
+		return body // not a connection of net/http's: nothing to bound
+	}
+	return &timedBody{ReadCloser: body, rc: rc}
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.read {
+		b.read = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// hostAllowed reports whether r may be served as far as its Host goes: on
+// a loopback listener only a loopback name is (a page whose own name was
+// made to resolve to 127.0.0.1 sends that name). The go-sdk checks the
+// same, but only once a request reaches an endpoint's session.
+func hostAllowed(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || !isLoopbackAddr(local.String()) {
+		return true
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return isLoopbackHost(strings.Trim(host, "[]"))
 }
 
 // crossOrigin refuses what a web page of another site asks of the gateway
@@ -205,27 +310,6 @@ func crossOrigin(next http.Handler) http.Handler {
 	})
 }
 
-// localHost refuses with 403 a request that reached a loopback address
-// under a Host that is not loopback: a page of another site whose name was
-// made to resolve to 127.0.0.1 (DNS rebinding), which the browser takes for
-// the gateway's own origin. The go-sdk's handlers check the same for the MCP
-// endpoints; this covers every path, /control/ included.
-func localHost(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackAddr(local.String()) {
-			host, _, err := net.SplitHostPort(r.Host)
-			if err != nil {
-				host = r.Host
-			}
-			if !isLoopbackHost(strings.Trim(host, "[]")) {
-				http.Error(w, fmt.Sprintf("host %q is not allowed: mcpvisor listens on loopback, so only a local name may reach it", r.Host), http.StatusForbidden)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 func isLoopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	return err == nil && isLoopbackHost(host)
@@ -237,14 +321,4 @@ func isLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// tokenVerifier accepts exactly token, compared in constant time.
-func tokenVerifier(token string) auth.TokenVerifier {
-	return func(_ context.Context, got string, _ *http.Request) (*auth.TokenInfo, error) {
-		if subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-			return nil, fmt.Errorf("%w: wrong bearer token", auth.ErrInvalidToken)
-		}
-		return &auth.TokenInfo{}, nil
-	}
 }

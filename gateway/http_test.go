@@ -37,6 +37,10 @@ func post(t testing.TB, url, body string, header map[string]string) (int, string
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	if h, ok := header["Host"]; ok {

@@ -134,6 +134,13 @@ type rig struct {
 // and an HTTP listener with opts (its Addr is chosen here).
 func newRig(t testing.TB, servers map[string]manager.Spec, opts gateway.HTTPOptions) *rig {
 	t.Helper()
+	return newRigWith(t, servers, gateway.Options{}, opts)
+}
+
+// newRigWith is newRig with a gateway made with gwOpts (its Source and
+// Version set here).
+func newRigWith(t testing.TB, servers map[string]manager.Spec, gwOpts gateway.Options, opts gateway.HTTPOptions) *rig {
+	t.Helper()
 	m := manager.New(manager.Options{})
 	r := &rig{t: t, m: m}
 	t.Cleanup(func() {
@@ -154,7 +161,8 @@ func newRig(t testing.TB, servers map[string]manager.Spec, opts gateway.HTTPOpti
 	})
 	// The gateway first, as mcpvisor makes it: servers are then told that
 	// their client may answer what they ask.
-	r.gw = gateway.New(gateway.Options{Source: m, Version: "test"})
+	gwOpts.Source, gwOpts.Version = m, "test"
+	r.gw = gateway.New(gwOpts)
 	for name, spec := range servers {
 		require.NoError(t, m.Add(name, spec))
 	}

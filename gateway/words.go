@@ -41,9 +41,14 @@ func advice(err error, now time.Time) string {
 		}
 	}
 	var rpcErr *jsonrpc.Error
+	var limit *LimitError
 	switch {
 	case errors.Is(err, manager.ErrCancelled):
 		return ""
+	case errors.Is(err, ErrShuttingDown):
+		return "Retrying once mcpvisor is back may succeed."
+	case errors.As(err, &limit):
+		return limitAdvice(limit)
 	case errors.Is(err, manager.ErrInvalidArguments):
 		return "Retrying with the same arguments will not help; correct them and call again."
 	case errors.Is(err, manager.ErrToolNotFound), errors.Is(err, manager.ErrPromptNotFound),

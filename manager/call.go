@@ -8,7 +8,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -117,22 +116,16 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 // callEvent publishes a finished tool call (the log shows it at DEBUG, at
 // WARN when it failed).
 func (s *supervisor) callEvent(tool, client string, start time.Time, res *mcp.CallToolResult, err error) {
-	ms := float64(time.Since(start).Microseconds()) / 1000 // sub-millisecond calls are common
-	f := events.Fields{"tool": tool, "duration_ms": ms, "is_error": res != nil && res.IsError}
-	if client != "" {
-		f["client"] = client
-	}
+	p := ToolCall{Tool: tool, Duration: time.Since(start), IsError: res != nil && res.IsError, Client: client}
 	if err != nil {
-		f["error"] = err.Error()
+		p.Error = err.Error()
 		var e *Error
 		if errors.As(err, &e) {
-			f["code"] = string(e.Code)
+			p.Code = e.Code
 		}
-		if errors.Is(err, ErrCancelled) {
-			f["cancelled"] = true
-		}
+		p.Cancelled = errors.Is(err, ErrCancelled)
 	}
-	s.publish(events.KindToolCall, f)
+	s.emit(p)
 }
 
 // request runs one request on the server's session: it waits for the

@@ -13,7 +13,9 @@
 // MaxRetries+1 consecutive failed attempts and the server is failed.
 //
 // The lifecycle is a typed [State]. Every change publishes a new immutable
-// [Status] snapshot (atomic swap) and one event on the [events.Bus]:
+// [Status] snapshot (atomic swap) and one event on the [events.Bus], with a
+// typed payload of this package ([Connecting], [Connected], [BackingOff],
+// [CircuitChanged], …) whose Fields are what Lua hooks and the log see:
 // added → connecting → connected → (disconnected) backoff → connecting … →
 // closing → removed, plus open (circuit), failed, unauthorized (a 401: not retried until a
 // reconnect), idle and disabled.
@@ -96,6 +98,19 @@
 // goroutine, owned by the connection, that keeps the SDK client's list of
 // roots and announces changes ([Manager.RootsChanged]).
 //
+// # What servers say
+//
+// A server's log messages, resource updates, list changes and progress are
+// not events: they are typed notices (package manager/notify) handed to
+// every listener of [Manager.Notices], in the order the session delivered
+// them. A lossless listener (the gateway's) makes the server's notification
+// handler wait for room while it keeps up, so no resource update is
+// dropped; one that stalls is reported what it missed. Only log messages
+// (and progress as observers see it) are rate-limited, per server, at 500
+// a second; a flood is said once with a notifications_dropped event, then
+// counted every 5 seconds while it lasts. The call's own progress goes to
+// the call, unlimited.
+//
 // # Resources and logins
 //
 // [Manager.Subscribe] holds a resource subscription for callers; the
@@ -166,4 +181,13 @@
 // and says who answers what the server asks meanwhile, and the progress
 // routes by token, whose callbacks run on the SDK's goroutine and must not
 // block.
+//
+// Every goroutine has an owner that waits for it. [Manager.Close] waits for
+// every supervisor, those of servers removed before it and still draining
+// included. A supervisor's end waits for its connection's goroutines, its
+// client sessions, the closers of timed-out attempts and its log limiter's
+// report timer, then publishes removed and ends the mcp.remove span.
+// Notices are published on the SDK's notification goroutine of the
+// session, which may wait there for a lossless listener: at most a stall,
+// and not past the server's removal.
 package manager

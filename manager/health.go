@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/mcpvisor/mcpvisor/events"
 )
 
 // health watches one connected session for hold: it pings the server
@@ -99,13 +97,13 @@ func (h *health) pinged(r pingResult) (end ending, done bool) {
 		s.transition(StateConnected, func(n *snapshot) {
 			n.status.Healthy = true
 			n.status.LastPing = r.latency
-		}, "", nil)
+		}, nil)
 		return ending{}, false
 	case isMethodNotFound(r.err):
 		s.heard()
 		h.unsupported = true
-		s.transition(StateConnected, func(n *snapshot) { n.status.PingUnsupported = true }, events.KindHealthUnsupported,
-			events.Fields{"error": errorf(CodeConnectionFailed, s.name, "ping",
+		s.transition(StateConnected, func(n *snapshot) { n.status.PingUnsupported = true },
+			HealthUnsupported{Error: errorf(CodeConnectionFailed, s.name, "ping",
 				"not supported (-32601); watching the session and request errors instead").Error()})
 		return ending{}, false
 	}
@@ -124,7 +122,7 @@ func (h *health) pinged(r pingResult) (end ending, done bool) {
 		}
 	}
 	err := fmt.Errorf("health check failed: ping: %w", r.err)
-	s.publish(events.KindHealthFailed, events.Fields{"error": newError(CodeConnectionFailed, s.name, "ping", r.err).Error()})
+	s.emit(HealthFailed{Error: newError(CodeConnectionFailed, s.name, "ping", r.err).Error()})
 	return ending{kind: endLost, err: err}, true
 }
 

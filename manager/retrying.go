@@ -29,7 +29,7 @@ func (s *supervisor) connectLoop() *conn {
 				return nil
 			}
 			if s.policy.Probe() { // not reset by mcp_reconnect meanwhile
-				s.publish(events.KindCircuit, events.Fields{"from": "open", "to": "half_open"})
+				s.emit(CircuitChanged{From: CircuitOpen, To: CircuitHalfOpen})
 				probe = true
 			}
 		}
@@ -109,8 +109,7 @@ func (s *supervisor) failed(cause error, what retry.Failure) bool {
 			snap.status.LastError = cause.Error()
 			snap.status.NextAttempt = d.At
 			snap.status.Remedy = Remedy{Kind: RemedyWait, Server: s.name, At: d.At}
-		}, events.KindCircuit, events.Fields{"from": d.From.String(), "to": "open", "failures": n,
-			"probe_in_ms": d.Delay.Milliseconds(), "error": cause.Error()})
+		}, CircuitChanged{From: Circuit(d.From), To: CircuitOpen, Failures: n, ProbeIn: d.Delay, Error: cause.Error()})
 		return true // connectLoop waits for the probe
 	}
 	// After a lost session (proven or not) the server is reconnecting:
@@ -122,7 +121,7 @@ func (s *supervisor) failed(cause error, what retry.Failure) bool {
 		snap.status.LastError = cause.Error()
 		snap.status.NextAttempt = d.At
 		snap.status.Remedy = Remedy{Kind: RemedyWait, Server: s.name, At: d.At}
-	}, events.KindBackoff, events.Fields{"attempt": n, "delay_ms": d.Delay.Milliseconds(), "error": cause.Error()})
+	}, BackingOff{Attempt: n, Delay: d.Delay, Error: cause.Error()})
 	endWait := s.trace.backoffWait(n, d.Delay)
 	defer endWait()
 	return s.pause(d.At, false)
@@ -135,46 +134,45 @@ func (s *supervisor) failed(cause error, what retry.Failure) bool {
 // (see failed for the result).
 func (s *supervisor) stopRetrying(cause error, d retry.Decision) bool {
 	n := d.Failures
-	state, kind := StateFailed, events.KindFailed
+	state := StateFailed
 	var msg string
-	var fields events.Fields
 	var remedy Remedy
 	var login *oauth.LoginRequiredError
 	var unauthorized *endpoint.UnauthorizedError
+	var challenge string
 	switch {
 	case errors.As(cause, &login):
 		// Only a login helps, which needs a person: wait for one (here, in
 		// another process or through Manager.Login) instead of retrying.
 		msg = fmt.Sprintf("%v; not retried until someone logs in", cause)
-		state, kind = StateUnauthorized, events.KindUnauthorized
+		state, challenge = StateUnauthorized, login.Challenge()
 		remedy = Remedy{Kind: RemedyLogin, Server: s.name}
-		fields = events.Fields{"challenge": login.Challenge(), "error": msg}
 	case errors.As(cause, &unauthorized):
 		// Retrying with the same credentials cannot succeed: wait for new
 		// ones (a reconnect or a changed declaration).
 		msg = fmt.Sprintf("%v; not retried with the same credentials", cause)
-		state, kind = StateUnauthorized, events.KindUnauthorized
+		state, challenge = StateUnauthorized, unauthorized.Challenge
 		remedy = Remedy{Kind: RemedyCredentials, Server: s.name}
-		fields = events.Fields{"challenge": unauthorized.Challenge, "error": msg}
 	case d.Exhausted:
 		msg = fmt.Sprintf("gave up after %d %s: %v", n, plural(n, "attempt", "attempts"), cause)
 		remedy = Remedy{Kind: RemedyReconnect, Server: s.name}
-		fields = events.Fields{"attempts": n, "error": msg}
 	default:
 		// A missing program or directory does not appear within a backoff
 		// schedule: retrying would only repeat the same warning.
 		msg = fmt.Sprintf("%v (not retried)", cause)
 		remedy = Remedy{Kind: RemedyFixDeclaration, Server: s.name}
-		fields = events.Fields{"attempts": n, "error": msg}
 	}
-	fields["remedy"] = remedy.Kind.String()
+	var payload events.Payload = Failed{Attempts: n, Error: msg, Remedy: remedy.Kind}
+	if state == StateUnauthorized {
+		payload = Unauthorized{Challenge: challenge, Error: msg, Remedy: remedy.Kind}
+	}
 	s.transition(state, func(snap *snapshot) {
 		snap.stopped = outcome(cause)
 		snap.status.Attempts = n
 		snap.status.LastError = msg
 		snap.status.NextAttempt = time.Time{}
 		snap.status.Remedy = remedy
-	}, kind, fields)
+	}, payload)
 	s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg).with(remedy))
 	return s.pause(time.Time{}, login != nil)
 }
@@ -183,7 +181,7 @@ func (s *supervisor) stopRetrying(cause error, d retry.Decision) bool {
 // when it is time to attempt (the time came, mcp_reconnect asked to try
 // now, or, with awaitLogin, a login landed) and false when the server is
 // being removed or disabled. With awaitLogin it looks every loginPoll
-// whether a login landed in the state directory (mcpvisor login in
+// whether a login landed in the state directory (a login command run in
 // another process; Manager.Login reconnects by itself).
 func (s *supervisor) pause(until time.Time, awaitLogin bool) bool {
 	var due, poll <-chan time.Time
@@ -226,7 +224,7 @@ func (s *supervisor) pause(until time.Time, awaitLogin bool) bool {
 }
 
 // loginPoll is how often a server waiting for a login looks whether one
-// landed in the state directory (mcpvisor login in another process). It
+// landed in the state directory (a login command run in another process). It
 // reads a file's metadata; nothing goes to the server.
 const loginPoll = 2 * time.Second
 
@@ -242,7 +240,7 @@ func (s *supervisor) takeReconnect() bool {
 
 func (s *supervisor) resetFailures() {
 	if was := s.policy.Reset(); was != retry.Closed {
-		s.publish(events.KindCircuit, events.Fields{"from": was.String(), "to": "closed", "reason": "reset"})
+		s.emit(CircuitChanged{From: Circuit(was), To: CircuitClosed, Reason: "reset"})
 	}
 }
 
@@ -251,13 +249,9 @@ func (s *supervisor) resetFailures() {
 // recovered and reported as the attempt's error: the server backs off
 // and no other server notices.
 func (s *supervisor) attempt(n int, probe bool) (c *conn, err error) {
-	fields := events.Fields{"attempt": n}
-	if probe {
-		fields["probe"] = true
-	}
 	s.transition(StateConnecting, func(snap *snapshot) {
 		snap.status.NextAttempt = time.Time{}
-	}, events.KindConnecting, fields)
+	}, Connecting{Attempt: n, Probe: probe})
 	endSpan := s.trace.attempt(n)
 	defer func() { endSpan(err) }() // after the recovery below has set err
 	defer func() {

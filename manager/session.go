@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -198,14 +197,14 @@ func (s *supervisor) connected(c *conn) {
 				n.status.ServerVersion = init.ServerInfo.Version
 			}
 		}
-	}, events.KindConnected, connectedFields(c, init))
+	}, connected(c, init))
 	if was != CircuitClosed {
-		s.publish(events.KindCircuit, events.Fields{"from": was.String(), "to": "closed"})
+		s.emit(CircuitChanged{From: was, To: CircuitClosed})
 	}
 	s.reinited = s.reiniting
 	if s.reiniting {
 		s.reiniting = false
-		s.publish(events.KindSessionReinitialized, nil)
+		s.emit(SessionReinitialized{})
 	}
 	s.subsDirty.Store(false)
 	s.syncSubscriptions(c)
@@ -226,20 +225,16 @@ func (s *supervisor) checkIdle(idle *time.Timer) bool {
 	return closed
 }
 
-// connectedFields describe a new connection in its event.
-func connectedFields(c *conn, init *mcp.InitializeResult) events.Fields {
-	f := events.Fields{"attempt": c.attempt, "tools": len(c.cat.tools)}
-	if pid := c.pid(); pid != 0 {
-		f["pid"] = pid
-	}
+// connected describes a new connection in its event.
+func connected(c *conn, init *mcp.InitializeResult) Connected {
+	p := Connected{Attempt: c.attempt, Tools: len(c.cat.tools), PID: c.pid()}
 	if init != nil {
-		f["protocol"] = init.ProtocolVersion
+		p.Initialized, p.Protocol = true, init.ProtocolVersion
 		if init.ServerInfo != nil {
-			f["server_name"] = init.ServerInfo.Name
-			f["server_version"] = init.ServerInfo.Version
+			p.Described, p.ServerName, p.ServerVersion = true, init.ServerInfo.Name, init.ServerInfo.Version
 		}
 	}
-	return f
+	return p
 }
 
 // lostReason explains why a session ended.

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/mcpvisor/mcpvisor/events"
 )
 
 // slots caps the connections held at once across the manager
@@ -129,7 +127,7 @@ func (s *supervisor) takeSlot(n int) (t *ticket, ok bool) {
 		}
 		t.giveBack() // unwanted: back to idle
 		t = nil
-		s.transition(StateIdle, nil, events.KindIdle, events.Fields{"reason": "no caller is waiting for a connection slot any more"})
+		s.transition(StateIdle, nil, Idle{Reason: "no caller is waiting for a connection slot any more"})
 		s.parkIdle()
 		if s.ctx.Err() != nil || s.disabled.Load() {
 			return nil, false
@@ -162,7 +160,7 @@ func (s *supervisor) announceWaiting(n int, sl *slots) {
 		snap.status.NextAttempt = time.Time{}
 		snap.status.WaitingFor = sl.why
 		snap.status.Waiting = sl.reached
-	}, events.KindConnecting, events.Fields{"attempt": n, "waiting": sl.reached})
+	}, Connecting{Attempt: n, Waiting: sl.reached})
 }
 
 // DefaultMaxConnecting is the cap on connection attempts in flight when

@@ -49,6 +49,10 @@ type supervisor struct {
 	done    chan struct{}  // closed when run returns
 	reason  atomic.Value   // string: why it is being closed (removed, replaced, shutdown)
 	closers sync.WaitGroup // connections of timed-out attempts still stopping
+	// removeSpan is the mcp.remove span of the Remove that stopped it.
+	removeSpan atomic.Pointer[removeSpan]
+
+	requestTimeout error // timeoutError of spec.Timeouts.Request, made once
 
 	// What it publishes: the snapshot, replaced whole by its goroutine.
 	snap atomic.Pointer[snapshot]
@@ -74,13 +78,12 @@ type supervisor struct {
 
 	// Requests in flight: admitted, routed and accounted; safe for
 	// concurrent use.
-	gate           gate              // requests using the session
-	callers        gate              // tool calls from resolve to their event (finish waits for them)
-	inflight       inflight.Requests // requests from their start: abandoning them, who answers for them and their owner
-	progress       inflight.Progress[Progress]
-	requestTimeout error        // timeoutError of spec.Timeouts.Request, made once
-	stats          callStats    // request metrics
-	lastRecv       atomic.Int64 // UnixNano when the server was last heard from
+	gate     gate              // requests using the session
+	callers  gate              // tool calls from resolve to their event (finish waits for them)
+	inflight inflight.Requests // requests from their start: abandoning them, who answers for them and their owner
+	progress inflight.Progress[Progress]
+	stats    callStats    // request metrics
+	lastRecv atomic.Int64 // UnixNano when the server was last heard from
 
 	// Owned by the supervisor goroutine.
 	policy    *retry.Policy // failures, breaker and backoff: when to attempt
@@ -99,7 +102,6 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 		name:           name,
 		key:            NameKey(name),
 		order:          strings.ToLower(name),
-		notify:         newNotifyLimiter(),
 		spec:           spec,
 		m:              m,
 		ctx:            ctx,
@@ -112,6 +114,7 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 		requestTimeout: timeoutError{spec.Timeouts.Request},
 		trace:          m.tel.connectTrace(name, spec.Endpoint()),
 	}
+	s.notify = newNotifyLimiter(s.reportDropped)
 	s.reason.Store("removed")
 	s.disabled.Store(spec.Disabled)
 	state, remedy := StateConnecting, Remedy{}
@@ -162,8 +165,8 @@ func (s *supervisor) watch() (*snapshot, <-chan struct{}) {
 // transition publishes the next snapshot, built by edit from a copy of the
 // current one, then the event describing it. It is the only writer of the
 // snapshot and runs on the supervisor goroutine. Leaving StateRemoved is
-// refused. With kind "" only the snapshot changes (health readings).
-func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind, fields events.Fields) {
+// refused. With p nil only the snapshot changes (health readings).
+func (s *supervisor) transition(to State, edit func(*snapshot), p events.Payload) {
 	cur := s.snap.Load()
 	if cur.status.State == StateRemoved {
 		return
@@ -196,8 +199,8 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 	// The event goes out before waiters wake, so whatever a woken caller
 	// publishes (its tool_call) comes after it: one server's events arrive
 	// in the order they happened.
-	if kind != "" {
-		s.publish(kind, fields)
+	if p != nil {
+		s.emit(p)
 	}
 	close(ch)
 }
@@ -206,6 +209,7 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 // the server is removed.
 func (s *supervisor) run() {
 	defer close(s.done)
+	defer func() { s.removeSpan.Load().end() }() // nil unless Remove asked
 	defer s.m.forget(s)
 	if s.home != nil {
 		defer s.home.clients.gone(s)
@@ -241,7 +245,7 @@ func (s *supervisor) parkDisabled() {
 	s.dropSlot()
 	s.trace.stopped("disabled")
 	if s.snap.Load().status.State != StateDisabled {
-		s.transition(StateDisabled, func(snap *snapshot) { snap.status.NextAttempt = time.Time{} }, events.KindDisabled, nil)
+		s.transition(StateDisabled, func(snap *snapshot) { snap.status.NextAttempt = time.Time{} }, Disabled{})
 	}
 	for s.disabled.Load() {
 		select {
@@ -279,18 +283,18 @@ func (s *supervisor) parkIdle() {
 func (s *supervisor) after(c *conn, end ending) {
 	switch end.kind {
 	case endIdle:
-		s.transition(StateIdle, nil, events.KindIdle, events.Fields{"idle_ms": s.spec.Timeouts.Idle.Milliseconds()})
+		s.transition(StateIdle, nil, Idle{After: s.spec.Timeouts.Idle})
 		c.close()
 		s.policy.Idle()
 		s.parkIdle()
 	case endDisable:
-		s.transition(StateDisabled, nil, events.KindDisabled, nil)
+		s.transition(StateDisabled, nil, Disabled{})
 		s.drainAndClose(c)
 		s.resetFailures()
 	case endReconnect:
 		s.resetFailures()
-		s.transition(StateConnecting, nil, events.KindDisconnected,
-			events.Fields{"error": errorf(CodeConnectionFailed, s.name, "session", "closed: reconnect requested").Error()})
+		s.transition(StateConnecting, nil,
+			Disconnected{Error: errorf(CodeConnectionFailed, s.name, "session", "closed: reconnect requested").Error()})
 		s.keepSlot(c) // reconnecting now: no other server takes its place meanwhile
 		c.close()
 	case endReinit, endLost:
@@ -300,7 +304,7 @@ func (s *supervisor) after(c *conn, end ending) {
 		}
 		lost := newError(CodeConnectionFailed, s.name, "session", cause)
 		s.transition(StateConnecting, func(snap *snapshot) { snap.status.LastError = lost.Error() },
-			events.KindDisconnected, events.Fields{"error": lost.Error()})
+			Disconnected{Error: lost.Error()})
 		if errors.Is(cause, mcp.ErrSessionMissing) {
 			s.keepSlot(c) // for the new session, unless it backs off (failed)
 		}
@@ -343,7 +347,7 @@ func (s *supervisor) after(c *conn, end ending) {
 // the ones in flight drained up to the drain timeout, then abandoned, then
 // the session closed and (stdio) the process group stopped and reaped.
 func (s *supervisor) dispose(c *conn) {
-	s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
+	s.transition(StateClosing, nil, Closing{Reason: s.reason.Load().(string)})
 	s.drainAndClose(c)
 }
 
@@ -369,7 +373,7 @@ func (s *supervisor) finish() {
 	s.dropSlot()
 	s.trace.stopped(s.reason.Load().(string))
 	if st := s.snap.Load().status.State; st != StateClosing {
-		s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
+		s.transition(StateClosing, nil, Closing{Reason: s.reason.Load().(string)})
 	}
 	s.inflight.Abandon(true) // callers still waiting for a session: closing says why
 	// The abandoned calls return at once; each publishes its tool_call
@@ -378,7 +382,8 @@ func (s *supervisor) finish() {
 	s.callers.drain(ctx)
 	cancel()
 	s.closers.Wait()
-	s.transition(StateRemoved, nil, events.KindRemoved, events.Fields{"reason": s.reason.Load()})
+	s.notify.stop() // what it dropped is said before removed
+	s.transition(StateRemoved, nil, Removed{Reason: s.reason.Load().(string)})
 }
 
 // stale reports whether snap's session is one a Reconnect asked to replace:

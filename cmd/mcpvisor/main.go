@@ -98,6 +98,19 @@ Flags:
   --token-file FILE     require "Authorization: Bearer <token>" on HTTP, the
                         token read from FILE (or set MCPVISOR_TOKEN); needed
                         to bind an address that is not loopback
+  --max-sessions N      gateway client sessions open at once (default 1000);
+                        beyond it initialize is refused, never an open
+                        session closed
+  --session-idle DURATION
+                        close an HTTP client session that sends no request
+                        for this long (default 10m)
+  --max-client-calls N  requests one client may have in flight upstream
+                        (default 64; 0: no cap); beyond it they are refused
+  --shutdown-grace DURATION
+                        on SIGTERM or Ctrl-C, how long the gateway's calls
+                        in flight may finish before they are cancelled and
+                        answered with an error (default 10s); then the
+                        servers stop
   --server NAME         (serve) serve one server under its own names
   --toolset NAME        (serve) serve one toolset (mcp_toolset)
 
@@ -248,6 +261,10 @@ type config struct {
 	// The gateway: HTTP address, token file, and (serve only) what to serve.
 	http, tokenFile string
 	server, toolset string
+	// The gateway's bounds on its clients, and the grace its calls in
+	// flight get at shutdown.
+	maxSessions, maxClientCalls int
+	sessionIdle, shutdownGrace  time.Duration
 	// wait bounds how long a run that is not interactive gives the servers
 	// to settle before its code starts; 0 starts at once.
 	wait time.Duration
@@ -296,6 +313,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.server, "server", "", "")
 	fs.StringVar(&c.toolset, "toolset", "", "")
 	fs.DurationVar(&c.wait, "wait", defaultWait, "")
+	fs.IntVar(&c.maxSessions, "max-sessions", gateway.DefaultMaxSessions, "")
+	fs.IntVar(&c.maxClientCalls, "max-client-calls", gateway.DefaultMaxClientCalls, "")
+	fs.DurationVar(&c.sessionIdle, "session-idle", gateway.DefaultSessionTimeout, "")
+	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", defaultShutdownGrace, "")
 	var hudFlag, noHUDFlag bool
 	fs.BoolVar(&hudFlag, "hud", false, "")
 	fs.BoolVar(&noHUDFlag, "no-hud", false, "")
@@ -340,6 +361,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.wait < 0 {
 		return c, fmt.Errorf("--wait must be 0 (start at once) or more, got %v", c.wait)
+	}
+	switch {
+	case c.maxSessions < 1:
+		return c, fmt.Errorf("--max-sessions must be 1 or more, got %d", c.maxSessions)
+	case c.maxClientCalls < 0:
+		return c, fmt.Errorf("--max-client-calls must be 0 (no cap) or more, got %d", c.maxClientCalls)
+	case c.sessionIdle <= 0:
+		return c, fmt.Errorf("--session-idle must be more than 0, got %v", c.sessionIdle)
+	case c.shutdownGrace < 0:
+		return c, fmt.Errorf("--shutdown-grace must be 0 (cancel at once) or more, got %v", c.shutdownGrace)
 	}
 	if c.hasCode && c.script != "" {
 		return c, errors.New("-e and run each give the code to run; give one")

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/gateway"
 )
@@ -82,7 +83,22 @@ func (h *host) serve(ctx context.Context, cfg config, token, path, src string, s
 		<-ctx.Done()
 		return 0
 	}
-	err := gw.ServeStdio(ctx, io.NopCloser(stdin), nopWriteCloser{stdout}, cfg.server, cfg.toolset)
+	// The session ends with stdin, or after a signal once the gateway has
+	// given the client's calls in flight their grace.
+	stdio, stopStdio := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopStdio()
+	served := make(chan error, 1)
+	go func() {
+		served <- gw.ServeStdio(stdio, io.NopCloser(stdin), nopWriteCloser{stdout}, cfg.server, cfg.toolset)
+	}()
+	var err error
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		h.gateway.drain()
+		stopStdio()
+		<-served // ended by the drain, as asked
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "mcpvisor serve: %v\n", err)
 		return 1
@@ -118,7 +134,8 @@ func (nopWriteCloser) Close() error { return nil }
 // gatewayHost owns the host's gateway, made on first use (serve, --http or
 // mcp_serve), and its HTTP listener.
 type gatewayHost struct {
-	h *host
+	h    *host
+	opts gatewayOptions // set before first use
 	// changing is held for the whole of a listener change, so that two
 	// (mcp_serve from a reload, --http at startup) never both listen.
 	changing sync.Mutex
@@ -136,7 +153,8 @@ func (g *gatewayHost) get() *gateway.Gateway {
 		return gw
 	}
 	// Made outside the lock; of two made at once, the first stored wins.
-	made := gateway.New(gateway.Options{Source: g.h.mgr, Logger: g.h.log, Version: version()})
+	made := gateway.New(gateway.Options{Source: g.h.mgr, Logger: g.h.log, Version: version(),
+		MaxSessions: g.opts.maxSessions, MaxClientCalls: g.opts.clientCalls()})
 	g.mu.Lock()
 	if g.gw == nil {
 		g.gw, made = made, nil
@@ -182,8 +200,8 @@ func (g *gatewayHost) serveHTTP(addr, token string) error {
 	if addr == "" {
 		return nil
 	}
-	srv, err := gw.Listen(gateway.HTTPOptions{Addr: addr, Token: token, Ready: g.h.settled,
-		Control: control.Handler(controlBackend{h: g.h})})
+	srv, err := gw.Listen(gateway.HTTPOptions{Addr: addr, Token: token, SessionTimeout: g.opts.sessionIdle,
+		Ready: g.h.settled, Control: control.Handler(controlBackend{h: g.h})})
 	if err != nil {
 		return err
 	}
@@ -215,9 +233,42 @@ func (g *gatewayHost) address() string {
 	return g.http.Addr()
 }
 
-// close stops the listener and the gateway.
+// drain gives the gateway's calls in flight the shutdown grace, answers
+// those still running then with an error, and ends every client
+// session; new ones are refused from then on.
+func (g *gatewayHost) drain() {
+	gw := g.peek()
+	if gw == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.opts.grace)
+	defer cancel()
+	if err := gw.Shutdown(ctx); err != nil {
+		g.h.log.Warn("the shutdown grace ran out: calls still in flight were cancelled and answered with an error", "grace", g.opts.grace)
+	}
+}
+
+// close stops the listener from accepting, drains the gateway's clients,
+// and stops the gateway.
 func (g *gatewayHost) close() {
-	_ = g.serveHTTP("", "")
+	g.changing.Lock()
+	defer g.changing.Unlock()
+	g.mu.Lock()
+	srv := g.http
+	g.http, g.addr, g.token = nil, "", ""
+	g.mu.Unlock()
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		if srv != nil {
+			// Stops accepting at once; the requests left end as drain
+			// ends their sessions.
+			ctx, cancel := context.WithTimeout(context.Background(), g.opts.grace+httpCloseGrace)
+			defer cancel()
+			_ = srv.Close(ctx)
+		}
+	}()
+	g.drain()
 	g.mu.Lock()
 	gw := g.gw
 	g.gw = nil
@@ -225,4 +276,24 @@ func (g *gatewayHost) close() {
 	if gw != nil {
 		gw.Close()
 	}
+	<-closed
+}
+
+// httpCloseGrace is how long, after the gateway's shutdown grace, HTTP
+// requests still open (a body still arriving) have before they are cut.
+const httpCloseGrace = 2 * time.Second
+
+// gatewayOptions are the flags that bound the gateway's clients.
+type gatewayOptions struct {
+	maxSessions, maxClientCalls int
+	sessionIdle, grace          time.Duration
+}
+
+// clientCalls is maxClientCalls as gateway.Options takes it: 0 there is
+// the default, and no cap is less than 0.
+func (o gatewayOptions) clientCalls() int {
+	if o.maxClientCalls == 0 {
+		return -1
+	}
+	return o.maxClientCalls
 }

@@ -15,6 +15,8 @@ import (
 func TestServeBadUsage(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o600))
+	weak := filepath.Join(t.TempDir(), "weak")
+	require.NoError(t, os.WriteFile(weak, []byte("hunter2\n"), 0o600))
 	tests := []struct {
 		name string
 		args []string
@@ -24,6 +26,9 @@ func TestServeBadUsage(t *testing.T) {
 			`mcpvisor serve: refusing to serve on 0.0.0.0:8931 without a token: it is not a loopback address, so anyone who can reach it could use every server; set MCPVISOR_TOKEN or pass --token-file FILE (clients then send "Authorization: Bearer <token>"), or bind 127.0.0.1` + "\n"},
 		{"beside the REPL too", []string{"--http", "[::]:8931", "-e", "1"},
 			`mcpvisor: refusing to serve on [::]:8931 without a token: it is not a loopback address, so anyone who can reach it could use every server; set MCPVISOR_TOKEN or pass --token-file FILE (clients then send "Authorization: Bearer <token>"), or bind 127.0.0.1` + "\nRun 'mcpvisor --help' for usage.\n"},
+		{"open address with a guessable token", []string{"serve", "--http", "0.0.0.0:8931", "--token-file", weak},
+			"mcpvisor serve: refusing to serve on 0.0.0.0:8931 with this token: it is not a loopback address, and the token looks like about 36 bits of entropy " +
+				"where at least 256 (32 random bytes) are needed to resist guessing; make one with `openssl rand -hex 32 > FILE` and pass --token-file FILE, or bind 127.0.0.1\n"},
 		{"a port alone", []string{"serve", "--http", "8931"},
 			`mcpvisor serve: --http "8931": want host:port, e.g. 127.0.0.1:8931` + "\n"},
 		{"an empty token file", []string{"serve", "--http", "127.0.0.1:0", "--token-file", empty},

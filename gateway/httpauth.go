@@ -1,0 +1,251 @@
+package gateway
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MinTokenBits is the least entropy, in bits, CheckAddr accepts of a
+// token that guards an address other than loopback: 32 random bytes.
+const MinTokenBits = 256
+
+// TokenError says that an address needs a token.
+type TokenError struct{ Addr string }
+
+func (e *TokenError) Error() string {
+	return fmt.Sprintf("refusing to serve on %s without a token: it is not a loopback address, so anyone who can reach it could use every server; "+
+		"set MCPVISOR_TOKEN or pass --token-file FILE (clients then send \"Authorization: Bearer <token>\"), or bind 127.0.0.1", e.Addr)
+}
+
+// WeakTokenError says that a token is too easily guessed to guard an
+// address other than loopback.
+type WeakTokenError struct {
+	Addr string
+	Bits int // the token's estimated entropy
+}
+
+func (e *WeakTokenError) Error() string {
+	return fmt.Sprintf("refusing to serve on %s with this token: it is not a loopback address, and the token looks like about %d bits of entropy "+
+		"where at least %d (%d random bytes) are needed to resist guessing; make one with `openssl rand -hex 32 > FILE` and pass --token-file FILE, "+
+		"or bind 127.0.0.1", e.Addr, e.Bits, MinTokenBits, MinTokenBits/8)
+}
+
+// CheckAddr reports whether Listen would refuse addr with token: addr
+// must be host:port, and one that is not loopback needs a token
+// (*TokenError) of at least MinTokenBits of entropy (*WeakTokenError).
+func CheckAddr(addr, token string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("--http %q: want host:port, e.g. 127.0.0.1:8931", addr)
+	}
+	if isLoopbackAddr(addr) {
+		return nil
+	}
+	if token == "" {
+		return &TokenError{Addr: addr}
+	}
+	if bits := tokenBits(token); bits < MinTokenBits {
+		return &WeakTokenError{Addr: addr, Bits: bits}
+	}
+	return nil
+}
+
+// tokenBits estimates a token's entropy as that of a random string of its
+// length over the alphabet its characters suggest (hex digits, letters,
+// digits, punctuation), or over only the characters it uses when it uses
+// too few of them to be random: "aaaa…" is worth nothing.
+func tokenBits(token string) int {
+	var digits, lower, upper, other, hexOnly, hexUpper bool
+	hexOnly, hexUpper = true, true
+	seen := map[rune]bool{}
+	n := 0
+	for _, r := range token {
+		n++
+		seen[r] = true
+		switch {
+		case r >= '0' && r <= '9':
+			digits = true
+		case r >= 'a' && r <= 'z':
+			lower = true
+			hexUpper = false
+			hexOnly = hexOnly && r <= 'f'
+		case r >= 'A' && r <= 'Z':
+			upper = true
+			hexOnly = false
+			hexUpper = hexUpper && r <= 'F'
+		default:
+			other = true
+		}
+	}
+	alphabet := 0
+	switch {
+	case !lower && !upper && !other:
+		alphabet = 10
+	case !other && !upper && hexOnly, !other && !lower && hexUpper:
+		alphabet = 16
+	default:
+		for _, c := range []struct {
+			used bool
+			size int
+		}{{digits, 10}, {lower, 26}, {upper, 26}, {other, 33}} {
+			if c.used {
+				alphabet += c.size
+			}
+		}
+	}
+	if 2*len(seen) < min(n, alphabet) {
+		alphabet = len(seen) // repetitive: not drawn from the whole alphabet
+	}
+	if alphabet < 2 {
+		return 0
+	}
+	return int(float64(n) * math.Log2(float64(alphabet)))
+}
+
+// What slows a peer that keeps sending wrong tokens: after freeGuesses,
+// each further wrong one shuts it out for twice as long as the last (1 s,
+// 2 s, …, up to maxShutOut), during which it is answered 429 without its
+// token being looked at. A peer is forgotten after forgetGuesser without a
+// wrong token; at most maxGuessers are remembered.
+const (
+	freeGuesses   = 5
+	maxShutOut    = 30 * time.Second
+	forgetGuesser = 15 * time.Minute
+	maxGuessers   = 4096
+)
+
+// authGate requires the bearer token on every request, and slows down and
+// logs a peer (an IP address; an IPv6 /64) that keeps sending wrong ones.
+type authGate struct {
+	token []byte
+	log   *slog.Logger
+
+	mu sync.Mutex
+	// mu guards peers.
+	peers map[string]*guesser
+}
+
+// guesser is what the gate remembers of a peer that sent wrong tokens.
+type guesser struct {
+	wrong int       // wrong tokens since it was last forgotten
+	last  time.Time // the last one
+	until time.Time // shut out until then
+}
+
+func newAuthGate(token string, log *slog.Logger) *authGate {
+	return &authGate{token: []byte(token), log: log, peers: map[string]*guesser{}}
+}
+
+// check lets r through if it carries the token; otherwise it answers 401
+// with a Bearer challenge (or 429 to a peer shut out) and closes the
+// connection, so that each guess costs a new one.
+func (a *authGate) check(w http.ResponseWriter, r *http.Request) bool {
+	peer := peerOf(r)
+	now := time.Now()
+	if wait := a.shutOut(peer, now); wait > 0 {
+		secs := int(math.Ceil(wait.Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		w.Header().Set("Connection", "close")
+		http.Error(w, fmt.Sprintf("too many wrong bearer tokens from %s: try again in %d s", peer, secs), http.StatusTooManyRequests)
+		return false
+	}
+	got, sent := bearerToken(r)
+	if sent && subtle.ConstantTimeCompare([]byte(got), a.token) == 1 {
+		return true
+	}
+	challenge, msg := `Bearer realm="mcpvisor"`, `missing bearer token: send "Authorization: Bearer <token>"`
+	if sent {
+		challenge, msg = challenge+`, error="invalid_token"`, "wrong bearer token"
+		a.wrong(peer, now)
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	w.Header().Set("Connection", "close")
+	http.Error(w, msg, http.StatusUnauthorized)
+	return false
+}
+
+// bearerToken is r's bearer token, and whether it sent one.
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
+}
+
+// shutOut is how long peer is still shut out at now.
+func (a *authGate) shutOut(peer string, now time.Time) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if g := a.peers[peer]; g != nil && g.until.After(now) {
+		return g.until.Sub(now)
+	}
+	return 0
+}
+
+// wrong counts a wrong token from peer at now, and shuts it out once it
+// has sent more than freeGuesses.
+func (a *authGate) wrong(peer string, now time.Time) {
+	a.mu.Lock()
+	g := a.peers[peer]
+	if g == nil {
+		a.makeRoomLocked(now)
+		g = &guesser{}
+		a.peers[peer] = g
+	}
+	if now.Sub(g.last) > forgetGuesser {
+		g.wrong = 0
+	}
+	g.wrong++
+	g.last = now
+	wrong, shutOut := g.wrong, time.Duration(0)
+	if over := g.wrong - freeGuesses; over > 0 {
+		shutOut = min(time.Second<<min(over-1, 6), maxShutOut)
+		g.until = now.Add(shutOut)
+	}
+	a.mu.Unlock()
+	if shutOut > 0 {
+		a.log.Warn("wrong bearer tokens again and again from one address: refusing its requests for a while",
+			"peer", peer, "wrong_tokens", wrong, "refused_for", shutOut)
+	}
+}
+
+// makeRoomLocked forgets the peers not heard from for forgetGuesser, and
+// the longest silent one if the table is still full.
+func (a *authGate) makeRoomLocked(now time.Time) {
+	if len(a.peers) < maxGuessers {
+		return
+	}
+	var oldest string
+	for p, g := range a.peers {
+		if now.Sub(g.last) > forgetGuesser {
+			delete(a.peers, p)
+		} else if oldest == "" || g.last.Before(a.peers[oldest].last) {
+			oldest = p
+		}
+	}
+	if len(a.peers) >= maxGuessers {
+		delete(a.peers, oldest)
+	}
+}
+
+// peerOf is the address r came from, as the gate counts it: the IP, or
+// an IPv6 address's /64 (one host usually has the whole of it).
+func peerOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || ip.To4() != nil {
+		return host
+	}
+	return (&net.IPNet{IP: ip.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
+}
