@@ -110,8 +110,11 @@ func (s *spyManager) Remove(name string) (<-chan struct{}, error) {
 }
 
 func (s *spyManager) Call(ctx context.Context, name string, args any, opts manager.CallOptions) (*mcp.CallToolResult, error) {
+	// hold is read before the report: a test that sees the report and
+	// then clears hold has still held this call.
+	h := s.hold.Load()
 	report(s.calls, name)
-	if h := s.hold.Load(); h != nil {
+	if h != nil {
 		select {
 		case <-*h:
 		case <-ctx.Done():

@@ -63,7 +63,7 @@ func TestSIGTERMWithCallsInFlight(t *testing.T) {
 				cs = serveClient(t, ctx, &mcp.CommandTransport{Command: cmd}, make(chan struct{}, 1))
 				ownPIDs.Store(cmd.Process.Pid, struct{}{})
 				signal = func() { require.NoError(t, cmd.Process.Signal(syscall.SIGTERM)) }
-				exited = func(d time.Duration) (int, bool) { return waitExit(cmd, d) }
+				exited = func(d time.Duration) (int, bool) { return waitExit(t, cmd, d) }
 			}
 			listedTools(t, ctx, cs, 20*time.Second, "the server's tools", func(n []string) bool { return slices.Contains(n, "f__hang") })
 
@@ -112,13 +112,9 @@ func TestSIGTERMWithCallsInFlight(t *testing.T) {
 
 // waitExit waits up to d for cmd (started by a CommandTransport, which
 // reaps it) to have exited, and returns its exit code.
-func waitExit(cmd *exec.Cmd, d time.Duration) (int, bool) {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cmd.ProcessState != nil {
-			return cmd.ProcessState.ExitCode(), true
-		}
-		time.Sleep(20 * time.Millisecond)
+func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration) (int, bool) {
+	if !assert.Eventually(t, func() bool { return cmd.ProcessState != nil }, d, 20*time.Millisecond) {
+		return -1, false
 	}
-	return -1, false
+	return cmd.ProcessState.ExitCode(), true
 }
