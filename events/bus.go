@@ -59,7 +59,28 @@ func NewBus(opts Options) *Bus {
 // subscriber. Publishing on a closed bus is a no-op that returns the event
 // with Seq 0.
 func (b *Bus) Publish(kind Kind, server string, fields Fields) Event {
-	e := Event{Kind: kind, Server: server, Fields: fields}
+	return b.publish(Event{Kind: kind, Server: server, Fields: fields})
+}
+
+// PublishFor is Publish for an event of a client's own session of a
+// per-client server: client is set on the event and added to its fields.
+func (b *Bus) PublishFor(kind Kind, server, client string, fields Fields) Event {
+	return b.publish(Event{Kind: kind, Server: server, Client: client, Fields: withClient(fields, client)})
+}
+
+// withClient adds client to fields when set.
+func withClient(fields Fields, client string) Fields {
+	if client == "" {
+		return fields
+	}
+	if fields == nil {
+		fields = Fields{}
+	}
+	fields["client"] = client
+	return fields
+}
+
+func (b *Bus) publish(e Event) Event {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e.Time = b.now() // under the lock, so Time never runs backwards against Seq
@@ -73,6 +94,13 @@ func (b *Bus) Publish(kind Kind, server string, fields Fields) Event {
 		s.deliver(e)
 	}
 	return e
+}
+
+// Emit publishes p as an event of server (and, for a client's own session
+// of a per-client server, of client): Kind and Fields come from p, with
+// client added to the fields when set. Like Publish it never blocks.
+func (b *Bus) Emit(server, client string, p Payload) Event {
+	return b.publish(Event{Kind: p.Kind(), Server: server, Client: client, Fields: withClient(p.Fields(), client), Payload: p})
 }
 
 // Published reports how many events the bus has published so far.

@@ -2,6 +2,16 @@
 // server is published once as an [Event] and delivered to each subscriber —
 // the log, the HUD, Lua hooks and OpenTelemetry.
 //
+// An event's kind says what happened; its Payload, when the publisher has
+// a type for it ([Bus.Emit]), is the typed detail, defined by the package
+// that publishes it (the manager's lifecycle: manager.Connected,
+// manager.BackingOff, …), which a consumer such as the HUD reads by type.
+// Fields is the same detail as plain data, rendered by the payload once at
+// publication, for Lua hooks, the log and the history. The bus carries
+// lifecycle, not data: what servers say (log messages, resource updates)
+// goes to each consumer on the manager's own lossless path (package
+// manager/notify), where a dropped resource update cannot go unnoticed.
+//
 // The bus follows the semantics of tokio's broadcast channel rather than a
 // "latest value" watch: every subscriber sees every event, in order, or is told
 // exactly how many it missed.
@@ -27,7 +37,9 @@
 // sequence counter, the history ring and the set of subscribers; each
 // subscription's own mutex guards its ring. Publish holds the bus lock while it
 // appends to the rings, so sequence order and delivery order are the same for
-// every subscriber; it never calls out to subscriber code.
+// every subscriber; it never calls out to subscriber code. Emit calls the
+// payload's Fields before taking the lock; a payload and its fields are
+// immutable once published, and may be read by any goroutine.
 //
 // # Subscriber duties
 //

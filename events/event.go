@@ -34,7 +34,7 @@ const (
 	KindToolsChanged         Kind = "tools_changed"         // added, removed
 	KindResourcesChanged     Kind = "resources_changed"     // added, removed
 	KindPromptsChanged       Kind = "prompts_changed"       // added, removed
-	KindNotification         Kind = "notification"          // method, params
+	KindNotification         Kind = "notification"          // method, params: what a server said, handed to hooks from the manager's notices, not published on the bus
 	KindConfigApplied        Kind = "config_applied"        // file, added, removed, replaced
 	KindConfigError          Kind = "config_error"          // file, error
 	KindHookError            Kind = "hook_error"            // hook, error
@@ -81,6 +81,16 @@ var Kinds = []Kind{
 // map[string]any. Publishers must not modify a Fields map after publishing it.
 type Fields map[string]any
 
+// Payload is the typed detail of an event, defined by the package that
+// publishes it (the manager's lifecycle: manager.Connected, manager.Backoff,
+// …): a consumer reads it by type rather than by field name. Fields renders
+// it as the plain data Lua hooks, the log and the history show; the bus
+// calls it once, when the event is published.
+type Payload interface {
+	Kind() Kind
+	Fields() Fields
+}
+
 // Event is one immutable fact published on the bus.
 type Event struct {
 	// Seq is assigned by the bus and strictly increasing. A [KindLagged]
@@ -91,7 +101,15 @@ type Event struct {
 	Kind Kind
 	// Server is the server's name, or "" for host-wide events.
 	Server string
+	// Client is the client whose own session of a per-client server the
+	// event is about, or "" for the server's own (it is also in Fields, as
+	// client).
+	Client string
+	// Fields are the event's details as plain data.
 	Fields Fields
+	// Payload is the typed detail the event was published with ([Bus.Emit]),
+	// or nil for an event published as Kind and Fields alone.
+	Payload Payload
 }
 
 // Int returns the integer field key, or 0.

@@ -36,7 +36,9 @@
 // to the calling client under its own token, before the result; a client's
 // cancellation cancels the upstream request; a W3C traceparent in _meta
 // continues into the upstream call. Server log messages reach the clients
-// of the endpoints that serve that server, at each client's logging level.
+// of the endpoints that serve that server, at each client's logging level;
+// resource updates reach the clients subscribed to the resource, every one
+// and in order.
 //
 // # What servers ask
 //
@@ -93,9 +95,17 @@
 // toolsets. Toolsets are snapshots handed over with SetToolsets (a toolset
 // that a function decides is evaluated by its owner, which hands over the
 // tools it chose): the run goroutine takes the newest when it is poked and
-// never waits on whoever made them. Log messages are delivered by one
-// goroutine with a bounded queue; each call with a progress token has a
-// goroutine of its own that ends before the call returns; a call of a client on 2026-07-28 runs
+// never waits on whoever made them. What servers say (log messages,
+// resource updates) comes on the gateway's own lossless listener of the
+// manager's notices (package manager/notify) and is sent by one goroutine
+// (deliver) in order: while it keeps up the manager waits for it rather
+// than drop a resource update, and if it ever falls a stall behind, what it
+// missed comes as a Lost notice, answered by sending every resource its
+// clients subscribed to on that server as updated and telling them how many
+// log messages they missed. It reads the endpoints from a list the run
+// goroutine replaces as it makes them. Each call with a progress token has
+// a goroutine of its own that ends before the call returns; a call of a
+// client on 2026-07-28 runs
 // upstream on a goroutine of its own, counted among its session's calls.
 // Each client session has a watcher that, when the session ends, cancels
 // its calls, waits for them to return, publishes client_disconnected and
@@ -106,5 +116,6 @@
 // context of the request carrying each (a token in a header the go-sdk
 // hands to handlers) and of each SSE session's stream (a context value);
 // the wrong-token table and the connection counts each have a mutex of
-// their own. Close stops everything and waits.
+// their own. Close stops them all and waits: run, deliver and the
+// watchers.
 package gateway

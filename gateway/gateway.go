@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
 
 // Options configures a Gateway.
@@ -70,11 +70,14 @@ type Gateway struct {
 	// is poked to pick it up.
 	nextToolsets atomic.Pointer[map[string]Toolset]
 	poke         chan struct{}
-	// logs carries server log messages to deliverLogs.
-	logs     chan logEntry
-	logsDone chan struct{}
-	// updates are the resource updates being sent to clients.
-	updates sync.WaitGroup
+	// notes are what servers say (log messages, resource updates), which
+	// the deliver goroutine sends to clients; notesDone is closed when it
+	// returns.
+	notes     *notify.Listener
+	notesDone chan struct{}
+	// served lists the endpoints made so far, for deliver; the run
+	// goroutine replaces it (never modifies it) as it makes one.
+	served atomic.Pointer[[]*endpoint]
 
 	// Owned by the run goroutine.
 	names     namers
@@ -115,10 +118,12 @@ func New(opts Options) *Gateway {
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{src: opts.Source, opts: opts, log: opts.Logger, bus: opts.Source.Bus(),
 		ctx: ctx, cancel: cancel, work: make(chan func()), done: make(chan struct{}), poke: make(chan struct{}, 1),
-		logs: make(chan logEntry, maxQueuedLogs), logsDone: make(chan struct{}),
+		notes:     opts.Source.Notices().Listen(notify.ListenOptions{Lossless: true}),
+		notesDone: make(chan struct{}),
 		names:     namers{tools: newNamer(opts.NameBudget), prompts: newNamer(opts.NameBudget)},
 		endpoints: map[endpointKey]*endpoint{}}
 	g.toolsets.Store(&map[string]Toolset{})
+	g.served.Store(&[]*endpoint{})
 	g.clients.init(g)
 	// Any client may answer what a server asks: servers that connect from
 	// now on are told their client can (each call's answerer says whether
@@ -127,7 +132,7 @@ func New(opts Options) *Gateway {
 	sub := g.bus.Subscribe(events.SubscribeOptions{})
 	g.refresh()
 	go g.run(sub)
-	go g.deliverLogs()
+	go g.deliver()
 	return g
 }
 
@@ -159,14 +164,6 @@ func (g *Gateway) run(sub *events.Subscription) {
 				break
 			}
 			dirty = dirty || relists(e)
-			if e.Kind == events.KindNotification {
-				switch e.Text("method") {
-				case "notifications/message":
-					g.forwardLog(e)
-				case "notifications/resources/updated":
-					g.forwardUpdate(e)
-				}
-			}
 		}
 		if dirty {
 			g.refresh()
@@ -232,6 +229,8 @@ func (g *Gateway) endpoint(sel selection, name string) (*endpoint, error) {
 			ep = g.newEndpoint(sel, name)
 			ep.apply(g.currentView())
 			g.endpoints[key] = ep
+			served := append(slices.Clone(*g.served.Load()), ep)
+			g.served.Store(&served)
 		}
 	})
 	return ep, err
@@ -356,12 +355,12 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	}
 	// The answers are written; the HTTP requests carrying them end once
 	// sent. Then the sessions' streams end.
-	wait := time.NewTimer(deleteWait)
-	defer wait.Stop()
+	sent, stop := context.WithTimeout(context.Background(), deleteWait)
+	defer stop()
 	for _, s := range sessions {
 		select {
 		case <-s.served():
-		case <-wait.C:
+		case <-sent.Done():
 		}
 	}
 	for _, s := range sessions {
@@ -379,8 +378,7 @@ func (g *Gateway) Close() {
 	_ = g.Shutdown(over)
 	g.cancel()
 	<-g.done
-	<-g.logsDone
-	g.updates.Wait()
+	<-g.notesDone
 	for _, ep := range g.endpoints {
 		for ss := range ep.srv.Sessions() {
 			_ = ss.Close()

@@ -2,81 +2,111 @@ package gateway
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
-
-// maxQueuedLogs bounds the server log messages waiting for delivery to
-// clients; when clients are slower than the servers' logging, the newest
-// are dropped rather than stalling the gateway.
-const maxQueuedLogs = 256
 
 // logSendTimeout bounds delivering one log message to one client.
 const logSendTimeout = 2 * time.Second
 
-// logEntry is one server log message and the endpoints whose clients may
-// see it.
-type logEntry struct {
-	params  *mcp.LoggingMessageParams
-	servers []*mcp.Server
-	// client, if set, is the only client the message is for: it came from
-	// that client's own session of a per-client server.
-	client string
-}
-
-// forwardLog queues a server's log message (a notifications/message
-// event) for the clients of every endpoint that serves that server; each
-// client gets it only at or above the level it set with logging/setLevel
-// (none before it sets one). Only the run goroutine calls it.
-func (g *Gateway) forwardLog(e events.Event) {
-	p, _ := e.Fields["params"].(map[string]any)
-	level, _ := p["level"].(string)
-	if level == "" {
-		return
-	}
-	logger, _ := p["logger"].(string)
-	if logger == "" {
-		logger = e.Server
-	} else {
-		logger = e.Server + "/" + logger
-	}
-	entry := logEntry{params: &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(level), Logger: logger, Data: p["data"]},
-		client: e.Text("client")}
-	for key, ep := range g.endpoints {
-		if key.sel == everything || key.sel == oneServer && key.name == e.Server {
-			entry.servers = append(entry.servers, ep.srv)
-		}
-	}
-	if len(entry.servers) == 0 {
-		return
-	}
-	select {
-	case g.logs <- entry:
-	default: // clients are behind: drop it
-	}
-}
-
-// deliverLogs sends queued log messages until the gateway closes.
-func (g *Gateway) deliverLogs() {
-	defer close(g.logsDone)
+// deliver is the gateway's one goroutine for what servers say: it takes
+// the notices of its listener in order and sends log messages and
+// resource updates to the clients of the endpoints serving their server.
+// Its listener is lossless for resource updates (the manager waits for it
+// while it keeps up); what it missed it makes up for (see makeUp). It runs
+// until the gateway closes, which waits for it.
+func (g *Gateway) deliver() {
+	defer close(g.notesDone)
+	defer g.notes.Close()
 	for {
-		select {
-		case <-g.ctx.Done():
-			return
-		case e := <-g.logs:
-			for _, srv := range e.servers {
-				for ss := range srv.Sessions() {
-					if e.client != "" && g.clients.labelOf(ss) != e.client {
-						continue // another client's session said it
-					}
-					ctx, cancel := context.WithTimeout(g.ctx, logSendTimeout)
-					_ = ss.Log(ctx, e.params)
-					cancel()
-				}
-			}
+		n, err := g.notes.Next(g.ctx)
+		if err != nil {
+			return // the gateway or the manager closed
 		}
+		switch n := n.(type) {
+		case notify.LogMessage:
+			g.sendLog(n)
+		case notify.ResourceUpdated:
+			g.sendUpdate(n.Server, n.URI, n.Meta)
+		case notify.Lost:
+			g.makeUp(n)
+		}
+	}
+}
+
+// serving lists the endpoints whose clients hear from server: /mcp and
+// the server's own, not toolsets.
+func (g *Gateway) serving(server string) []*endpoint {
+	var out []*endpoint
+	for _, ep := range *g.served.Load() {
+		if ep.sel == everything || ep.sel == oneServer && ep.name == server {
+			out = append(out, ep)
+		}
+	}
+	return out
+}
+
+// sendLog sends a server's log message to the clients of every endpoint
+// that serves that server, each at or above the level it set with
+// logging/setLevel (none before it sets one). A message from a client's
+// own session of a per-client server goes to that client only.
+func (g *Gateway) sendLog(n notify.LogMessage) {
+	if n.Level == "" {
+		return
+	}
+	logger := n.Server
+	if n.Logger != "" {
+		logger += "/" + n.Logger
+	}
+	g.sendLogAs(n.Server, n.Client, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(n.Level), Logger: logger, Data: n.Data})
+}
+
+func (g *Gateway) sendLogAs(server, client string, p *mcp.LoggingMessageParams) {
+	for _, ep := range g.serving(server) {
+		for ss := range ep.srv.Sessions() {
+			if client != "" && g.clients.labelOf(ss) != client {
+				continue // another client's session said it
+			}
+			ctx, cancel := context.WithTimeout(g.ctx, logSendTimeout)
+			_ = ss.Log(ctx, p)
+			cancel()
+		}
+	}
+}
+
+// sendUpdate sends a server's notifications/resources/updated to the
+// endpoints serving that server; the go-sdk server delivers it to the
+// sessions subscribed to the URI, in the order sent.
+func (g *Gateway) sendUpdate(server, uri string, meta map[string]any) {
+	for _, ep := range g.serving(server) {
+		// The SDK writes a session's subscription id into _meta: each
+		// endpoint gets a copy of its own.
+		p := &mcp.ResourceUpdatedNotificationParams{URI: uri, Meta: maps.Clone(meta)}
+		if err := ep.srv.ResourceUpdated(g.ctx, p); err != nil {
+			g.log.Debug("resource update not forwarded", "server", server, "uri", uri, "endpoint", ep.path, "error", fmt.Sprint(err))
+		}
+	}
+}
+
+// makeUp answers a report of what the listener's queue could not take
+// (the gateway fell behind for a stall): every resource a client holds a
+// subscription to on that server is sent as updated, since any may have
+// been, and the clients are told how many log messages they missed.
+func (g *Gateway) makeUp(n notify.Lost) {
+	g.log.Warn("the gateway fell behind a server's notifications", "server", n.Server,
+		"resource_updates", n.ResourceUpdates, "log_messages", n.LogMessages)
+	if n.ResourceUpdates > 0 {
+		for _, uri := range g.clients.subscribedAt(n.Server) {
+			g.sendUpdate(n.Server, uri, nil)
+		}
+	}
+	if n.LogMessages > 0 {
+		g.sendLogAs(n.Server, n.Client, &mcp.LoggingMessageParams{Level: "warning", Logger: n.Server,
+			Data: fmt.Sprintf("%d log messages of %s were not delivered: the gateway fell behind", n.LogMessages, n.Server)})
 	}
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
 
 // A server's log messages reach the clients that serve it, named by
@@ -22,8 +24,7 @@ func TestServerLogsFollowEachClientsLevel(t *testing.T) {
 	all := connect(t, g, everything, "")
 	other := connect(t, g, oneServer, "fs")
 	logf := func(level, msg string) {
-		src.bus.Publish(events.KindNotification, "git", events.Fields{"method": "notifications/message",
-			"params": map[string]any{"level": level, "logger": "core", "data": msg}})
+		src.notes.Publish(context.Background(), notify.LogMessage{Origin: notify.Origin{Server: "git"}, Level: level, Logger: "core", Data: msg})
 	}
 
 	require.NoError(t, all.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "warning"}))
@@ -42,8 +43,7 @@ func TestServerLogsFollowEachClientsLevel(t *testing.T) {
 	require.Empty(t, all.logs, "a message below the client's level was sent")
 	// Messages are delivered in order: once fs's own message has reached
 	// its client, git's would have been there before it.
-	src.bus.Publish(events.KindNotification, "fs", events.Fields{"method": "notifications/message",
-		"params": map[string]any{"level": "debug", "data": "fs speaking"}})
+	src.notes.Publish(context.Background(), notify.LogMessage{Origin: notify.Origin{Server: "fs"}, Level: "debug", Data: "fs speaking"})
 	select {
 	case got := <-other.logs:
 		require.Equal(t, "fs speaking", got.Data, "another server's client got git's log")
@@ -65,13 +65,11 @@ func TestClientSessionLogsStayWithTheirClient(t *testing.T) {
 	}
 	label := g.clients.labelOf(mine.server)
 	require.NotEmpty(t, label)
-	say := func(data string, fields events.Fields) {
-		fields["method"] = "notifications/message"
-		fields["params"] = map[string]any{"level": "info", "data": data}
-		src.bus.Publish(events.KindNotification, "pc", fields)
+	say := func(data, client string) {
+		src.notes.Publish(context.Background(), notify.LogMessage{Origin: notify.Origin{Server: "pc", Client: client}, Level: "info", Data: data})
 	}
-	say("mine only", events.Fields{"client": label})
-	say("everyone", events.Fields{})
+	say("mine only", label)
+	say("everyone", "")
 	next := func(c *client) any {
 		select {
 		case got := <-c.logs:
@@ -86,6 +84,38 @@ func TestClientSessionLogsStayWithTheirClient(t *testing.T) {
 	// In order: the shared message came after the private one, so the other
 	// client would have had that first.
 	require.Equal(t, "everyone", next(theirs), "another client's session's log reached this client")
+}
+
+// What the gateway's queue could not take is made up for: a client
+// subscribed to a resource of that server is told it was updated (it may
+// have been), and told how many log messages it missed.
+func TestLostNoticesAreMadeUpFor(t *testing.T) {
+	src := newFakeSource(t)
+	src.set("git", stdio, "status")
+	g := newGateway(t, src)
+	c := connect(t, g, oneServer, "git")
+	require.NoError(t, c.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}))
+	require.NoError(t, c.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "git://log"}))
+	require.Eventually(t, func() bool {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		return slices.Contains(src.subs, "+git git://log")
+	}, 10*time.Second, time.Millisecond, "subscribed upstream")
+
+	src.notes.Publish(context.Background(), notify.Lost{Origin: notify.Origin{Server: "git"}, ResourceUpdates: 3, LogMessages: 2})
+	select {
+	case uri := <-c.updates:
+		require.Equal(t, "git://log", uri)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the subscribed resource was not sent as updated")
+	}
+	select {
+	case got := <-c.logs:
+		require.Equal(t, mcp.LoggingLevel("warning"), got.Level)
+		require.Equal(t, "2 log messages of git were not delivered: the gateway fell behind", got.Data)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client was not told of the log messages it missed")
+	}
 }
 
 // A client's own session connecting or changing changes no list: the

@@ -9,6 +9,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
 
 // Source is what the gateway serves: the servers a *manager.Manager keeps
@@ -28,6 +29,9 @@ type Source interface {
 	Subscribe(server, uri string) error
 	Unsubscribe(server, uri string) error
 	Bus() *events.Bus
+	// Notices is what servers say (log messages, resource updates), for
+	// the gateway's listener.
+	Notices() *notify.Hub
 	// CallersAnswer declares what the gateway's clients may answer when a
 	// server asks (see CallOptions.Answerer).
 	CallersAnswer(kinds ask.Kind)

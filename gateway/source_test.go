@@ -16,14 +16,16 @@ import (
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
 
 // fakeSource is a Source whose servers and tools a test sets by hand; each
 // change publishes the event a manager would. Calls answer
 // "server.tool" as text, unless onCall says otherwise.
 type fakeSource struct {
-	bus  *events.Bus
-	late sync.WaitGroup // progress delivered after a call returned
+	bus   *events.Bus
+	notes *notify.Hub    // what servers say
+	late  sync.WaitGroup // progress delivered after a call returned
 
 	mu sync.Mutex
 	// mu guards the following.
@@ -41,8 +43,8 @@ type fakeSource struct {
 
 func newFakeSource(t testing.TB) *fakeSource {
 	bus := events.NewBus(events.Options{})
-	f := &fakeSource{bus: bus, specs: map[string]manager.Spec{}, tools: map[string][]string{}}
-	t.Cleanup(func() { f.late.Wait(); bus.Close() })
+	f := &fakeSource{bus: bus, notes: notify.NewHub(), specs: map[string]manager.Spec{}, tools: map[string][]string{}}
+	t.Cleanup(func() { f.late.Wait(); bus.Close(); f.notes.Close() })
 	return f
 }
 
@@ -139,6 +141,8 @@ func (f *fakeSource) GetPrompt(context.Context, string, map[string]string, time.
 
 func (f *fakeSource) Bus() *events.Bus { return f.bus }
 
+func (f *fakeSource) Notices() *notify.Hub { return f.notes }
+
 func (f *fakeSource) Subscribe(server, uri string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -187,6 +191,7 @@ type client struct {
 	announce atomic.Int64  // notifications received
 	progress chan *mcp.ProgressNotificationParams
 	logs     chan *mcp.LoggingMessageParams
+	updates  chan string        // the URI of each resources/updated
 	server   *mcp.ServerSession // the gateway's end of the session
 }
 
@@ -198,9 +203,12 @@ func connect(t *testing.T, g *Gateway, sel selection, name string) *client {
 	ss, err := ep.srv.Connect(context.Background(), st, nil)
 	require.NoError(t, err)
 	c := &client{changed: make(chan struct{}, 100), logs: make(chan *mcp.LoggingMessageParams, 100),
-		progress: make(chan *mcp.ProgressNotificationParams, 100), server: ss}
+		updates: make(chan string, 100), progress: make(chan *mcp.ProgressNotificationParams, 100), server: ss}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { c.logs <- r.Params },
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			c.updates <- r.Params.URI
+		},
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			c.progress <- r.Params
 		},

@@ -4,17 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"maps"
+	"slices"
 
-	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 )
 
 // A client's resource subscription is passed on to the server that lists
 // the resource, which the manager keeps subscribed across its reconnects;
-// the server's notifications/resources/updated come back as events, and
-// the go-sdk server sends them to the sessions subscribed to that URI.
+// the server's notifications/resources/updated come back as notices, which
+// the deliver goroutine hands to the go-sdk server, which sends them to the
+// sessions subscribed to that URI.
 // Each session's subscriptions are dropped upstream when it ends.
 
 // subKey is one subscription of a client session.
@@ -94,6 +95,25 @@ func (ep *endpoint) resourceServer(uri string) (string, error) {
 	return "", fmt.Errorf("resources/subscribe %q: no server lists this resource or a template it matches", uri)
 }
 
+// subscribedAt lists the URIs some client session holds a subscription to
+// at server.
+func (t *clientTable) subscribedAt(server string) []string {
+	t.mu.Lock()
+	sessions := slices.Collect(maps.Values(t.bySession))
+	t.mu.Unlock()
+	seen := map[string]bool{}
+	for _, s := range sessions {
+		s.mu.Lock()
+		for k := range s.subs {
+			if k.server == server {
+				seen[k.uri] = true
+			}
+		}
+		s.mu.Unlock()
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
 // dropSubscriptions gives back what an ended session held.
 func (t *clientTable) dropSubscriptions(s *session) {
 	s.mu.Lock()
@@ -102,28 +122,5 @@ func (t *clientTable) dropSubscriptions(s *session) {
 	s.mu.Unlock()
 	for k := range subs {
 		_ = t.g.src.Unsubscribe(k.server, k.uri)
-	}
-}
-
-// forwardUpdate sends a server's notifications/resources/updated to the
-// endpoints serving that server; the go-sdk server delivers it to the
-// sessions subscribed to the URI. Only the run goroutine calls it.
-func (g *Gateway) forwardUpdate(e events.Event) {
-	params, _ := e.Fields["params"].(map[string]any)
-	uri, _ := params["uri"].(string)
-	if uri == "" {
-		return
-	}
-	for key, ep := range g.endpoints {
-		if key.sel == oneToolset || key.sel == oneServer && key.name != e.Server {
-			continue
-		}
-		g.updates.Go(func() {
-			ctx, cancel := context.WithTimeout(g.ctx, 5*time.Second)
-			defer cancel()
-			if err := ep.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
-				g.log.Debug("resource update not forwarded", "server", e.Server, "uri", uri, "endpoint", ep.path, "error", fmt.Sprint(err))
-			}
-		})
 	}
 }

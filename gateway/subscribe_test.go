@@ -2,11 +2,13 @@ package gateway_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/gateway"
@@ -81,5 +83,63 @@ func TestResourceSubscriptionsReachTheServer(t *testing.T) {
 		require.NoError(t, cs.Close())
 		pollUntil(t, 10*time.Second, "the subscription dropped upstream when the client left", func() bool { return unsubscribed.Load() > gone })
 		cancel()
+	}
+}
+
+// A burst of 5,000 resource updates from a server reaches a client
+// subscribed through the gateway, every one of them, in the order the
+// server sent them (each carries its number in _meta, which passes
+// through): nothing on the way drops or reorders them.
+func TestResourceUpdateBurstReachesTheClientInOrder(t *testing.T) {
+	const burst = 5000
+	var subscribed atomic.Int32
+	srv := mcp.NewServer(&mcp.Implementation{Name: "burst", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error {
+			subscribed.Add(1)
+			return nil
+		},
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	srv.AddResource(&mcp.Resource{URI: "test://r", Name: "r"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://r", Text: "x"}}}, nil
+	})
+	r := newRig(t, map[string]manager.Spec{"burst": {Transport: manager.TransportInProcess, Dial: &testutil.InProcess{Server: srv}}}, gateway.HTTPOptions{})
+	r.wait("burst")
+
+	var mu sync.Mutex
+	var got []float64 // the number in each update's _meta, as it came
+	c := mcp.NewClient(&mcp.Implementation{Name: "burst-test", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			n, _ := req.Params.Meta["n"].(float64)
+			mu.Lock()
+			got = append(got, n)
+			mu.Unlock()
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := c.Connect(ctx, r.streamable("/mcp"), nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		res, err := cs.ListResources(ctx, nil)
+		require.NoError(c, err)
+		require.Len(c, res.Resources, 1)
+	}, time.Minute, 10*time.Millisecond, "the resource listed")
+	require.NoError(t, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://r"}))
+	require.Eventually(t, func() bool { return subscribed.Load() == 1 }, time.Minute, 10*time.Millisecond, "subscribed upstream")
+
+	for i := range burst {
+		require.NoError(t, srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://r", Meta: mcp.Meta{"n": i}}))
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		mu.Lock()
+		defer mu.Unlock()
+		require.Equal(c, burst, len(got))
+	}, time.Minute, 10*time.Millisecond, "every update reached the client")
+	mu.Lock()
+	defer mu.Unlock()
+	for i, n := range got {
+		require.EqualValues(t, i, n, "update %d came out of order", i)
 	}
 }

@@ -28,6 +28,14 @@
 // must not block in the loop's calls. It never calls into Lua: the
 // progress function mcp_call hands it only posts to the loop.
 //
+// Hooks are fed by the loop itself, from two queues it drains in turns:
+// its subscription to the events bus (lifecycle; it feeds the HUD model
+// too) and its listener of the manager's notices (what servers say: log
+// messages, progress, list changes, resource updates), which it hands to
+// notification hooks as the events they render as. The listener never
+// makes a server wait for Lua: when the loop falls behind, what it missed
+// is a lagged event, as on the bus.
+//
 // What servers ask of their client (elicitation, sampling, roots) reaches
 // Lua through the answerer [New] hands the manager: its methods run on the
 // manager's goroutines, read only what the loop publishes in atomics (the

@@ -72,6 +72,22 @@ func (r *Runtime) drainEvents() {
 	r.postAsync(r.drainEvents) // more queued: continue after other work
 }
 
+// drainNotices dispatches queued notices (what servers said) to the hooks
+// as the notification events they render as, on the loop; a report of
+// notices lost is a lagged event. They are not the bus's: no sequence
+// number, and the HUD has no use for them.
+func (r *Runtime) drainNotices() {
+	for range eventBatch {
+		n, ok, err := r.notes.TryNext()
+		if !ok || err != nil {
+			return
+		}
+		o := n.From()
+		r.dispatch(events.Event{Time: o.Time, Kind: n.Kind(), Server: o.Server, Fields: n.Fields()})
+	}
+	r.postAsync(r.drainNotices) // more queued: continue after other work
+}
+
 // dispatch runs every hook that wants e, each as its own task with the
 // slice budget.
 func (r *Runtime) dispatch(e events.Event) {

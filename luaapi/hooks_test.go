@@ -23,6 +23,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/luaapi"
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
 
 // waitDeadline bounds every wait for something the loop does; reaching it
@@ -295,6 +296,25 @@ func TestHookGetsEventTable(t *testing.T) {
 		return mcp.on == mcp_on, type(h1.id), tostring(h1), h1.what`))
 	e := h.publish("alpha", events.Fields{"i": 7, "tags": []string{"a", "b"}, "nested": map[string]any{"k": "v"}})
 	h.lines.waitLine(t, 0, fmt.Sprintf("got seq=%d kind=notification server=alpha method=test/ping i=7 tags=a+b nested=v time=true", e.Seq))
+}
+
+// TestHookSeesWhatServersSay: what a server says reaches the manager's
+// notices, not its bus; a "notification" hook still gets it as the same
+// table, method and params as the server sent them, with server, kind and
+// time (and client, for a client's own session).
+func TestHookSeesWhatServersSay(t *testing.T) {
+	h := newHookRuntime(t, 0, nil)
+	h.run(t, `mcp_on("notification", function(e)
+		local p = e.params or {}
+		print(string.format("%s %s %s %s %s %s %s", e.kind, e.server, e.method, tostring(p.level), tostring(p.data or p.uri),
+			tostring(e.client), tostring(e.time:match("^%d%d%d%d%-%d%d%-%d%dT") ~= nil)))
+	end)`)
+	notes := h.m.Notices()
+	now := time.Now()
+	notes.Publish(context.Background(), notify.LogMessage{Origin: notify.Origin{Server: "git", Time: now}, Level: "warning", Logger: "db", Data: "slow"})
+	at := h.lines.waitLine(t, 0, "notification git notifications/message warning slow nil true")
+	notes.Publish(context.Background(), notify.ResourceUpdated{Origin: notify.Origin{Server: "git", Client: "c (1)", Time: now}, URI: "git://log"})
+	h.lines.waitLine(t, at+1, "notification git notifications/resources/updated nil git://log c (1) true")
 }
 
 // TestHookFilters: kind, "*" and the server option (case-insensitive)

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/textsafe"
 	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
@@ -38,11 +39,13 @@ type Manager interface {
 
 var _ Manager = (*manager.Manager)(nil)
 
-// EventSource is the manager's event bus: the runtime publishes its own
-// events there and feeds hooks and the HUD model from it. [New] calls Bus
-// once.
+// EventSource is the manager's event bus and its notices: the runtime
+// publishes its own events on the bus and feeds hooks and the HUD model
+// from it, and hooks (as notification events) from the notices. [New]
+// calls Bus and Notices once.
 type EventSource interface {
 	Bus() *events.Bus
+	Notices() *notify.Hub
 }
 
 // Options configures a [Runtime].
@@ -150,6 +153,7 @@ type Runtime struct {
 	pending   sync.WaitGroup     // goroutines doing a task's async work
 	once      sync.Once
 	sub       *events.Subscription // the bus, drained by the loop for hooks
+	notes     *notify.Listener     // what servers say, drained by the loop for hooks
 	memory    memoryWatch
 	memDone   chan struct{} // closed when the memory watchdog has exited
 }
@@ -205,6 +209,8 @@ func New(opts Options) (*Runtime, error) {
 	r.state = newState(opts.ScriptDir)
 	r.install()
 	r.sub = r.bus.Subscribe(events.SubscribeOptions{QueueSize: 4096})
+	// Hooks only watch what servers say: never make a server wait for them.
+	r.notes = opts.Manager.Notices().Listen(notify.ListenOptions{QueueSize: 4096})
 	r.hud.ApplyAll(r.bus.History(0)) // servers added before us; the overlap is skipped
 	r.listener = startListener(opts.Gateway, r.stop)
 	r.rootsNote = startRootsNotifier(opts.Manager, r.stop)
@@ -229,6 +235,8 @@ func (r *Runtime) loop() {
 			f()
 		case <-r.sub.Ready():
 			r.drainEvents()
+		case <-r.notes.Ready():
+			r.drainNotices()
 		case <-r.asyncPoke:
 			r.asyncMu.Lock()
 			batch := r.async
@@ -284,6 +292,7 @@ func (r *Runtime) Close() {
 		<-r.listener.done
 		<-r.rootsNote.done
 		r.sub.Close()
+		r.notes.Close()
 		r.state.Close()
 	})
 }

@@ -78,10 +78,7 @@ func (s *supervisor) asking(ctx context.Context, req uint64, opts CallOptions) c
 		return ctx
 	}
 	c := &ask.Candidate{Answerer: opts.Answerer, By: "client", Client: opts.Client}
-	s.inflight.answerBy(req, c)
-	if s.home != nil {
-		s.ownerAnswerer.Store(c)
-	}
+	s.inflight.AnswerBy(req, c, s.home != nil)
 	return context.WithValue(ctx, askingKey{}, c)
 }
 
@@ -92,16 +89,9 @@ func (s *supervisor) candidates(ctx context.Context) []ask.Candidate {
 	if c, ok := ctx.Value(askingKey{}).(*ask.Candidate); ok {
 		out = append(out, *c)
 	}
-	// The callers in flight may be asked only when they are all one
-	// client: on a shared session a request cannot say which call it
-	// belongs to, and one client's user must never see another's form,
-	// nor one client's roots go to another's call.
-	if callers := s.inflight.answerers(); len(callers) > 0 && oneClient(callers) {
-		out = append(out, callers...)
-	}
-	if c := s.ownerAnswerer.Load(); c != nil {
-		out = append(out, *c)
-	}
+	// The callers in flight when they are all one client's, then the
+	// owner of a client's session.
+	out = append(out, s.inflight.Answerers()...)
 	if len(s.spec.Roots) > 0 {
 		out = append(out, ask.Candidate{Answerer: ask.FixedRoots(s.spec.Roots), By: "server", Client: s.owner})
 	}
@@ -109,16 +99,6 @@ func (s *supervisor) candidates(ctx context.Context) []ask.Candidate {
 		out = append(out, ask.Candidate{Answerer: *h, By: "host", Client: s.owner})
 	}
 	return out
-}
-
-// oneClient reports whether every candidate answers for the same client.
-func oneClient(cands []ask.Candidate) bool {
-	for _, c := range cands[1:] {
-		if c.Client != cands[0].Client {
-			return false
-		}
-	}
-	return true
 }
 
 // answering is the client middleware that answers elicitation and roots

@@ -79,6 +79,8 @@ func TestMaxConnectingCapsAttemptsInFlight(t *testing.T) {
 			st := mustStatus(t, m, name)
 			require.Equal(t, manager.StateConnecting, st.State, name)
 			require.Equal(t, "max connecting (3) reached", st.Waiting, name)
+			require.Equal(t, manager.WaitTurn, st.WaitingFor, name)
+			require.False(t, st.Settled(), "%s has not made its first attempt yet", name)
 		}
 		for _, name := range names[:3] {
 			require.Empty(t, mustStatus(t, m, name).Waiting, name)

@@ -158,6 +158,7 @@ func TestMaxRetriesGivesUp(t *testing.T) {
 		require.Zero(t, time.Since(start), "a call to a failed server must not wait")
 		requireCode(t, err, manager.ErrConnectionFailed, "x", `tools/call "echo"`)
 		require.Contains(t, err.Error(), wantErr)
+		require.NotErrorIs(t, err, manager.ErrCannotStart, "it gave up after its retries: no terminal outcome")
 
 		call := tl.next(time.Second)
 		require.Equal(t, events.KindToolCall, call.Kind, "the refused call is reported")

@@ -6,12 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -76,7 +72,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 	}
 	defer s.callers.exit() // after its event
 	ctx, req, cancel := s.requestContext(ctx, opts.Timeout)
-	defer s.inflight.end(req, cancel)
+	defer s.inflight.End(req, cancel)
 	ctx = s.asking(ctx, req, opts)
 
 	start := time.Now()
@@ -99,7 +95,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		}
 		params := &mcp.CallToolParams{Name: tool, Arguments: args}
 		if opts.Progress != nil {
-			token, done := s.progress.add(opts.Progress)
+			token, done := s.progress.Add(opts.Progress)
 			defer done()
 			params.SetProgressToken(token)
 		}
@@ -120,22 +116,16 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 // callEvent publishes a finished tool call (the log shows it at DEBUG, at
 // WARN when it failed).
 func (s *supervisor) callEvent(tool, client string, start time.Time, res *mcp.CallToolResult, err error) {
-	ms := float64(time.Since(start).Microseconds()) / 1000 // sub-millisecond calls are common
-	f := events.Fields{"tool": tool, "duration_ms": ms, "is_error": res != nil && res.IsError}
-	if client != "" {
-		f["client"] = client
-	}
+	p := ToolCall{Tool: tool, Duration: time.Since(start), IsError: res != nil && res.IsError, Client: client}
 	if err != nil {
-		f["error"] = err.Error()
+		p.Error = err.Error()
 		var e *Error
 		if errors.As(err, &e) {
-			f["code"] = string(e.Code)
+			p.Code = e.Code
 		}
-		if errors.Is(err, ErrCancelled) {
-			f["cancelled"] = true
-		}
+		p.Cancelled = errors.Is(err, ErrCancelled)
 	}
-	s.publish(events.KindToolCall, f)
+	s.emit(p)
 }
 
 // request runs one request on the server's session: it waits for the
@@ -180,7 +170,7 @@ func (s *supervisor) callFailure(ctx context.Context, req uint64, err error, c *
 		switch {
 		case errors.As(cause, &te):
 			return te
-		case s.inflight.abandoned(req):
+		case s.inflight.Abandoned(req):
 			return fmt.Errorf("%w (%w)", errAbandoned, ErrDisconnected)
 		}
 		return cancelledError{cause}
@@ -260,9 +250,9 @@ func (s *supervisor) session(ctx context.Context, op string, failFast bool) (*sn
 		case StateRemoved, StateClosing:
 			return true, errorf(CodeClosed, s.name, op, "server is being removed")
 		case StateUnauthorized:
-			return true, errorf(CodeConnectionFailed, s.name, op, "server requires authorization: %s", st.LastError).with(st.Remedy)
+			return true, newError(CodeConnectionFailed, s.name, op, stoppedError{snap.stopped, fmt.Sprintf("server requires authorization: %s", st.LastError)}).with(st.Remedy)
 		case StateFailed:
-			return true, errorf(CodeConnectionFailed, s.name, op, "server is failed: %s", st.LastError).with(st.Remedy)
+			return true, newError(CodeConnectionFailed, s.name, op, stoppedError{snap.stopped, fmt.Sprintf("server is failed: %s", st.LastError)}).with(st.Remedy)
 		case StateDisabled:
 			return true, errorf(CodeServerDisabled, s.name, op, "server is disabled").with(st.Remedy)
 		case StateBackoff:
@@ -285,7 +275,7 @@ func (s *supervisor) session(ctx context.Context, op string, failFast bool) (*sn
 	if cur := s.snap.Load().status.State; cur == StateClosing || cur == StateRemoved {
 		return nil, errorf(CodeClosed, s.name, op, "server is being removed")
 	}
-	if cur := s.snap.Load().status; cur.Waiting != "" {
+	if cur := s.snap.Load().status; cur.WaitingFor != WaitNone {
 		return nil, newError(CodeConnectionLimit, s.name, "connect", slotWaitError{cur.Waiting, context.Cause(ctx), lastErrorSuffix(cur)}).
 			with(Remedy{Kind: RemedyRetry, Server: s.name})
 	}
@@ -327,6 +317,17 @@ func (s *supervisor) await(ctx context.Context, need bool, accept func(*snapshot
 	}
 }
 
+// stoppedError is a request refused because the server stopped
+// retrying; the terminal outcome that stopped it, if any, is in its chain.
+type stoppedError struct {
+	outcome error // ErrUnauthorized, ErrCannotStart or nil
+	msg     string
+}
+
+func (e stoppedError) Error() string { return e.msg }
+
+func (e stoppedError) Unwrap() error { return e.outcome }
+
 // slotWaitError is a caller's wait for a server held back by the
 // connection cap ([Options.MaxConnections]) that ended first.
 type slotWaitError struct {
@@ -347,7 +348,7 @@ func (e slotWaitError) Unwrap() error { return e.cause }
 
 // requestContext bounds one request by timeout, or by the server's request
 // timeout when zero; its cause says which limit ran out. The request is in
-// flight (a drain that runs out abandons it) until s.inflight.end(id,
+// flight (a drain that runs out abandons it) until s.inflight.End(id,
 // cancel).
 func (s *supervisor) requestContext(ctx context.Context, timeout time.Duration) (_ context.Context, id uint64, cancel context.CancelFunc) {
 	cause := s.requestTimeout // boxed once: no allocation per request
@@ -357,59 +358,8 @@ func (s *supervisor) requestContext(ctx context.Context, timeout time.Duration) 
 		cause = timeoutError{timeout}
 	}
 	ctx, cancel = context.WithTimeoutCause(ctx, timeout, cause)
-	return ctx, s.inflight.add(cancel), cancel
+	return ctx, s.inflight.Add(cancel), cancel
 }
-
-// progressRoutes maps the progress tokens of calls in flight to their
-// callbacks. Tokens are unique per supervisor.
-type progressRoutes struct {
-	next atomic.Uint64
-
-	mu sync.Mutex
-	// mu guards routes.
-	routes map[string]func(Progress)
-}
-
-// add registers fn under a new token; done removes it after progressGrace.
-func (p *progressRoutes) add(fn func(Progress)) (token string, done func()) {
-	token = "mcpvisor-" + strconv.FormatUint(p.next.Add(1), 10)
-	p.mu.Lock()
-	if p.routes == nil {
-		p.routes = make(map[string]func(Progress))
-	}
-	p.routes[token] = fn
-	p.mu.Unlock()
-	return token, func() {
-		time.AfterFunc(progressGrace, func() {
-			p.mu.Lock()
-			delete(p.routes, token)
-			p.mu.Unlock()
-		})
-	}
-}
-
-// deliver hands a notification to the call that asked for it. Unknown
-// tokens (a notification more than progressGrace after the call ended) are
-// dropped.
-func (p *progressRoutes) deliver(token any, pr Progress) {
-	t, ok := token.(string)
-	if !ok {
-		return
-	}
-	p.mu.Lock()
-	fn := p.routes[t]
-	p.mu.Unlock()
-	if fn != nil {
-		fn(pr)
-	}
-}
-
-// progressGrace is how long a finished call's route still takes
-// notifications. The SDK hands a response to its caller on the reader
-// goroutine but notifications to a handler goroutine, so progress the
-// server sent just before its answer is often handled just after the call
-// returned; removing the route at once dropped it.
-const progressGrace = time.Second
 
 // minFrameSize is a lower bound of the JSON size of a call's arguments:
 // the bytes of every string, key and number in them, without quotes,

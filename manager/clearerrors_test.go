@@ -43,6 +43,8 @@ func TestUnauthorizedIsNotRetried(t *testing.T) {
 	requireCode(t, err, manager.ErrConnectionFailed, "saas", `tools/call "anything"`)
 	require.Contains(t, err.Error(), "server requires authorization: ")
 	requireRemedy(t, err, manager.RemedyCredentials, "saas")
+	require.ErrorIs(t, err, manager.ErrUnauthorized, "the outcome is in the chain, not only in the words")
+	require.NotErrorIs(t, err, manager.ErrCannotStart)
 }
 
 // A call whose arguments could not fit in one frame is refused before it

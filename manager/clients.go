@@ -74,7 +74,7 @@ func (t *clientSessions) forClient(client, op string) (*supervisor, error) {
 	t.byClient[client] = s
 	n := len(t.byClient) + len(t.leaving)
 	t.mu.Unlock()
-	s.publish(events.KindSessionOpened, events.Fields{"sessions": n, "max_sessions": t.max})
+	s.emit(SessionOpened{Sessions: n, MaxSessions: t.max})
 	go s.run()
 	return s, nil
 }
@@ -89,7 +89,7 @@ func (t *clientSessions) release(client, reason string) {
 	}
 	t.mu.Unlock()
 	if s != nil {
-		s.inflight.abandon(false)
+		s.inflight.Abandon(false)
 		s.stop(reason)
 	}
 }
@@ -118,7 +118,7 @@ func (t *clientSessions) gone(s *supervisor) {
 	delete(t.leaving, s)
 	n := len(t.byClient) + len(t.leaving)
 	t.mu.Unlock()
-	s.m.bus.Publish(events.KindSessionClosed, s.name, events.Fields{"client": s.owner, "reason": s.reason.Load(), "sessions": n})
+	s.m.bus.Emit(s.name, s.owner, SessionClosed{Reason: s.reason.Load().(string), Sessions: n})
 }
 
 // closeAll ends every client session for the server's own end, and waits
@@ -186,22 +186,24 @@ func (m *Manager) ReleaseClient(client string) {
 	}
 }
 
-// publish publishes one of the server's events. A client session's
-// events carry its client; its start and end are session_opened and
+// emit publishes one of the server's events. A client session's events
+// carry its client; its start and end are session_opened and
 // session_closed (published by its table), not added or removed, which
 // are the server's.
-func (s *supervisor) publish(kind events.Kind, fields events.Fields) {
+func (s *supervisor) emit(p events.Payload) {
 	if s.owner != "" {
-		switch kind {
-		case events.KindClosing, events.KindRemoved:
+		switch p.(type) {
+		case Closing, Removed:
 			return
 		}
-		if fields == nil {
-			fields = events.Fields{}
-		}
-		fields["client"] = s.owner
 	}
-	s.m.bus.Publish(kind, s.name, fields)
+	s.m.bus.Emit(s.name, s.owner, p)
+}
+
+// publish publishes one of the server's events that has no type of its
+// own, as emit does.
+func (s *supervisor) publish(kind events.Kind, fields events.Fields) {
+	s.m.bus.PublishFor(kind, s.name, s.owner, fields)
 }
 
 // target is the supervisor whose session serves a call from client: the

@@ -11,13 +11,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/time/rate"
 )
 
 // conn is one established connection: the SDK session, the transport under
@@ -250,39 +249,34 @@ const exitGrace = 500 * time.Millisecond
 // capabilities something can answer (elicitation, sampling, roots; see
 // package ask) and no others: advertising roots invites a roots/list from
 // the server, and closing the session before it is answered makes Close
-// wait out the SDK's 5s terminate timeout. Server notifications are
-// published as events, which never block the session whatever subscribers
-// do.
+// wait out the SDK's 5s terminate timeout. Server notifications become
+// notices for the manager's listeners (see note).
 func (m *Manager) newClient(s *supervisor) (*mcp.Client, ask.Kind) {
-	notify := func(method string, params any) {
-		s.heard()
-		s.publishNotification(method, params)
-	}
 	caps := &mcp.ClientCapabilities{}
 	opts := &mcp.ClientOptions{
 		Capabilities: caps,
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-			notify("notifications/message", map[string]any{"level": string(r.Params.Level), "logger": r.Params.Logger, "data": r.Params.Data})
+			s.note(notify.LogMessage{Origin: s.origin(), Level: string(r.Params.Level), Logger: r.Params.Logger, Data: r.Params.Data})
 		},
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			p := Progress{Progress: r.Params.Progress, Total: r.Params.Total, Message: r.Params.Message}
-			notify("notifications/progress", map[string]any{"progress": p.Progress, "total": p.Total, "message": p.Message})
-			s.progress.deliver(r.Params.ProgressToken, p)
+			s.note(notify.Progress{Origin: s.origin(), Progress: p.Progress, Total: p.Total, Message: p.Message})
+			s.progress.Deliver(r.Params.ProgressToken, p)
 		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			notify("notifications/tools/list_changed", nil)
+			s.note(notify.ListChanged{Origin: s.origin(), List: notify.Tools})
 			s.markDirty(listTools)
 		},
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
-			notify("notifications/resources/list_changed", nil)
+			s.note(notify.ListChanged{Origin: s.origin(), List: notify.Resources})
 			s.markDirty(listResources)
 		},
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
-			notify("notifications/prompts/list_changed", nil)
+			s.note(notify.ListChanged{Origin: s.origin(), List: notify.Prompts})
 			s.markDirty(listPrompts)
 		},
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			notify("notifications/resources/updated", map[string]any{"uri": r.Params.URI})
+			s.note(notify.ResourceUpdated{Origin: s.origin(), URI: r.Params.URI, Meta: ownMeta(r.Params.Meta)})
 		},
 	}
 	offers := m.offers(s)
@@ -308,55 +302,21 @@ func (m *Manager) newClient(s *supervisor) (*mcp.Client, ask.Kind) {
 	return client, offers
 }
 
-// Bounds on what one server's notifications may cost. Each becomes an
-// event for the log, the HUD, Lua hooks and gateway clients; a server
-// sending tens of thousands a second slowed every other server's calls.
-// Past the rate, notifications are dropped (list changes still mark the
-// lists for re-listing, and progress still reaches its call) and how many
-// were dropped is published with the next notification that gets through.
-const (
-	notifyRate  = 500 // a second, sustained
-	notifyBurst = 1000
-)
-
-// notifyLimiter rate-limits the notification events of one server. It is
-// called from the SDK's notification goroutines.
-type notifyLimiter struct {
-	lim *rate.Limiter
-
-	mu sync.Mutex
-	// mu guards dropped.
-	dropped int
-}
-
-func newNotifyLimiter() *notifyLimiter {
-	return &notifyLimiter{lim: rate.NewLimiter(notifyRate, notifyBurst)}
-}
-
-// allow reports whether a notification may be published now; when it may
-// after some were dropped, it also returns how many were.
-func (l *notifyLimiter) allow(now time.Time) (ok bool, dropped int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ok = l.lim.AllowN(now, 1)
-	if !ok {
-		l.dropped++
-		return false, 0
+// ownMeta is the _meta a server sent with a notification, without what
+// the protocol put there for this session (the id of the subscription
+// stream it came on), or nil if nothing is left.
+func ownMeta(meta mcp.Meta) map[string]any {
+	var own map[string]any
+	for k, v := range meta {
+		if k == mcp.MetaKeySubscriptionID {
+			continue
+		}
+		if own == nil {
+			own = make(map[string]any, len(meta))
+		}
+		own[k] = v
 	}
-	dropped, l.dropped = l.dropped, 0
-	return true, dropped
-}
-
-// publishNotification publishes one notification event of s, within the
-// rate; it reports drops as a notifications_dropped event.
-func (s *supervisor) publishNotification(method string, params any) {
-	ok, dropped := s.notify.allow(time.Now())
-	if dropped > 0 {
-		s.publish(events.KindNotificationsDropped, events.Fields{"dropped": dropped, "rate": notifyRate})
-	}
-	if ok {
-		s.publish(events.KindNotification, events.Fields{"method": method, "params": params})
-	}
+	return own
 }
 
 // reachError is a failure to reach a remote server, said in its own words

@@ -182,6 +182,37 @@ func TestRemoveAbandonsCallsPastTheDrain(t *testing.T) {
 	})
 }
 
+// Close waits for the servers removed before it that are still draining:
+// when it returns, their calls are finished and their disposal is done,
+// as for the servers it removes itself.
+func TestCloseWaitsForServersStillLeaving(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := slowServer(5 * time.Second)
+		m := manager.New(manager.Options{Dial: f.serve().dial})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("x", fakeSpec(t, nil)))
+		tl.until("x", events.KindConnected, time.Second)
+
+		start := time.Now()
+		callErr := make(chan error, 1)
+		go func() {
+			_, err := m.Call(context.Background(), "x.slow", nil, manager.CallOptions{})
+			callErr <- err
+		}()
+		synctest.Wait()
+		done, err := m.Remove("x")
+		require.NoError(t, err)
+		require.NoError(t, m.Close(context.Background()))
+		select {
+		case <-done:
+		default:
+			t.Fatal("Close returned while a removed server was still draining")
+		}
+		require.Equal(t, 5*time.Second, time.Since(start), "after the call in flight")
+		require.NoError(t, <-callErr)
+	})
+}
+
 // Per-server counters and pool totals.
 func TestMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

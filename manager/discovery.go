@@ -60,7 +60,7 @@ func (s *supervisor) rediscover(c *conn, kinds listKind) error {
 	s.transition(StateConnected, func(n *snapshot) {
 		n.cat = next
 		n.status.setCatalog(next)
-	}, "", nil)
+	}, nil)
 	s.publishChanges(prev, next, kinds)
 	s.publishRefused(next)
 	return nil
@@ -83,7 +83,7 @@ func (s *supervisor) publishChanges(prev, next *catalog, kinds listKind) {
 		}
 		added, removed := diffNames(k.names(prev), k.names(next))
 		if len(added) > 0 || len(removed) > 0 {
-			s.publish(k.event, events.Fields{"added": added, "removed": removed})
+			s.emit(ItemsChanged{Of: k.event, Added: added, Removed: removed})
 		}
 	}
 }

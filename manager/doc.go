@@ -13,7 +13,9 @@
 // MaxRetries+1 consecutive failed attempts and the server is failed.
 //
 // The lifecycle is a typed [State]. Every change publishes a new immutable
-// [Status] snapshot (atomic swap) and one event on the [events.Bus]:
+// [Status] snapshot (atomic swap) and one event on the [events.Bus], with a
+// typed payload of this package ([Connecting], [Connected], [BackingOff],
+// [CircuitChanged], …) whose Fields are what Lua hooks and the log see:
 // added → connecting → connected → (disconnected) backoff → connecting … →
 // closing → removed, plus open (circuit), failed, unauthorized (a 401: not retried until a
 // reconnect), idle and disabled.
@@ -25,8 +27,17 @@
 // counts as a failed attempt too (a crash loop right after the handshake
 // backs off and trips the breaker); the loss of a proven session starts
 // the backoff schedule but is no failed attempt for the breaker. The
-// breaker, the backoff and the retry limit are owned by the supervisor
-// goroutine; only it decides when to attempt.
+// breaker, the backoff and the retry limit form one retry policy, pure
+// (it is told what failed and when, and answers: back off, open the
+// circuit, or give up); the supervisor goroutine alone feeds it and acts
+// on its answers, so only it decides when to attempt.
+//
+// A failure that retrying cannot fix stops the retries at once: the
+// server refused the credentials or wants a login ([ErrUnauthorized],
+// state unauthorized), or a stdio server's program or directory is not
+// there ([ErrCannotStart], state failed). The server then waits for a
+// reconnect (or a login), and requests fail at once with that sentinel in
+// their error's chain.
 //
 // While connected, the supervisor pings the session every health interval
 // (on its own goroutine, bounded by the health timeout; -32601 means the
@@ -48,16 +59,18 @@
 // [Options.MaxConnections] caps the connections held at once: an attempt
 // takes a slot before it starts and its connection gives it back when it
 // closes (a failed attempt at once). A server beyond the cap waits in
-// connecting with [Status.Waiting] set, in line (joined at Add, so in the
-// order of declaration), until a slot comes free; a caller whose timeout
-// ends first gets CONNECTION_LIMIT, and an idle server nobody waits for
-// any more leaves the line.
+// connecting with [Status.WaitingFor] [WaitSlot] (and [Status.Waiting]
+// saying so), in line (joined at Add, so in the order of declaration),
+// until a slot comes free; a caller whose timeout ends first gets
+// CONNECTION_LIMIT, and an idle server nobody waits for any more leaves
+// the line.
 //
 // [Options.MaxConnecting] caps the attempts in flight, apart from that: an
 // attempt takes a turn before it starts (after its connection slot, if
 // any) and gives it back when it ends, connected or not. A server beyond
-// the cap waits in connecting with [Status.Waiting] set, in a second line
-// joined at Add, so thousands of declared servers start a few at a time.
+// the cap waits in connecting with [Status.WaitingFor] [WaitTurn], in a
+// second line joined at Add, so thousands of declared servers start a few
+// at a time.
 //
 // # Sessions per client
 //
@@ -84,6 +97,19 @@
 // roots) without the answer. A session that declared roots has a worker
 // goroutine, owned by the connection, that keeps the SDK client's list of
 // roots and announces changes ([Manager.RootsChanged]).
+//
+// # What servers say
+//
+// A server's log messages, resource updates, list changes and progress are
+// not events: they are typed notices (package manager/notify) handed to
+// every listener of [Manager.Notices], in the order the session delivered
+// them. A lossless listener (the gateway's) makes the server's notification
+// handler wait for room while it keeps up, so no resource update is
+// dropped; one that stalls is reported what it missed. Only log messages
+// (and progress as observers see it) are rate-limited, per server, at 500
+// a second; a flood is said once with a notifications_dropped event, then
+// counted every 5 seconds while it lasts. The call's own progress goes to
+// the call, unlimited.
 //
 // # Resources and logins
 //
@@ -135,9 +161,33 @@
 //
 // Manager is safe for concurrent use. Its mutex guards only the map of
 // servers, and a per-client server's table of client sessions has a mutex
-// guarding only that table; neither is held while calling out. A supervisor's goroutine is
-// the single writer of its snapshot; readers load it atomically and wait for
-// changes on a channel that is closed on every publish. Events are
-// published after the snapshot is stored, so an observer that sees an event
-// can already read the state it describes.
+// guarding only that table; neither is held while calling out.
+//
+// Each server's supervisor goroutine owns, alone and without locks: its
+// retry policy, its connection attempts (dial or spawn, handshake, first
+// discovery), and the session it holds, whose loop serves one concern per
+// channel (the connection's end, health pings and silence, the idle
+// timeout, what other goroutines asked for). Each health ping runs on a
+// goroutine that the loop owns and waits for before it returns. The
+// goroutine is the single writer of the server's snapshot; readers load
+// it atomically and wait for changes on a channel that is closed on every
+// publish. Events are published after the snapshot is stored, so an
+// observer that sees an event can already read the state it describes.
+//
+// Requests run on their callers' goroutines. What routes them while they
+// are in flight is safe for concurrent use, each table behind a mutex of
+// its own that is never held while calling out: the gate that admits them
+// to the session, the table that abandons them when the server goes away
+// and says who answers what the server asks meanwhile, and the progress
+// routes by token, whose callbacks run on the SDK's goroutine and must not
+// block.
+//
+// Every goroutine has an owner that waits for it. [Manager.Close] waits for
+// every supervisor, those of servers removed before it and still draining
+// included. A supervisor's end waits for its connection's goroutines, its
+// client sessions, the closers of timed-out attempts and its log limiter's
+// report timer, then publishes removed and ends the mcp.remove span.
+// Notices are published on the SDK's notification goroutine of the
+// session, which may wait there for a lossless listener: at most a stall,
+// and not past the server's removal.
 package manager

@@ -553,8 +553,8 @@ func TestCallInFlightWhenStandaloneSSEGivesUp(t *testing.T) {
 // drops every 60s for an hour. Every drop follows progress (a new event
 // id), so the SDK keeps resuming the stream (Last-Event-ID, after retry:
 // 2s) and the one session stays connected and healthy for the whole hour:
-// no disconnected event, calls work, and every notification reaches the bus
-// in order — those sent while the stream was down are replayed when it
+// no disconnected event, calls work, and every notification becomes a
+// notice, in order — those sent while the stream was down are replayed when it
 // resumes. G: the bubble exits; V: sseManager.
 func TestStandaloneSSEResumes(t *testing.T) {
 	for _, reset := range []bool{false, true} {
@@ -613,12 +613,9 @@ func TestStandaloneSSEResumes(t *testing.T) {
 
 				// Every tick arrived, in order: at once while the stream was
 				// up, with the next GET when it was down.
-				var notes []ev
 				toolCalls := 0
 				for _, e := range tl.quiet(time.Millisecond) {
 					switch e.Kind {
-					case events.KindNotification:
-						notes = append(notes, e)
 					case events.KindToolCall:
 						toolCalls++
 					default:
@@ -626,7 +623,8 @@ func TestStandaloneSSEResumes(t *testing.T) {
 					}
 				}
 				require.Equal(t, calls, toolCalls)
-				require.Len(t, notes, ticks, "every notification reached the bus")
+				notes := tl.heard(0)
+				require.Len(t, notes, ticks, "every notification became a notice")
 				var replayed []int
 				for i, e := range notes {
 					require.Equal(t, "notifications/message", e.Fields["method"])

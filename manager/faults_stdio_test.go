@@ -185,6 +185,8 @@ func TestStdioSpawnFailure(t *testing.T) {
 			requireFault(t, err, manager.ErrConnectionFailed, "x", `tools/call "echo"`)
 			require.Contains(t, err.Error(), tt.want)
 			requireRemedy(t, err, manager.RemedyFixDeclaration, "x")
+			require.ErrorIs(t, err, manager.ErrCannotStart)
+			require.NotErrorIs(t, err, manager.ErrUnauthorized)
 
 			require.NoError(t, f.m.Reconnect("x"))
 			evs = lifecycle(f.until("x", events.KindFailed, patience))

@@ -12,13 +12,14 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/demo"
 	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
 
 // BenchmarkCallUnderNotificationFlood measures the p99 of one server's
 // calls while another server floods notifications as fast as it can and a
-// subscriber (a Lua hook, the HUD) reads every event, against the same
-// calls with the flooding server quiet, in the same run. Reported:
-// flood-p99-ms, quiet-p99-ms and p99-ratio.
+// consumer (a Lua hook, the HUD) reads every event and every notice,
+// against the same calls with the flooding server quiet, in the same run.
+// Reported: flood-p99-ms, quiet-p99-ms and p99-ratio.
 //
 //	go test -run '^$' -bench CallUnderNotificationFlood -benchtime 2000x ./manager/
 func BenchmarkCallUnderNotificationFlood(b *testing.B) {
@@ -37,16 +38,30 @@ func BenchmarkCallUnderNotificationFlood(b *testing.B) {
 	}
 	m := newManager(b, manager.Options{Dial: dial})
 	sub := m.Bus().Subscribe(events.SubscribeOptions{})
+	notes := m.Notices().Listen(notify.ListenOptions{})
 	subCtx, stopSub := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { // a listener that reads every event
+	wg.Go(func() { // a consumer that reads every event and every notice
 		for {
-			if _, err := sub.Recv(subCtx); err != nil {
+			select {
+			case <-subCtx.Done():
 				return
+			case <-sub.Ready():
+				for {
+					if _, ok, _ := sub.TryRecv(); !ok {
+						break
+					}
+				}
+			case <-notes.Ready():
+				for {
+					if _, ok, _ := notes.TryNext(); !ok {
+						break
+					}
+				}
 			}
 		}
 	})
-	defer func() { stopSub(); wg.Wait(); sub.Close() }()
+	defer func() { stopSub(); wg.Wait(); sub.Close(); notes.Close() }()
 	for name := range p {
 		if err := m.Add(name, fakeSpec(b, nil)); err != nil {
 			b.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -36,6 +37,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/interop"
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
 
 const (
@@ -258,12 +260,12 @@ func testInterop(t *testing.T, spec manager.Spec) {
 //     calls and one good one it holds exactly the good one;
 //   - list_changed: the post-connect tools/list_changed, and the
 //     resources/list_changed that gzip-file-as-resource triggers, arrive as
-//     notification events, the latter followed by a resources_changed event
+//     notices, the latter followed by a resources_changed event
 //     adding the new resource's URI, which Resources then lists and
 //     ReadResource reads back (gunzipped, equal to what was sent);
 //   - progress: trigger-long-running-operation's notifications reach
-//     CallOptions.Progress in increasing order and appear as notification
-//     events with method notifications/progress, in the same order;
+//     CallOptions.Progress in increasing order and appear as notices with
+//     method notifications/progress, in the same order;
 //   - get-structured-content decodes, and equals its text block;
 //   - resources and prompts: listed as the plain client lists them; a static
 //     document read equals the file the server serves; a prompt renders.
@@ -482,10 +484,20 @@ func interopAwait(t *testing.T, ctx context.Context, sub *events.Subscription, w
 	}
 }
 
-// interopNotification matches a notification event of server with method.
-func interopNotification(server, method string) func(events.Event) bool {
-	return func(e events.Event) bool {
-		return e.Kind == events.KindNotification && e.Server == server && e.Text("method") == method
+// interopHear waits for the next notice of server with method on l,
+// skipping others.
+func interopHear(t *testing.T, ctx context.Context, l *notify.Listener, server, method string) notify.Notice {
+	t.Helper()
+	var skipped []string
+	for {
+		n, err := l.Next(ctx)
+		if err != nil {
+			t.Fatalf("no %s notice: %v; saw:\n%s", method, err, strings.Join(skipped, "\n"))
+		}
+		if n.From().Server == server && n.Fields()["method"] == method {
+			return n
+		}
+		skipped = append(skipped, fmt.Sprint(n.Fields()))
 	}
 }
 
@@ -504,15 +516,15 @@ func testInteropSurface(t *testing.T, spec manager.Spec, plain interopListing) {
 
 	// Subscribed before Add: the tools/list_changed the server sends right
 	// after connect is seen whenever it comes.
-	sub := m.Bus().Subscribe(events.SubscribeOptions{})
-	defer sub.Close()
+	notes := m.Notices().Listen(notify.ListenOptions{})
+	defer notes.Close()
 	require.NoError(t, m.Add("everything", spec))
 	st, err := m.Wait(ctx, "everything", manager.StateConnected)
 	require.NoError(t, err, "waiting for connected; status %+v", st)
 
 	t.Run("tools list_changed after connect", func(t *testing.T) {
 		ctx := subCtx(t)
-		interopAwait(t, ctx, sub, "notifications/tools/list_changed", interopNotification("everything", "notifications/tools/list_changed"))
+		interopHear(t, ctx, notes, "everything", "notifications/tools/list_changed")
 	})
 
 	t.Run("tools as a plain client lists them", func(t *testing.T) {
@@ -567,8 +579,8 @@ func testInteropSurface(t *testing.T, spec manager.Spec, plain interopListing) {
 
 	t.Run("progress", func(t *testing.T) {
 		ctx := subCtx(t)
-		sub := m.Bus().Subscribe(events.SubscribeOptions{})
-		defer sub.Close()
+		notes := m.Notices().Listen(notify.ListenOptions{})
+		defer notes.Close()
 		got := make(chan manager.Progress, 16)
 		res, err := m.Call(ctx, "everything.trigger-long-running-operation",
 			map[string]any{"duration": 1, "steps": 3},
@@ -580,23 +592,20 @@ func testInteropSurface(t *testing.T, spec manager.Spec, plain interopListing) {
 			}})
 		require.NoError(t, err)
 		require.False(t, res.IsError, "%+v", res.Content)
-		// Every notification is published, in the order sent.
-		var last uint64
+		// Every notification is a notice, in the order sent.
 		for i := range 3 {
-			e := interopAwait(t, ctx, sub, "notifications/progress", interopNotification("everything", "notifications/progress"))
-			params, ok := e.Fields["params"].(map[string]any)
-			require.True(t, ok, "params of %s", e.Format())
-			assert.Equal(t, float64(i+1), params["progress"], e.Format())
-			assert.Equal(t, 3.0, params["total"], e.Format())
-			assert.Greater(t, e.Seq, last)
-			last = e.Seq
+			n := interopHear(t, ctx, notes, "everything", "notifications/progress")
+			p, ok := n.(notify.Progress)
+			require.True(t, ok, "%T", n)
+			assert.Equal(t, float64(i+1), p.Progress, "%+v", p)
+			assert.Equal(t, 3.0, p.Total, "%+v", p)
 		}
 		// The callback gets them all, in the same order. The SDK hands the
 		// result to Call on its reader goroutine but runs notification
 		// handlers on another, so the last one, sent just before the
 		// result, may reach the callback just after Call returned (the
-		// manager keeps a finished call's route a moment for it). The bus
-		// has shown all three, i.e. their handlers have run.
+		// manager keeps a finished call's route a moment for it). The
+		// notices were all three, i.e. their handlers have run.
 		var seen []manager.Progress
 		for len(seen) < 3 {
 			select {
@@ -616,6 +625,8 @@ func testInteropSurface(t *testing.T, spec manager.Spec, plain interopListing) {
 		ctx := subCtx(t)
 		sub := m.Bus().Subscribe(events.SubscribeOptions{})
 		defer sub.Close()
+		notes := m.Notices().Listen(notify.ListenOptions{})
+		defer notes.Close()
 		const content = "mcpvisor interop: gzip me\n"
 		name := "issue4-" + strings.ReplaceAll(string(spec.Transport), " ", "-") + ".txt.gz"
 		uri := "demo://resource/session/" + name
@@ -631,11 +642,11 @@ func testInteropSurface(t *testing.T, spec manager.Spec, plain interopListing) {
 		require.True(t, ok, "content is %T", res.Content[0])
 		assert.Equal(t, uri, link.URI)
 
-		n := interopAwait(t, ctx, sub, "notifications/resources/list_changed", interopNotification("everything", "notifications/resources/list_changed"))
+		n := interopHear(t, ctx, notes, "everything", "notifications/resources/list_changed")
 		c := interopAwait(t, ctx, sub, "resources_changed", func(e events.Event) bool {
 			return e.Kind == events.KindResourcesChanged && e.Server == "everything"
 		})
-		assert.Greater(t, c.Seq, n.Seq)
+		assert.False(t, c.Time.Before(n.From().Time), "re-listed after the notification")
 		assert.Equal(t, []string{uri}, c.Fields["added"], c.Format())
 		assert.Empty(t, c.Fields["removed"], c.Format())
 

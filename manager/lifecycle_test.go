@@ -378,3 +378,40 @@ func TestPanicWhileServingIsContained(t *testing.T) {
 		require.Equal(t, tl.start, st.ConnectedAt, "good's first session is still up")
 	})
 }
+
+// Lifecycle events carry a typed payload owned by the manager, which a
+// consumer reads by type; their fields, what Lua hooks and the log see,
+// are what the payload renders.
+func TestLifecycleEventsAreTyped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refused := func(context.Context, string, manager.Spec) (mcp.Transport, error) {
+			return nil, errors.New("connection refused")
+		}
+		m := newManager(t, manager.Options{Dial: refused, Rand: constRand(0)})
+		sub := m.Bus().Subscribe(events.SubscribeOptions{})
+		defer sub.Close()
+		require.NoError(t, m.Add("down", fakeSpec(t, nil)))
+		time.Sleep(50 * time.Millisecond) // the first attempt fails; the backoff is 100ms
+		synctest.Wait()
+		var got []events.Payload
+		for {
+			e, ok, _ := sub.TryRecv()
+			if !ok {
+				break
+			}
+			require.NotNil(t, e.Payload, "%s has no payload", e.Kind)
+			require.Equal(t, e.Payload.Kind(), e.Kind)
+			require.Equal(t, e.Payload.Fields(), e.Fields, "the fields are the payload's")
+			got = append(got, e.Payload)
+		}
+		require.Len(t, got, 3, "%v", got)
+		require.Equal(t, manager.Added{Transport: manager.TransportStdio, Endpoint: "fake-server"}, got[0])
+		require.Equal(t, manager.Connecting{Attempt: 1}, got[1])
+		backoff, ok := got[2].(manager.BackingOff)
+		require.True(t, ok, "%T", got[2])
+		require.Equal(t, 1, backoff.Attempt)
+		require.Equal(t, 100*time.Millisecond, backoff.Delay)
+		require.Contains(t, backoff.Error, "connection refused")
+		require.Equal(t, events.Fields{"attempt": 1, "delay_ms": int64(100), "error": backoff.Error}, backoff.Fields())
+	})
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/mcpvisor/mcpvisor/manager/config"
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
 
 // TestMain lets the test binary serve as the servers' shim and as the
@@ -167,12 +168,54 @@ type timeline struct {
 	t     testing.TB
 	sub   *events.Subscription
 	start time.Time
+	// notes are the manager's notices (what servers said), apart from the
+	// bus's events; the listener never makes a server wait.
+	notes *notify.Listener
 }
 
 func watch(t testing.TB, m *manager.Manager) *timeline {
 	sub := m.Bus().Subscribe(events.SubscribeOptions{QueueSize: 4096})
 	t.Cleanup(sub.Close)
-	return &timeline{t: t, sub: sub, start: time.Now()}
+	notes := m.Notices().Listen(notify.ListenOptions{QueueSize: 4096})
+	t.Cleanup(notes.Close)
+	return &timeline{t: t, sub: sub, start: time.Now(), notes: notes}
+}
+
+// heard returns the notices that come within d, as events (kind
+// notification, method and params), failing the test on a lost one.
+func (tl *timeline) heard(d time.Duration) []ev {
+	tl.t.Helper()
+	var got []ev
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for {
+		n, err := tl.notes.Next(ctx)
+		if err != nil {
+			return got
+		}
+		require.NotEqual(tl.t, events.KindLagged, n.Kind(), "notices lost: %v", n.Fields())
+		got = append(got, tl.noticeEv(n))
+	}
+}
+
+// nextNotice returns the next notice of server with method, skipping
+// others, failing the test if none comes within wait.
+func (tl *timeline) nextNotice(server, method string, wait time.Duration) ev {
+	tl.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	for {
+		n, err := tl.notes.Next(ctx)
+		require.NoError(tl.t, err, "waiting for %s of %q", method, server)
+		if e := tl.noticeEv(n); e.Server == server && e.Fields["method"] == method {
+			return e
+		}
+	}
+}
+
+func (tl *timeline) noticeEv(n notify.Notice) ev {
+	o := n.From()
+	return ev{At: o.Time.Sub(tl.start), Kind: n.Kind(), Server: o.Server, Fields: n.Fields()}
 }
 
 // next returns the next event, failing the test if none comes within wait.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 
 	"go.opentelemetry.io/otel/metric"
@@ -85,6 +87,7 @@ type Manager struct {
 	opts     Options
 	bus      *events.Bus
 	ownsBus  bool
+	notes    *notify.Hub // what servers say, for listeners
 	log      *slog.Logger
 	http     *http.Transport
 	auth     *oauth.Keeper // logins to OAuth servers
@@ -115,7 +118,7 @@ type Manager struct {
 
 // New returns a manager with no servers.
 func New(opts Options) *Manager {
-	m := &Manager{opts: opts, bus: opts.Bus, log: opts.Logger, dial: opts.Dial, rand: opts.Rand,
+	m := &Manager{opts: opts, bus: opts.Bus, notes: notify.NewHub(), log: opts.Logger, dial: opts.Dial, rand: opts.Rand,
 		servers: make(map[string]*supervisor), exact: make(map[string]*supervisor), leaving: make(map[string]*supervisor)}
 	if m.bus == nil {
 		m.bus, m.ownsBus = events.NewBus(events.Options{}), true
@@ -135,11 +138,11 @@ func New(opts Options) *Manager {
 	if m.opts.Version == "" {
 		m.opts.Version = "dev"
 	}
-	m.slots = newSlots(m.opts.MaxConnections, slotsReached)
+	m.slots = newSlots(m.opts.MaxConnections, WaitSlot)
 	if m.opts.MaxConnecting == 0 {
 		m.opts.MaxConnecting = DefaultMaxConnecting()
 	}
-	m.attempts = newSlots(m.opts.MaxConnecting, "max connecting (%d) reached")
+	m.attempts = newSlots(m.opts.MaxConnecting, WaitTurn)
 	m.http = endpoint.NewPool()
 	m.auth = oauth.NewKeeper(oauth.KeeperOptions{Dir: opts.StateDir, Transport: m.http})
 	m.loginPoll = loginPoll
@@ -198,11 +201,7 @@ func (m *Manager) Add(name string, spec Spec) (err error) {
 	m.exact[n] = s
 	m.mu.Unlock()
 
-	added := events.Fields{"transport": string(spec.Transport), "endpoint": spec.Endpoint()}
-	if spec.Disabled {
-		added["enabled"] = false // it starts disabled, with no disabled event
-	}
-	m.bus.Publish(events.KindAdded, n, added)
+	m.bus.Emit(n, "", Added{Transport: spec.Transport, Endpoint: spec.Endpoint(), Disabled: spec.Disabled})
 	go s.run()
 	return nil
 }
@@ -227,8 +226,7 @@ var errShutdown = fmt.Errorf("the host is shutting down")
 // closed when its disposal is complete: session closed, process reaped and
 // the removed event published.
 func (m *Manager) Remove(name string) (done <-chan struct{}, err error) {
-	endSpan := m.tel.remove(strings.TrimSpace(name))
-	defer func() { endSpan(done, err) }()
+	span := m.tel.remove(strings.TrimSpace(name))
 	m.mu.Lock()
 	s := m.byName(name)
 	if s != nil {
@@ -238,8 +236,11 @@ func (m *Manager) Remove(name string) (done <-chan struct{}, err error) {
 	}
 	m.mu.Unlock()
 	if s == nil {
-		return nil, m.notFound(name, "remove")
+		err := m.notFound(name, "remove")
+		span.fail(err)
+		return nil, err
 	}
+	s.removeSpan.Store(span) // its supervisor ends it, last of all
 	s.stop("removed")
 	return s.done, nil
 }
@@ -395,7 +396,7 @@ func (m *Manager) Wait(ctx context.Context, name string, state State) (Status, e
 	st := snap.status
 	if ended {
 		still := st.State.String()
-		if st.Waiting != "" {
+		if st.WaitingFor != WaitNone {
 			still += " (waiting: " + st.Waiting + ")"
 		}
 		return st, errorf(CodeConnectionTimeout, s.name, "wait", "still %s, not %s%s", still, state, lastErrorSuffix(st)).with(st.Remedy)
@@ -411,12 +412,13 @@ func lastErrorSuffix(st Status) string {
 }
 
 // Close removes every server in parallel and waits until all are disposed
-// or ctx ends, shaped like http.Server.Shutdown. Later calls to Add fail
-// with CLOSED.
+// — those removed before and still draining too — or ctx ends, shaped like
+// http.Server.Shutdown. Later calls to Add fail with CLOSED.
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
 	m.closed = true
 	list := make([]*supervisor, 0, len(m.servers))
+	wait := slices.Collect(maps.Values(m.leaving))
 	for k, s := range m.servers {
 		list = append(list, s)
 		m.leaving[k] = s
@@ -428,7 +430,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		s.stop("shutdown")
 	}
 	var err error
-	for _, s := range list {
+	for _, s := range append(list, wait...) {
 		select {
 		case <-s.done:
 		case <-ctx.Done():
@@ -440,6 +442,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	m.http.CloseIdleConnections()
 	m.tel.close()
+	m.notes.Close()
 	if m.ownsBus && err == nil {
 		m.bus.Close()
 	}

@@ -122,6 +122,7 @@ func TestOAuthLoginConnects(t *testing.T) {
 	_, err = h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
 	requireCode(t, err, manager.ErrConnectionFailed, "saas", `tools/call "whoami"`)
 	requireRemedy(t, err, manager.RemedyLogin, "saas")
+	require.ErrorIs(t, err, manager.ErrUnauthorized)
 
 	h.login(t, ctx)
 	require.Equal(t, manager.StateConnected, state(t, h.m, "saas"))

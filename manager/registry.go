@@ -97,7 +97,7 @@ func (m *Manager) ReadResource(ctx context.Context, uri, server string, timeout 
 		return nil, err
 	}
 	ctx, req, cancel := s.requestContext(ctx, timeout)
-	defer s.inflight.end(req, cancel)
+	defer s.inflight.End(req, cancel)
 	var res *mcp.ReadResourceResult
 	err = s.request(ctx, op, false, func(ctx context.Context, snap *snapshot) (bool, error) {
 		var err error
@@ -148,7 +148,7 @@ func (m *Manager) GetPrompt(ctx context.Context, name string, args map[string]st
 		return nil, err
 	}
 	ctx, req, cancel := s.requestContext(ctx, timeout)
-	defer s.inflight.end(req, cancel)
+	defer s.inflight.End(req, cancel)
 	var res *mcp.GetPromptResult
 	err = s.request(ctx, op, false, func(ctx context.Context, snap *snapshot) (bool, error) {
 		if !snap.cat.hasPrompt(prompt) {

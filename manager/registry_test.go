@@ -414,7 +414,7 @@ func wantProgress(n int) []manager.Progress {
 }
 
 // Progress notifications reach the call that asked for them, all of them,
-// in order, and only that call; each is also a notification event.
+// in order, and only that call; each is also a notice for observers.
 func TestCallProgress(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := progressServer()
@@ -447,7 +447,7 @@ func TestCallProgress(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "counted 5", text(t, res))
 
-		notes := only(tl.quiet(time.Second), events.KindNotification)
+		notes := tl.heard(time.Second)
 		require.Len(t, notes, 23)
 		for _, n := range notes {
 			require.Equal(t, "p", n.Server)
@@ -493,9 +493,10 @@ func (p *peers) injectNotification(t testing.TB, method, params string) {
 	require.NoError(t, conn.Write(context.Background(), &jsonrpc.Request{Method: method, Params: json.RawMessage(params)}))
 }
 
-// Log messages and resource updates become notification events with the
-// method and params; a notification of any kind leaves the session working.
-func TestServerNotificationsBecomeEvents(t *testing.T) {
+// Log messages and resource updates become notices with the method and
+// params, and no event; a notification of any kind leaves the session
+// working.
+func TestServerNotificationsBecomeNotices(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &peers{}
 		m := newManager(t, manager.Options{Dial: p.dial})
@@ -506,7 +507,8 @@ func TestServerNotificationsBecomeEvents(t *testing.T) {
 		p.injectNotification(t, "notifications/message", `{"level":"warning","logger":"db","data":{"msg":"slow query","ms":1200}}`)
 		p.injectNotification(t, "notifications/resources/updated", `{"uri":"demo://readme"}`)
 		p.injectNotification(t, "notifications/made_up", `{}`)
-		evs := tl.quiet(time.Second)
+		require.Empty(t, tl.quiet(time.Second))
+		evs := tl.heard(0)
 		require.Equal(t, []events.Kind{events.KindNotification, events.KindNotification}, kinds(evs), "%v", evs)
 		require.Equal(t, "notifications/message", evs[0].Fields["method"])
 		require.Equal(t, map[string]any{"level": "warning", "logger": "db", "data": map[string]any{"msg": "slow query", "ms": 1200.0}},

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -51,69 +51,39 @@ var testHookHold atomic.Pointer[func(server string)]
 // closed, the session's own error replaces it.
 var errSessionEnding = errors.New("the client library is closing the HTTP session after a stream or request failed")
 
-// pingFailGrace is how long a failed ping waits for the session to end
-// with a better reason than the ping's.
-const pingFailGrace = time.Second
-
-// pingResult is the outcome of one health ping.
-type pingResult struct {
-	latency time.Duration
-	err     error
-}
-
 // hold publishes the connection and keeps it until it ends: the session
-// dies, a stdio server's process exits, a ping goes unanswered, the server falls silent, the idle timeout
-// passes with nothing in flight, or a caller asks for something. Meanwhile
-// it re-lists what list_changed notifications and forced discoveries ask
-// for.
+// dies, a stdio server's process exits, a ping goes unanswered, the server
+// falls silent, the idle timeout passes with nothing in flight, or a
+// caller asks for something. Meanwhile it re-lists what list_changed
+// notifications and forced discoveries ask for. Each concern has its
+// handler: the connection's end (here and httpEnding), its health (health),
+// idleness (checkIdle) and what callers ask (kicked).
 func (s *supervisor) hold(c *conn) ending {
 	s.connected(c)
 	if hook := testHookHold.Load(); hook != nil {
 		(*hook)(s.name)
 	}
-	t := s.spec.Timeouts
-
-	lost := c.lost
 	// A stdio server's exit ends the session by itself: a grandchild that
 	// still holds its stdout keeps the EOF from coming.
 	var exited <-chan struct{}
 	if p := c.proc(); p != nil {
 		exited = p.Exited()
 	}
-
-	interval := t.HealthInterval
-	if s.spec.Transport != TransportStdio && t.Keepalive < interval {
-		interval = t.Keepalive // traffic often enough for proxies
-	}
-	pingT := time.NewTimer(interval)
-	defer pingT.Stop()
-	pings := make(chan pingResult, 1)
-	pinging, unsupported := false, false
-	// The ping goroutine belongs to hold: it ends when its ping does, and
-	// hold cuts it short and waits for it before returning.
-	pingCtx, stopPing := context.WithCancel(context.Background())
-	var pingDone chan struct{}
-	defer func() {
-		stopPing()
-		if pingDone != nil {
-			<-pingDone
-		}
-	}()
-
-	silence := time.NewTimer(t.Server)
-	defer silence.Stop()
-
+	h := s.watchHealth(c)
+	defer h.stop()
+	var idle *time.Timer
 	var idleC <-chan time.Time
-	if t.Idle != Never {
+	if t := s.spec.Timeouts.Idle; t != Never {
 		// Re-armed from the last activity by checkIdle.
-		s.idleTimer = time.NewTimer(t.Idle)
-		defer s.idleTimer.Stop()
-		idleC = s.idleTimer.C
+		idle = time.NewTimer(t)
+		defer idle.Stop()
+		idleC = idle.C
 	}
 
 	for {
 		select {
-		case err := <-lost:
+		// The connection ends.
+		case err := <-c.lost:
 			return ending{kind: endLost, err: c.lostReason(s.ctx, err)}
 		case <-exited:
 			return ending{kind: endLost, err: c.lostReason(s.ctx, nil)}
@@ -122,94 +92,72 @@ func (s *supervisor) hold(c *conn) ending {
 			// scopes: calls would only fail until someone logs in.
 			return ending{kind: endLost, err: c.loginError()}
 		case <-c.httpEnded:
-			// The SDK is ending the HTTP session. Its Wait says why once the
-			// DELETE is answered, which a server may hold until its
-			// handlers finish: the status does not wait for that.
-			wait := time.NewTimer(sessionEndGrace)
-			defer wait.Stop()
-			select {
-			case err := <-lost:
-				return ending{kind: endLost, err: c.lostReason(s.ctx, err)}
-			case <-wait.C:
-				return ending{kind: endLost, err: errSessionEnding}
-			case <-s.ctx.Done():
-				return ending{kind: endStop}
-			}
+			return s.httpEnding(c)
 		case <-s.ctx.Done():
 			return ending{kind: endStop}
-		case <-pingT.C:
-			if !pinging && !unsupported {
-				pinging = true
-				pingDone = make(chan struct{})
-				go func(done chan struct{}) {
-					defer close(done)
-					s.ping(pingCtx, c, pings)
-				}(pingDone)
+		// Its health.
+		case <-h.tick.C:
+			h.due()
+		case r := <-h.results:
+			if end, ok := h.pinged(r); ok {
+				return end
 			}
-			pingT.Reset(interval)
-		case r := <-pings:
-			pinging = false
-			switch {
-			case r.err == nil:
-				s.heard()
-				s.transition(StateConnected, func(n *snapshot) {
-					n.status.Healthy = true
-					n.status.LastPing = r.latency
-				}, "", nil)
-			case isMethodNotFound(r.err):
-				s.heard()
-				unsupported = true
-				s.transition(StateConnected, func(n *snapshot) { n.status.PingUnsupported = true }, events.KindHealthUnsupported,
-					events.Fields{"error": errorf(CodeConnectionFailed, s.name, "ping",
-						"not supported (-32601); watching the session and request errors instead").Error()})
-			default:
-				if !errors.Is(r.err, ErrTimeout) {
-					// The ping failed fast: the session is most likely ending
-					// under it, and how it ended is the better explanation.
-					// The bound is for a session that carries on regardless.
-					wait := time.NewTimer(pingFailGrace)
-					defer wait.Stop()
-					select {
-					case err := <-lost:
-						return ending{kind: endLost, err: c.lostReason(s.ctx, err)}
-					case <-wait.C:
-					case <-s.ctx.Done():
-						return ending{kind: endStop}
-					}
-				}
-				err := fmt.Errorf("health check failed: ping: %w", r.err)
-				s.publish(events.KindHealthFailed, events.Fields{"error": newError(CodeConnectionFailed, s.name, "ping", r.err).Error()})
-				return ending{kind: endLost, err: err}
+		case <-h.silence.C:
+			if end, ok := h.silent(); ok {
+				return end
 			}
-		case <-silence.C:
-			quiet := time.Since(time.Unix(0, s.lastRecv.Load()))
-			if quiet >= t.Server {
-				return ending{kind: endLost, err: fmt.Errorf("nothing received from the server for %s", t.Server)}
-			}
-			silence.Reset(t.Server - quiet)
+		// Idleness.
 		case <-idleC:
-			if s.checkIdle() {
+			if s.checkIdle(idle) {
 				return ending{kind: endIdle}
 			}
+		// What callers ask.
 		case <-s.kick:
-			if s.disabled.Load() {
-				return ending{kind: endDisable}
+			if end, ok := s.kicked(c); ok {
+				return end
 			}
-			if s.reconnect.Swap(false) {
-				return ending{kind: endReconnect}
-			}
-			if s.reinit.CompareAndSwap(c.session, nil) {
-				return ending{kind: endReinit}
-			}
-			if s.subsDirty.Swap(false) {
-				s.syncSubscriptions(c)
-			}
-			s.demand.Store(false)
-			_ = s.rediscover(c, listKind(s.dirty.Swap(0)))
 		case req := <-s.requests:
 			req.reply <- s.rediscover(c, req.kinds)
 		}
 	}
+}
+
+// httpEnding ends a session the SDK is giving up (streamable HTTP). Its
+// Wait says why once the DELETE is answered, which a server may hold
+// until its handlers finish: the status does not wait longer than
+// sessionEndGrace for that.
+func (s *supervisor) httpEnding(c *conn) ending {
+	wait := time.NewTimer(sessionEndGrace)
+	defer wait.Stop()
+	select {
+	case err := <-c.lost:
+		return ending{kind: endLost, err: c.lostReason(s.ctx, err)}
+	case <-wait.C:
+		return ending{kind: endLost, err: errSessionEnding}
+	case <-s.ctx.Done():
+		return ending{kind: endStop}
+	}
+}
+
+// kicked serves what other goroutines asked for by setting a flag and
+// kicking the supervisor, in order of precedence: a disable, a reconnect
+// or a new HTTP session end the session (done true); changed resource
+// subscriptions and lists to re-list are served on it.
+func (s *supervisor) kicked(c *conn) (end ending, done bool) {
+	switch {
+	case s.disabled.Load():
+		return ending{kind: endDisable}, true
+	case s.reconnect.Swap(false):
+		return ending{kind: endReconnect}, true
+	case s.reinit.CompareAndSwap(c.session, nil):
+		return ending{kind: endReinit}, true
+	}
+	if s.subsDirty.Swap(false) {
+		s.syncSubscriptions(c)
+	}
+	s.demand.Store(false)
+	_ = s.rediscover(c, listKind(s.dirty.Swap(0)))
+	return ending{}, false
 }
 
 // connected publishes a new session: status, events, catalog changes.
@@ -225,7 +173,7 @@ func (s *supervisor) connected(c *conn) {
 	if s.sessions > 1 {
 		s.stats.reconnected()
 	}
-	was := s.brk.success()
+	was := Circuit(s.policy.Connected())
 	s.trace.connected()
 	s.gate.open()
 	s.transition(StateConnected, func(n *snapshot) {
@@ -249,14 +197,14 @@ func (s *supervisor) connected(c *conn) {
 				n.status.ServerVersion = init.ServerInfo.Version
 			}
 		}
-	}, events.KindConnected, connectedFields(c, init))
+	}, connected(c, init))
 	if was != CircuitClosed {
-		s.publish(events.KindCircuit, events.Fields{"from": was.String(), "to": "closed"})
+		s.emit(CircuitChanged{From: was, To: CircuitClosed})
 	}
 	s.reinited = s.reiniting
 	if s.reiniting {
 		s.reiniting = false
-		s.publish(events.KindSessionReinitialized, nil)
+		s.emit(SessionReinitialized{})
 	}
 	s.subsDirty.Store(false)
 	s.syncSubscriptions(c)
@@ -268,47 +216,40 @@ func (s *supervisor) connected(c *conn) {
 
 // checkIdle closes the gate and reports true when the idle timeout has
 // passed since the last activity with nothing in flight; otherwise it
-// re-arms the timer for when it next could.
-func (s *supervisor) checkIdle() bool {
+// re-arms idle for when it next could.
+func (s *supervisor) checkIdle(idle *time.Timer) bool {
 	closed, rest := s.gate.closeIfIdle(s.snap.Load().status.ConnectedAt, s.spec.Timeouts.Idle)
 	if !closed {
-		s.idleTimer.Reset(rest)
+		idle.Reset(rest)
 	}
 	return closed
 }
 
-// ping sends one health ping bounded by the health timeout. It runs on its
-// own goroutine so the supervisor keeps serving; it ends when the ping
-// does, at the latest when the session closes.
-func (s *supervisor) ping(ctx context.Context, c *conn, out chan<- pingResult) {
-	limit := s.spec.Timeouts.HealthTimeout
-	ctx, cancel := context.WithTimeoutCause(ctx, limit, timeoutError{limit})
-	defer cancel()
-	start := time.Now()
-	err := c.session.Ping(ctx, nil)
-	if err != nil && ctx.Err() != nil {
-		err = context.Cause(ctx)
-	}
-	out <- pingResult{latency: time.Since(start), err: err}
-}
-
-// heard records that the server was just heard from.
-func (s *supervisor) heard() {
-	s.lastRecv.Store(time.Now().UnixNano())
-}
-
-// connectedFields describe a new connection in its event.
-func connectedFields(c *conn, init *mcp.InitializeResult) events.Fields {
-	f := events.Fields{"attempt": c.attempt, "tools": len(c.cat.tools)}
-	if pid := c.pid(); pid != 0 {
-		f["pid"] = pid
-	}
+// connected describes a new connection in its event.
+func connected(c *conn, init *mcp.InitializeResult) Connected {
+	p := Connected{Attempt: c.attempt, Tools: len(c.cat.tools), PID: c.pid()}
 	if init != nil {
-		f["protocol"] = init.ProtocolVersion
+		p.Initialized, p.Protocol = true, init.ProtocolVersion
 		if init.ServerInfo != nil {
-			f["server_name"] = init.ServerInfo.Name
-			f["server_version"] = init.ServerInfo.Version
+			p.Described, p.ServerName, p.ServerVersion = true, init.ServerInfo.Name, init.ServerInfo.Version
 		}
 	}
-	return f
+	return p
+}
+
+// lostReason explains why a session ended.
+func (c *conn) lostReason(ctx context.Context, waitErr error) error {
+	exit := c.exitError()
+	if exit == nil && (waitErr == nil || errors.Is(waitErr, io.EOF) || errors.Is(waitErr, mcp.ErrConnectionClosed)) {
+		// Its stdout closed: a process that is exiting is given a moment
+		// to be reaped, so the reason is its exit status.
+		exit = c.awaitExit(ctx)
+	}
+	if exit != nil {
+		return exit
+	}
+	if waitErr != nil {
+		return fmt.Errorf("connection lost: %w", waitErr)
+	}
+	return errors.New("connection closed by the server")
 }

@@ -1,13 +1,10 @@
 package manager
 
 import (
-	"fmt"
 	"runtime"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/mcpvisor/mcpvisor/events"
 )
 
 // slots caps the connections held at once across the manager
@@ -18,7 +15,8 @@ import (
 // together connect in the order they were declared.
 type slots struct {
 	limit   int
-	reached string // why a server waits, as its status says it
+	why     WaitReason // what a server in line waits for
+	reached string     // why.words(limit): the same, as its status says it
 	mu      sync.Mutex
 	// mu guards the following.
 	held int       // slots granted and not given back
@@ -26,15 +24,14 @@ type slots struct {
 }
 
 // newSlots returns a cap of limit holders at once, whose waiting servers
-// say reached (a format taking the limit); nil (no cap) when limit is zero
-// or less. The same line serves the connections held
-// ([Options.MaxConnections]) and the attempts in flight
-// ([Options.MaxConnecting]).
-func newSlots(limit int, reached string) *slots {
+// wait for why; nil (no cap) when limit is zero or less. The same line
+// serves the connections held ([Options.MaxConnections], WaitSlot) and the
+// attempts in flight ([Options.MaxConnecting], WaitTurn).
+func newSlots(limit int, why WaitReason) *slots {
 	if limit <= 0 {
 		return nil
 	}
-	return &slots{limit: limit, reached: fmt.Sprintf(reached, limit)}
+	return &slots{limit: limit, why: why, reached: why.words(limit)}
 }
 
 // ticket is one server's place in line for a slot, then the slot itself
@@ -100,10 +97,6 @@ func (t *ticket) giveBack() {
 	})
 }
 
-// limitReached is the explanation of a server kept waiting by the cap,
-// as its status and a waiting caller's CONNECTION_LIMIT error say it.
-func (sl *slots) limitReached() string { return sl.reached }
-
 // takeSlot waits for a connection slot before attempt n. Without a cap it
 // returns at once. When the cap is reached the server says so (state
 // connecting, Status.Waiting, a connecting event with "waiting") and waits
@@ -125,7 +118,7 @@ func (s *supervisor) takeSlot(n int) (t *ticket, ok bool) {
 		if t.ready() {
 			return t, true
 		}
-		s.announceWaiting(n, sl.limitReached())
+		s.announceWaiting(n, sl)
 		switch s.awaitGrant(t, func() bool { return s.woken && s.wanted.Load() == 0 }) {
 		case granted:
 			return t, true
@@ -134,7 +127,7 @@ func (s *supervisor) takeSlot(n int) (t *ticket, ok bool) {
 		}
 		t.giveBack() // unwanted: back to idle
 		t = nil
-		s.transition(StateIdle, nil, events.KindIdle, events.Fields{"reason": "no caller is waiting for a connection slot any more"})
+		s.transition(StateIdle, nil, Idle{Reason: "no caller is waiting for a connection slot any more"})
 		s.parkIdle()
 		if s.ctx.Err() != nil || s.disabled.Load() {
 			return nil, false
@@ -160,13 +153,14 @@ func (s *supervisor) dropSlot() {
 	s.dropTurn()
 }
 
-// announceWaiting publishes that attempt n waits in connecting, and why
-// (a cap on connections or on attempts in flight).
-func (s *supervisor) announceWaiting(n int, why string) {
+// announceWaiting publishes that attempt n waits in connecting, in the
+// line of sl (a cap on connections or on attempts in flight).
+func (s *supervisor) announceWaiting(n int, sl *slots) {
 	s.transition(StateConnecting, func(snap *snapshot) {
 		snap.status.NextAttempt = time.Time{}
-		snap.status.Waiting = why
-	}, events.KindConnecting, events.Fields{"attempt": n, "waiting": why})
+		snap.status.WaitingFor = sl.why
+		snap.status.Waiting = sl.reached
+	}, Connecting{Attempt: n, Waiting: sl.reached})
 }
 
 // DefaultMaxConnecting is the cap on connection attempts in flight when
@@ -199,7 +193,7 @@ func (s *supervisor) takeTurn(n int) (t *ticket, ok bool) {
 	if t.ready() {
 		return t, true
 	}
-	s.announceWaiting(n, sl.limitReached())
+	s.announceWaiting(n, sl)
 	if s.awaitGrant(t, func() bool { return false }) == granted {
 		return t, true
 	}

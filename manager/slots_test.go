@@ -42,7 +42,9 @@ func TestMaxConnections(t *testing.T) {
 
 		st := mustStatus(t, m, "c")
 		require.Equal(t, manager.StateConnecting, st.State)
+		require.Equal(t, manager.WaitSlot, st.WaitingFor)
 		require.Equal(t, "max connections (2) reached", st.Waiting)
+		require.True(t, st.Settled(), "a slot may not come free for a long time")
 		require.Equal(t, manager.StateConnected, mustStatus(t, m, "b").State)
 
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -93,6 +95,7 @@ func TestMaxConnections(t *testing.T) {
 		require.Equal(t, 30*time.Second, idled[0].At)
 		require.Equal(t, 30*time.Second, aEvents[3].At, "a connects the moment b's idle close frees the slot")
 		require.Empty(t, mustStatus(t, m, "a").Waiting)
+		require.Equal(t, manager.WaitNone, mustStatus(t, m, "a").WaitingFor)
 
 		// b, now idle, needs a slot again: it waits for c's idle close.
 		ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
@@ -266,4 +269,25 @@ func TestIdleServerLeavesTheLineWhenNobodyWaits(t *testing.T) {
 		require.NoError(t, <-patient)
 		require.Equal(t, manager.StateConnected, mustStatus(t, m, "b").State)
 	})
+}
+
+// Settled tells a server that has had its first say from one still on its
+// first attempt by the state and the typed reason it waits for, whatever
+// the words of Status.Waiting.
+func TestSettled(t *testing.T) {
+	tests := []struct {
+		name string
+		st   manager.Status
+		want bool
+	}{
+		{"first attempt", manager.Status{State: manager.StateConnecting}, false},
+		{"waiting for its turn", manager.Status{State: manager.StateConnecting, WaitingFor: manager.WaitTurn, Waiting: "max connections, of a kind (3) reached"}, false},
+		{"waiting for a slot", manager.Status{State: manager.StateConnecting, WaitingFor: manager.WaitSlot, Waiting: "no free connection (2)"}, true},
+		{"after a failed attempt", manager.Status{State: manager.StateConnecting, Attempts: 1}, true},
+		{"backing off", manager.Status{State: manager.StateBackoff}, true},
+		{"connected", manager.Status{State: manager.StateConnected}, true},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, tt.st.Settled(), tt.name)
+	}
 }

@@ -11,10 +11,11 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 
+	"github.com/mcpvisor/mcpvisor/internal/proc"
+	"github.com/mcpvisor/mcpvisor/manager/internal/retry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpvisor/mcpvisor/internal/expose"
-	"github.com/mcpvisor/mcpvisor/internal/proc"
 )
 
 // Transport is how the host talks to a server.
@@ -169,13 +170,37 @@ const (
 	DefaultBreakerOpenFor  = 30 * time.Second
 )
 
-// retryLimit is how many consecutive failures are tolerated, or -1 for
-// no limit.
-func (s Spec) retryLimit() int {
-	if s.MaxRetries == nil {
-		return -1
+// retryPolicy is the retry policy of s (defaults applied), its jitter
+// drawn from rand.
+func (s Spec) retryPolicy(rand func() float64) *retry.Policy {
+	limit := -1 // no limit
+	if s.MaxRetries != nil {
+		limit = *s.MaxRetries
 	}
-	return *s.MaxRetries
+	return retry.New(retry.Config{
+		Backoff:    s.Backoff.schedule(),
+		Breaker:    retry.BreakerConfig(s.Breaker),
+		MaxRetries: limit,
+		Rand:       rand,
+	})
+}
+
+// Delay returns how long to wait after the n-th consecutive failure (n ≥ 1):
+//
+//	min(Initial · Multiplier^(n−1), Max) + jitter · that · r
+//
+// where r is uniform in [0, 1) and supplied by the caller, so the schedule is
+// pure and testable. b must have its defaults applied.
+func (b Backoff) Delay(n int, r float64) time.Duration {
+	return b.schedule().Delay(n, r)
+}
+
+func (b Backoff) schedule() retry.Schedule {
+	s := retry.Schedule{Initial: b.Initial, Max: b.Max, Multiplier: b.Multiplier, Jitter: b.Jitter}
+	if b.Jitter == NoJitter {
+		s.Jitter = 0
+	}
+	return s
 }
 
 // WithDefaults returns s with every zero field set to its default.
@@ -410,10 +435,6 @@ func (s Spec) Startable(server string) error {
 	}
 	return nil
 }
-
-// ErrCannotStart is in the chain of errors about a program or working
-// directory that is not there: see [Spec.Startable].
-var ErrCannotStart = proc.ErrCannotStart
 
 // CheckRoot reports why uri cannot be a root, or nil: a root is a
 // file:// URI of an absolute path on this machine ("file:///home/me/project"),

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpvisor/mcpvisor/manager/internal/retry"
 )
 
 // Status is one server's observable state at one moment. Each change
@@ -62,8 +64,13 @@ type Status struct {
 	// PingUnsupported is true when the server answered ping with -32601;
 	// its liveness is then judged from the session and request errors.
 	PingUnsupported bool
-	// Waiting, while connecting, says what the attempt waits for before it
-	// can start: "max connections (N) reached" ([Options.MaxConnections]).
+	// WaitingFor, while connecting, is what the attempt waits for before
+	// it can start: a connection slot or a turn among the attempts in
+	// flight; WaitNone otherwise.
+	WaitingFor WaitReason
+	// Waiting says WaitingFor in words, with the cap: "max connections
+	// (N) reached" ([Options.MaxConnections]), "max connecting (N)
+	// reached" ([Options.MaxConnecting]); "" when not waiting.
 	Waiting string
 	// Sessions are the clients' sessions of a per-client server, by
 	// client; the fields above describe its own session.
@@ -81,6 +88,10 @@ type snapshot struct {
 	// session: the server was up a moment ago, so a caller that would
 	// rather fail fast still waits for this attempt.
 	reconnecting bool
+	// stopped is the terminal outcome (ErrUnauthorized, ErrCannotStart)
+	// that keeps the server unauthorized or failed; nil otherwise, and
+	// when it gave up after its retries.
+	stopped error
 }
 
 // setCatalog records what a discovery found.
@@ -146,12 +157,40 @@ var stateNames = [...]string{
 	StateUnauthorized: "unauthorized",
 }
 
-// slotsReached is what a server kept waiting by [Options.MaxConnections]
-// says in [Status.Waiting], a format taking the cap.
-const slotsReached = "max connections (%d) reached"
+// WaitReason is what a connection attempt waits for before it can start.
+type WaitReason int
 
-// slotsPrefix is slotsReached up to its number.
-var slotsPrefix = strings.SplitN(fmt.Sprintf(slotsReached, 0), "(", 2)[0]
+// The reasons an attempt waits. The zero value is WaitNone.
+const (
+	WaitNone WaitReason = iota // it does not wait
+	// WaitSlot: [Options.MaxConnections] servers are connected or
+	// connecting; one of them must close first, which may take long.
+	WaitSlot
+	// WaitTurn: [Options.MaxConnecting] attempts are in flight; the
+	// first of them to end lets the next one start.
+	WaitTurn
+)
+
+var waitNames = [...]string{WaitNone: "", WaitSlot: "slot", WaitTurn: "turn"}
+
+func (w WaitReason) String() string {
+	if w >= 0 && int(w) < len(waitNames) {
+		return waitNames[w]
+	}
+	return fmt.Sprintf("WaitReason(%d)", int(w))
+}
+
+// words is what a server kept waiting for w says in [Status.Waiting],
+// under a cap of limit.
+func (w WaitReason) words(limit int) string {
+	switch w {
+	case WaitSlot:
+		return fmt.Sprintf("max connections (%d) reached", limit)
+	case WaitTurn:
+		return fmt.Sprintf("max connecting (%d) reached", limit)
+	}
+	return ""
+}
 
 // Settled reports whether the server has had its first say, so that a
 // script started now sees it as it is going to be for a while: it is
@@ -165,5 +204,19 @@ func (st Status) Settled() bool {
 	if st.State != StateConnecting {
 		return true
 	}
-	return st.Attempts > 0 || strings.HasPrefix(st.Waiting, slotsPrefix)
+	return st.Attempts > 0 || st.WaitingFor == WaitSlot
 }
+
+// Circuit is the state of a server's circuit breaker: closed, open after
+// too many consecutive failed attempts within a window, half open for the
+// one probe attempt after OpenFor.
+type Circuit int
+
+// The breaker states. The zero value is CircuitClosed.
+const (
+	CircuitClosed   = Circuit(retry.Closed)   // attempts follow the backoff schedule
+	CircuitOpen     = Circuit(retry.Open)     // no attempts until the probe is due
+	CircuitHalfOpen = Circuit(retry.HalfOpen) // exactly one probe attempt is in progress
+)
+
+func (c Circuit) String() string { return retry.Circuit(c).String() }

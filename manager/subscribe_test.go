@@ -9,9 +9,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
 
 // subscribable is an in-process server with one resource that counts the
@@ -34,24 +34,23 @@ func subscribable(t *testing.T) (srv *mcp.Server, subscribed, unsubscribed *atom
 	return srv, subscribed, unsubscribed
 }
 
-// updates waits for the next notifications/resources/updated event of
+// updated waits for the next notifications/resources/updated notice of
 // server, or reports false after wait.
 func updated(tl *timeline, server string, wait time.Duration) bool {
-	deadline := time.Now().Add(wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
 	for {
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		e, err := tl.sub.Recv(ctx)
-		cancel()
+		n, err := tl.notes.Next(ctx)
 		if err != nil {
 			return false
 		}
-		if e.Kind == events.KindNotification && e.Server == server && e.Text("method") == "notifications/resources/updated" {
+		if u, ok := n.(notify.ResourceUpdated); ok && u.Server == server {
 			return true
 		}
 	}
 }
 
-// A subscription reaches the server, its updates come back as events,
+// A subscription reaches the server, its updates come back as notices,
 // it is renewed when the session is, and it ends when dropped.
 func TestResourceSubscription(t *testing.T) {
 	m := newManager(t, manager.Options{})

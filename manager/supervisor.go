@@ -4,18 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
-	"github.com/mcpvisor/mcpvisor/internal/endpoint"
-	"github.com/mcpvisor/mcpvisor/internal/proc"
-	"github.com/mcpvisor/mcpvisor/manager/ask"
-	"github.com/mcpvisor/mcpvisor/manager/oauth"
+	"github.com/mcpvisor/mcpvisor/manager/internal/inflight"
+	"github.com/mcpvisor/mcpvisor/manager/internal/retry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,7 +20,14 @@ import (
 // published snapshot, waits for the next one, or asks for something by
 // setting a flag and kicking the goroutine (level-based: repeated requests
 // coalesce).
+//
+// Its concerns live apart: when to attempt is the retry policy's (package
+// retry, acted on in retrying.go); a connection is dialled and shaken hands
+// with in conn.go and served by hold (session.go, its health in health.go);
+// requests in flight are routed by package inflight (cancellation,
+// questions from the server, progress) and admitted by the gate.
 type supervisor struct {
+	// Who it is; fixed when it is made.
 	name  string // as declared
 	key   string // NameKey(name): how it is compared with other names
 	order string // lower-cased name: how it is sorted for display
@@ -37,25 +40,31 @@ type supervisor struct {
 	// is a session of; "" and nil for a server's own supervisor.
 	owner string
 	home  *supervisor
-	// ownerAnswerer answers for the owner between its calls: the
-	// answerer its last call gave.
-	ownerAnswerer atomic.Pointer[ask.Candidate]
 	// notify bounds the notification events the server can cause.
 	notify *notifyLimiter
 
-	ctx    context.Context // cancelled when removal is requested
-	cancel context.CancelFunc
-	done   chan struct{} // closed when run returns
-	reason atomic.Value  // string: why it is being closed (removed, replaced, shutdown)
+	// Its lifetime.
+	ctx     context.Context // cancelled when removal is requested
+	cancel  context.CancelFunc
+	done    chan struct{}  // closed when run returns
+	reason  atomic.Value   // string: why it is being closed (removed, replaced, shutdown)
+	closers sync.WaitGroup // connections of timed-out attempts still stopping
+	// removeSpan is the mcp.remove span of the Remove that stopped it.
+	removeSpan atomic.Pointer[removeSpan]
 
 	requestTimeout error // timeoutError of spec.Timeouts.Request, made once
 
+	// What it publishes: the snapshot, replaced whole by its goroutine.
 	snap atomic.Pointer[snapshot]
+	mu   sync.Mutex
+	// mu guards changed, which is closed and replaced on every publish.
+	changed chan struct{}
 
 	// Requests from other goroutines: set the flag, then kick.
-	dirty     atomic.Int32 // listKinds a list_changed asked to re-list
-	disabled  atomic.Bool  // desired: no session (mcp_disable)
-	reconnect atomic.Bool  // reset backoff and breaker, try now
+	kick      chan struct{} // capacity 1: some flag is set
+	dirty     atomic.Int32  // listKinds a list_changed asked to re-list
+	disabled  atomic.Bool   // desired: no session (mcp_disable)
+	reconnect atomic.Bool   // reset backoff and breaker, try now
 	// reconnectAsked is when Reconnect was last called (Unix ns): a session
 	// connected before then is on its way out, and nobody who comes after
 	// the request is given it (see stale).
@@ -65,34 +74,26 @@ type supervisor struct {
 	reinit         atomic.Pointer[mcp.ClientSession] // this session's HTTP session expired
 	subsDirty      atomic.Bool                       // callers' resource subscriptions changed
 	subs           subscriptions                     // resource subscriptions callers hold
-	kick           chan struct{}                     // capacity 1: some flag is set
 	requests       chan refreshReq                   // forced discovery from callers
-	progress       progressRoutes                    // progress tokens of calls in flight
 
-	gate     gate         // requests using the session
-	inflight inflight     // requests from their start, for abandoning them
-	callers  gate         // tool calls from resolve to their event (finish waits for them)
-	stats    callStats    // request metrics
-	lastRecv atomic.Int64 // UnixNano when the server was last heard from
-
-	mu sync.Mutex
-	// mu guards changed, which is closed and replaced on every publish.
-	changed chan struct{}
+	// Requests in flight: admitted, routed and accounted; safe for
+	// concurrent use.
+	gate           gate              // requests using the session
+	callers        gate              // tool calls from resolve to their event (finish waits for them)
+	inflight       inflight.Requests // requests from their start: abandoning them, who answers for them and their owner
+	progress       inflight.Progress[Progress]
+	stats          callStats    // request metrics
+	lastRecv       atomic.Int64 // UnixNano when the server was last heard from
 
 	// Owned by the supervisor goroutine.
-	failures  int      // consecutive failures (attempts and unproven sessions)
-	unproven  bool     // the failure being recorded is a session lost before it proved itself
-	brk       *breaker // the circuit breaker
-	sessions  int      // sessions established so far
-	reiniting bool     // the next attempt replaces an expired HTTP session
-	reinited  bool     // the current session replaced an expired one
-	idleTimer *time.Timer
+	policy    *retry.Policy // failures, breaker and backoff: when to attempt
+	sessions  int           // sessions established so far
+	reiniting bool          // the next attempt replaces an expired HTTP session
+	reinited  bool          // the current session replaced an expired one
 	slot      *ticket       // the next attempt's slot or place in line (Add, mcp_reconnect, re-init)
 	turn      *ticket       // the next attempt's place in the line of attempts (Add)
 	woken     bool          // the next attempt is for callers of the idle server
 	trace     *connectTrace // spans of the connection attempts
-
-	closers sync.WaitGroup // connections of timed-out attempts still stopping
 }
 
 func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
@@ -101,7 +102,6 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 		name:           name,
 		key:            NameKey(name),
 		order:          strings.ToLower(name),
-		notify:         newNotifyLimiter(),
 		spec:           spec,
 		m:              m,
 		ctx:            ctx,
@@ -110,10 +110,11 @@ func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
 		changed:        make(chan struct{}),
 		kick:           make(chan struct{}, 1),
 		requests:       make(chan refreshReq),
-		brk:            newBreaker(spec.Breaker),
+		policy:         spec.retryPolicy(m.rand),
 		requestTimeout: timeoutError{spec.Timeouts.Request},
 		trace:          m.tel.connectTrace(name, spec.Endpoint()),
 	}
+	s.notify = newNotifyLimiter(s.reportDropped)
 	s.reason.Store("removed")
 	s.disabled.Store(spec.Disabled)
 	state, remedy := StateConnecting, Remedy{}
@@ -143,7 +144,7 @@ func (s *supervisor) wake() {
 // one to stop waiting for a server queued for a connection slot wakes it:
 // if it was idle, nobody needs it any more.
 func (s *supervisor) unwant() {
-	if s.wanted.Add(-1) == 0 && s.snap.Load().status.Waiting != "" {
+	if s.wanted.Add(-1) == 0 && s.snap.Load().status.WaitingFor != WaitNone {
 		s.wake()
 	}
 }
@@ -164,8 +165,8 @@ func (s *supervisor) watch() (*snapshot, <-chan struct{}) {
 // transition publishes the next snapshot, built by edit from a copy of the
 // current one, then the event describing it. It is the only writer of the
 // snapshot and runs on the supervisor goroutine. Leaving StateRemoved is
-// refused. With kind "" only the snapshot changes (health readings).
-func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind, fields events.Fields) {
+// refused. With p nil only the snapshot changes (health readings).
+func (s *supervisor) transition(to State, edit func(*snapshot), p events.Payload) {
 	cur := s.snap.Load()
 	if cur.status.State == StateRemoved {
 		return
@@ -175,8 +176,9 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 	if to != cur.status.State {
 		next.status.Since = time.Now()
 	}
-	next.status.Circuit = s.brk.state
-	next.status.Waiting = ""
+	next.status.Circuit = Circuit(s.policy.Circuit())
+	next.status.WaitingFor, next.status.Waiting = WaitNone, ""
+	next.stopped = nil
 	next.status.Remedy = Remedy{}
 	if to == StateDisabled {
 		next.status.Remedy = Remedy{Kind: RemedyEnable, Server: s.name}
@@ -197,8 +199,8 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 	// The event goes out before waiters wake, so whatever a woken caller
 	// publishes (its tool_call) comes after it: one server's events arrive
 	// in the order they happened.
-	if kind != "" {
-		s.publish(kind, fields)
+	if p != nil {
+		s.emit(p)
 	}
 	close(ch)
 }
@@ -207,6 +209,7 @@ func (s *supervisor) transition(to State, edit func(*snapshot), kind events.Kind
 // the server is removed.
 func (s *supervisor) run() {
 	defer close(s.done)
+	defer func() { s.removeSpan.Load().end() }() // nil unless Remove asked
 	defer s.m.forget(s)
 	if s.home != nil {
 		defer s.home.clients.gone(s)
@@ -237,232 +240,12 @@ func (s *supervisor) run() {
 	}
 }
 
-// connectLoop makes attempts until one succeeds, paced by the backoff
-// schedule and the breaker. It returns nil when the server is to be
-// removed or disabled.
-func (s *supervisor) connectLoop() *conn {
-	for s.ctx.Err() == nil && !s.disabled.Load() {
-		probe := false
-		if s.brk.state == CircuitOpen {
-			endWait := s.trace.circuitWait(s.failures, s.brk.probeAt())
-			ok := s.pause(s.brk.probeAt())
-			endWait()
-			if !ok {
-				return nil
-			}
-			if s.brk.state == CircuitOpen { // not reset by mcp_reconnect meanwhile
-				s.brk.halfOpen()
-				s.publish(events.KindCircuit, events.Fields{"from": "open", "to": "half_open"})
-				probe = true
-			}
-		}
-		slot, ok := s.takeSlot(s.failures + 1)
-		if !ok {
-			return nil
-		}
-		turn, ok := s.takeTurn(s.failures + 1)
-		if !ok {
-			slot.giveBack()
-			return nil
-		}
-		c, err := s.attempt(s.failures+1, probe)
-		turn.giveBack() // connected or not, the attempt is over
-		if err == nil {
-			c.attempt = s.failures + 1
-			c.slot = slot
-			return c
-		}
-		slot.giveBack()
-		if s.ctx.Err() != nil {
-			return nil
-		}
-		if !s.failed(err, true) {
-			return nil
-		}
-	}
-	return nil
-}
-
-// failed records a failed attempt or a lost session and waits as the
-// retry limit, the breaker and the backoff schedule say. The breaker
-// counts failed attempts (breaker true), including sessions lost before
-// they proved themselves; the loss of a proven session only starts the
-// backoff schedule (with the defaults: five quick retries, then the
-// circuit opens). It reports whether to attempt again (false: the server
-// is being removed or disabled).
-func (s *supervisor) failed(cause error, breaker bool) bool {
-	s.dropSlot()
-	s.failures++
-	n := s.failures
-	s.reiniting = false
-	var login *oauth.LoginRequiredError
-	if errors.As(cause, &login) {
-		// Only a login helps, which needs a person: wait for one (here or
-		// in another process) instead of retrying.
-		msg := fmt.Sprintf("%v; not retried until someone logs in", cause)
-		remedy := Remedy{Kind: RemedyLogin, Server: s.name}
-		s.transition(StateUnauthorized, func(snap *snapshot) {
-			snap.status.Attempts = n
-			snap.status.LastError = msg
-			snap.status.NextAttempt = time.Time{}
-			snap.status.Remedy = remedy
-		}, events.KindUnauthorized, events.Fields{"challenge": login.Challenge(), "error": msg, "remedy": remedy.Kind.String()})
-		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg).with(remedy))
-		return s.parkUnauthorized()
-	}
-	var unauthorized *endpoint.UnauthorizedError
-	if errors.As(cause, &unauthorized) {
-		// Retrying with the same credentials cannot succeed: wait for new
-		// ones (a reconnect or a changed declaration).
-		msg := fmt.Sprintf("%v; not retried with the same credentials", cause)
-		remedy := Remedy{Kind: RemedyCredentials, Server: s.name}
-		s.transition(StateUnauthorized, func(snap *snapshot) {
-			snap.status.Attempts = n
-			snap.status.LastError = msg
-			snap.status.NextAttempt = time.Time{}
-			snap.status.Remedy = remedy
-		}, events.KindUnauthorized, events.Fields{"challenge": unauthorized.Challenge, "error": msg, "remedy": remedy.Kind.String()})
-		s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg).with(remedy))
-		return s.parkFailed()
-	}
-	if limit := s.spec.retryLimit(); limit >= 0 && n > limit {
-		return s.giveUp(n, fmt.Sprintf("gave up after %d %s: %v", n, plural(n, "attempt", "attempts"), cause), RemedyReconnect)
-	}
-	if errors.Is(cause, proc.ErrCannotStart) {
-		// A missing program or directory does not appear within a backoff
-		// schedule: retrying would only repeat the same warning.
-		return s.giveUp(n, fmt.Sprintf("%v (not retried)", cause), RemedyFixDeclaration)
-	}
-	from := s.brk.state
-	now := time.Now()
-	if breaker && s.brk.failure(now, s.probeJitter()) {
-		probe := s.brk.probeAt()
-		s.transition(StateOpen, func(snap *snapshot) {
-			snap.status.Attempts = n
-			snap.status.LastError = cause.Error()
-			snap.status.NextAttempt = probe
-			snap.status.Remedy = Remedy{Kind: RemedyWait, Server: s.name, At: probe}
-		}, events.KindCircuit, events.Fields{"from": from.String(), "to": "open", "failures": n,
-			"probe_in_ms": probe.Sub(now).Milliseconds(), "error": cause.Error()})
-		return true // connectLoop waits for the probe
-	}
-	// After a lost session (proven or not) the server is reconnecting:
-	// callers that fail fast still wait for this attempt.
-	lostSession := !breaker || s.unproven
-	step := n
-	if s.unproven {
-		step, s.unproven = n+1, false
-	}
-	delay := s.spec.Backoff.Delay(step, s.m.rand())
-	next := now.Add(delay)
-	s.transition(StateBackoff, func(snap *snapshot) {
-		snap.reconnecting = lostSession
-		snap.status.Attempts = n
-		snap.status.LastError = cause.Error()
-		snap.status.NextAttempt = next
-		snap.status.Remedy = Remedy{Kind: RemedyWait, Server: s.name, At: next}
-	}, events.KindBackoff, events.Fields{"attempt": n, "delay_ms": delay.Milliseconds(), "error": cause.Error()})
-	endWait := s.trace.backoffWait(n, delay)
-	defer endWait()
-	return s.pause(next)
-}
-
-// giveUp puts the server in StateFailed with msg as its last error and
-// the remedy of that kind, and waits there for a reconnect or enable (see
-// failed for the result).
-func (s *supervisor) giveUp(n int, msg string, kind RemedyKind) bool {
-	remedy := Remedy{Kind: kind, Server: s.name}
-	s.transition(StateFailed, func(snap *snapshot) {
-		snap.status.Attempts = n
-		snap.status.LastError = msg
-		snap.status.NextAttempt = time.Time{}
-		snap.status.Remedy = remedy
-	}, events.KindFailed, events.Fields{"attempts": n, "error": msg, "remedy": kind.String()})
-	s.trace.failed(errorf(CodeConnectionFailed, s.name, "connect", "%s", msg).with(remedy))
-	return s.parkFailed()
-}
-
-// probeJitter is the random fraction of open_for added to a breaker's
-// probe delay; none when the backoff has jitter turned off.
-func (s *supervisor) probeJitter() float64 {
-	if s.spec.Backoff.Jitter == NoJitter {
-		return 0
-	}
-	return s.m.rand()
-}
-
-// pause waits until the given time (for ever if zero). It reports true
-// when it is time to attempt (the time came, or mcp_reconnect asked to
-// try now) and false when the server is being removed or disabled.
-func (s *supervisor) pause(until time.Time) bool {
-	var due <-chan time.Time
-	if !until.IsZero() {
-		t := time.NewTimer(time.Until(until))
-		defer t.Stop()
-		due = t.C
-	}
-	for {
-		select {
-		case <-due:
-			return true
-		case <-s.ctx.Done():
-			return false
-		case <-s.kick:
-			if s.disabled.Load() {
-				return false
-			}
-			if s.takeReconnect() {
-				return true
-			}
-		}
-	}
-}
-
-// loginPoll is how often a server waiting for a login looks whether one
-// landed in the state directory (a login made by another process). It
-// reads a file's metadata; nothing goes to the server.
-const loginPoll = 2 * time.Second
-
-// parkUnauthorized waits in StateUnauthorized for a login (Manager.Login
-// reconnects; a login by another process is found in the state
-// directory), mcp_reconnect or mcp_enable. It reports as pause does.
-func (s *supervisor) parkUnauthorized() bool {
-	src := s.m.authSource(s.name, s.spec)
-	poll := time.NewTicker(s.m.loginPoll)
-	defer poll.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return false
-		case <-s.kick:
-			if s.disabled.Load() {
-				return false
-			}
-			if s.takeReconnect() {
-				return true
-			}
-		case <-poll.C:
-			landed := src != nil && src.Reload()
-			if hook := s.m.loginPolled; hook != nil {
-				hook(s.name)
-			}
-			if landed {
-				s.resetFailures()
-				return true
-			}
-		}
-	}
-}
-
-// parkFailed waits in StateFailed for mcp_reconnect or mcp_enable.
-func (s *supervisor) parkFailed() bool { return s.pause(time.Time{}) }
-
 // parkDisabled publishes StateDisabled (once) and waits to be enabled.
 func (s *supervisor) parkDisabled() {
 	s.dropSlot()
 	s.trace.stopped("disabled")
 	if s.snap.Load().status.State != StateDisabled {
-		s.transition(StateDisabled, func(snap *snapshot) { snap.status.NextAttempt = time.Time{} }, events.KindDisabled, nil)
+		s.transition(StateDisabled, func(snap *snapshot) { snap.status.NextAttempt = time.Time{} }, Disabled{})
 	}
 	for s.disabled.Load() {
 		select {
@@ -496,67 +279,22 @@ func (s *supervisor) parkIdle() {
 	}
 }
 
-// takeReconnect consumes an mcp_reconnect request: the schedule and the
-// breaker start over.
-func (s *supervisor) takeReconnect() bool {
-	if !s.reconnect.Swap(false) {
-		return false
-	}
-	s.resetFailures()
-	return true
-}
-
-func (s *supervisor) resetFailures() {
-	s.failures = 0
-	was := s.brk.state
-	s.brk.reset()
-	if was != CircuitClosed {
-		s.publish(events.KindCircuit, events.Fields{"from": was.String(), "to": "closed", "reason": "reset"})
-	}
-}
-
-// attempt makes connection attempt n: dial (spawn), handshake and first
-// discovery, all bounded by the connect timeout. A panic inside is
-// recovered and reported as the attempt's error: the server backs off
-// and no other server notices.
-func (s *supervisor) attempt(n int, probe bool) (c *conn, err error) {
-	fields := events.Fields{"attempt": n}
-	if probe {
-		fields["probe"] = true
-	}
-	s.transition(StateConnecting, func(snap *snapshot) {
-		snap.status.NextAttempt = time.Time{}
-	}, events.KindConnecting, fields)
-	endSpan := s.trace.attempt(n)
-	defer func() { endSpan(err) }() // after the recovery below has set err
-	defer func() {
-		if r := recover(); r != nil {
-			s.m.log.Error("panic in connection attempt", "server", s.name, "panic", r, "stack", string(debug.Stack()))
-			if c != nil {
-				c.close()
-			}
-			c, err = nil, errorf(CodeConnectionFailed, s.name, "connect", "internal error: %v", r)
-		}
-	}()
-	return s.connect()
-}
-
 // after handles a session that ended for a reason other than removal.
 func (s *supervisor) after(c *conn, end ending) {
 	switch end.kind {
 	case endIdle:
-		s.transition(StateIdle, nil, events.KindIdle, events.Fields{"idle_ms": s.spec.Timeouts.Idle.Milliseconds()})
+		s.transition(StateIdle, nil, Idle{After: s.spec.Timeouts.Idle})
 		c.close()
-		s.failures = 0
+		s.policy.Idle()
 		s.parkIdle()
 	case endDisable:
-		s.transition(StateDisabled, nil, events.KindDisabled, nil)
+		s.transition(StateDisabled, nil, Disabled{})
 		s.drainAndClose(c)
 		s.resetFailures()
 	case endReconnect:
 		s.resetFailures()
-		s.transition(StateConnecting, nil, events.KindDisconnected,
-			events.Fields{"error": errorf(CodeConnectionFailed, s.name, "session", "closed: reconnect requested").Error()})
+		s.transition(StateConnecting, nil,
+			Disconnected{Error: errorf(CodeConnectionFailed, s.name, "session", "closed: reconnect requested").Error()})
 		s.keepSlot(c) // reconnecting now: no other server takes its place meanwhile
 		c.close()
 	case endReinit, endLost:
@@ -566,7 +304,7 @@ func (s *supervisor) after(c *conn, end ending) {
 		}
 		lost := newError(CodeConnectionFailed, s.name, "session", cause)
 		s.transition(StateConnecting, func(snap *snapshot) { snap.status.LastError = lost.Error() },
-			events.KindDisconnected, events.Fields{"error": lost.Error()})
+			Disconnected{Error: lost.Error()})
 		if errors.Is(cause, mcp.ErrSessionMissing) {
 			s.keepSlot(c) // for the new session, unless it backs off (failed)
 		}
@@ -586,11 +324,7 @@ func (s *supervisor) after(c *conn, end ending) {
 		// A connection that dies right after the handshake has not proven
 		// itself: the schedule continues rather than resetting, so a server
 		// that crashes after each handshake backs off and trips the breaker.
-		proven := time.Since(s.snap.Load().status.ConnectedAt) >= s.spec.Backoff.Max
-		if proven {
-			s.failures = 0
-			s.brk.reset()
-		}
+		proven := s.policy.Lost(time.Since(s.snap.Load().status.ConnectedAt))
 		// An expired HTTP session is replaced at once, single-flight (this
 		// goroutine), but not twice in a row: a server that forgets every
 		// new session fails like any other instead of looping.
@@ -598,13 +332,14 @@ func (s *supervisor) after(c *conn, end ending) {
 			s.reiniting = true
 			return
 		}
+		what := retry.LostProven
 		if !proven {
 			// It got through its handshake and still died: a full spawn,
 			// handshake and listing per turn, so it waits one step
 			// longer on the schedule than a refused attempt would.
-			s.unproven = true
+			what = retry.LostUnproven
 		}
-		s.failed(lost, !proven)
+		s.failed(lost, what)
 	}
 }
 
@@ -612,7 +347,7 @@ func (s *supervisor) after(c *conn, end ending) {
 // the ones in flight drained up to the drain timeout, then abandoned, then
 // the session closed and (stdio) the process group stopped and reaped.
 func (s *supervisor) dispose(c *conn) {
-	s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
+	s.transition(StateClosing, nil, Closing{Reason: s.reason.Load().(string)})
 	s.drainAndClose(c)
 }
 
@@ -622,7 +357,7 @@ func (s *supervisor) drainAndClose(c *conn) {
 	drained := s.gate.drain(ctx)
 	cancel()
 	if !drained {
-		s.inflight.abandon(false)
+		s.inflight.Abandon(false)
 	}
 	c.close()
 }
@@ -638,40 +373,17 @@ func (s *supervisor) finish() {
 	s.dropSlot()
 	s.trace.stopped(s.reason.Load().(string))
 	if st := s.snap.Load().status.State; st != StateClosing {
-		s.transition(StateClosing, nil, events.KindClosing, events.Fields{"reason": s.reason.Load()})
+		s.transition(StateClosing, nil, Closing{Reason: s.reason.Load().(string)})
 	}
-	s.inflight.abandon(true) // callers still waiting for a session: closing says why
+	s.inflight.Abandon(true) // callers still waiting for a session: closing says why
 	// The abandoned calls return at once; each publishes its tool_call
 	// before removed, the server's last event.
 	ctx, cancel := context.WithTimeout(context.Background(), s.m.opts.DrainTimeout)
 	s.callers.drain(ctx)
 	cancel()
 	s.closers.Wait()
-	s.transition(StateRemoved, nil, events.KindRemoved, events.Fields{"reason": s.reason.Load()})
-}
-
-// lostReason explains why a session ended.
-func (c *conn) lostReason(ctx context.Context, waitErr error) error {
-	exit := c.exitError()
-	if exit == nil && (waitErr == nil || errors.Is(waitErr, io.EOF) || errors.Is(waitErr, mcp.ErrConnectionClosed)) {
-		// Its stdout closed: a process that is exiting is given a moment
-		// to be reaped, so the reason is its exit status.
-		exit = c.awaitExit(ctx)
-	}
-	if exit != nil {
-		return exit
-	}
-	if waitErr != nil {
-		return fmt.Errorf("connection lost: %w", waitErr)
-	}
-	return errors.New("connection closed by the server")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
+	s.notify.stop() // what it dropped is said before removed
+	s.transition(StateRemoved, nil, Removed{Reason: s.reason.Load().(string)})
 }
 
 // stale reports whether snap's session is one a Reconnect asked to replace:

@@ -185,27 +185,33 @@ func (t *telemetry) add(name string, spec Spec) func(error) {
 	}
 }
 
-// remove starts the mcp.remove span of [Manager.Remove]; the returned
-// function ends it with Remove's result: at once when Remove failed, else
-// once done is closed (disposal complete). It never blocks.
-func (t *telemetry) remove(name string) func(done <-chan struct{}, err error) {
+// remove starts the mcp.remove span of [Manager.Remove]. Remove fails it
+// at once, or hands it to the server's supervisor, which ends it when its
+// disposal is complete.
+func (t *telemetry) remove(name string) *removeSpan {
 	if t == nil {
-		return func(<-chan struct{}, error) {}
+		return nil
 	}
 	_, span := t.tracer.Start(context.Background(), spanRemove, trace.WithAttributes(attrServer.String(name)))
-	return func(done <-chan struct{}, err error) {
-		if err != nil || done == nil {
-			if err != nil {
-				markFailed(span, err)
-			}
-			span.End()
-			return
-		}
-		// Owned by the span; it ends when the supervisor's goroutine does.
-		go func() {
-			<-done
-			span.End()
-		}()
+	return &removeSpan{span}
+}
+
+// removeSpan is one mcp.remove span; nil when there is no telemetry.
+type removeSpan struct{ span trace.Span }
+
+// fail ends the span with Remove's error.
+func (r *removeSpan) fail(err error) {
+	if r == nil {
+		return
+	}
+	markFailed(r.span, err)
+	r.span.End()
+}
+
+// end ends the span: the disposal is complete.
+func (r *removeSpan) end() {
+	if r != nil {
+		r.span.End()
 	}
 }
 

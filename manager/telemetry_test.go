@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -167,6 +168,34 @@ func unreachable(p *peers) manager.DialFunc {
 	}
 }
 
+// A removal's span is ended by the server's supervisor as it finishes,
+// not by a goroutine that waits for the disposal beside it.
+func TestRemoveSpanHasNoGoroutineOfItsOwn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tp, sr := recorder(t)
+		f := slowServer(5 * time.Second)
+		m := newManager(t, manager.Options{Dial: f.serve().dial, TracerProvider: tp})
+		require.NoError(t, m.Add("x", fakeSpec(t, nil)))
+		waitConnected(t, m, "x")
+		called := make(chan error, 1)
+		go func() {
+			_, err := m.Call(context.Background(), "x.slow", nil, manager.CallOptions{})
+			called <- err
+		}()
+		synctest.Wait()
+		done, err := m.Remove("x")
+		require.NoError(t, err)
+		synctest.Wait() // draining the call for 5s
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		require.False(t, strings.Contains(stacks, "manager/telemetry.go"), "a goroutine of the telemetry waits to end the span:\n%s", stacks)
+		require.Empty(t, named(sr, "mcp.remove"))
+		<-done
+		require.Len(t, named(sr, "mcp.remove"), 1)
+		require.NoError(t, <-called)
+	})
+}
+
 // mcp.add and mcp.remove, with their error status when they fail;
 // mcp.remove ends when the disposal is complete.
 func TestTelemetryAddRemoveSpans(t *testing.T) {
@@ -183,7 +212,7 @@ func TestTelemetryAddRemoveSpans(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, named(sr, "mcp.remove"), "mcp.remove ends with the disposal, not with Remove")
 		<-done
-		synctest.Wait() // mcp.remove has ended
+		require.Len(t, named(sr, "mcp.remove"), 1, "ended by the time the disposal is")
 		_, err = m.Remove("nope")
 		require.Error(t, err)
 		synctest.Wait()

@@ -53,6 +53,9 @@ type host struct {
 	hud     *hudDisplay    // the live status block, when stdout is a terminal
 	logPath string         // the log file, at the REPL
 	gateway gatewayHost    // serves the servers to MCP clients, when asked
+	// stopWatch stops the config watcher and waits for it; nil if the
+	// config is not watched.
+	stopWatch func()
 	// prompter asks the person at the REPL what servers ask, when the
 	// host runs one; nil otherwise.
 	prompter *terminalPrompter
@@ -233,21 +236,32 @@ func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, sr
 	}
 }
 
-// watch reloads the config on every saved change until ctx ends. A broken
-// edit changes nothing: LoadConfigSource reports it (config_error event,
-// logged with file:line) and the running servers stay.
+// watch reloads the config on every saved change until ctx ends or the
+// host shuts down, which stops the watcher and waits for it (a reload in
+// progress included) before it closes the runtime. A broken edit changes
+// nothing: LoadConfigSource reports it (config_error event, logged with
+// file:line) and the running servers stay.
 func (h *host) watch(ctx context.Context, path, src string) {
+	ctx, cancel := context.WithCancel(ctx)
 	w, err := newConfigWatcher(path, src, h.log, func(src string) {
 		if _, err := h.rt.LoadConfigSource(ctx, path, src); err == nil {
 			h.log.Info("config reloaded", "file", path)
 		}
 	})
-	if err == nil {
-		go func() {
-			if err := w.run(ctx, nil); err != nil {
-				h.log.Warn("not watching the config", "file", path, "error", err)
-			}
-		}()
+	if err != nil {
+		cancel()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := w.run(ctx, nil); err != nil {
+			h.log.Warn("not watching the config", "file", path, "error", err)
+		}
+	}()
+	h.stopWatch = func() {
+		cancel()
+		<-done
 	}
 }
 
@@ -260,7 +274,11 @@ func (h *host) shutdown() error {
 	if h.control != nil {
 		_ = h.control.Close()
 	}
-	// Lua first: once it is closed, nothing asks for a listener or sets
+	// The watcher next: no reload may start on a runtime being closed.
+	if h.stopWatch != nil {
+		h.stopWatch()
+	}
+	// Lua next: once it is closed, nothing asks for a listener or sets
 	// toolsets, so the gateway closed next stays closed.
 	h.rt.Close()
 	h.gateway.close()

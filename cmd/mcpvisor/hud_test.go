@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/events/hud"
+	"github.com/mcpvisor/mcpvisor/manager"
 )
 
 // fakeTTY is a terminal for the HUD to draw on: a vt10x emulator behind
@@ -118,11 +119,11 @@ func TestHUDDisplayPinsBlockAboveTyping(t *testing.T) {
 		bus := events.NewBus(events.Options{})
 		defer bus.Close()
 		// Before the display starts: it learns of demo from the history.
-		bus.Publish(events.KindAdded, "demo", events.Fields{"transport": "stdio"})
-		bus.Publish(events.KindConnected, "demo", events.Fields{"attempt": 1, "tools": 4})
+		bus.Emit("demo", "", manager.Added{Transport: manager.TransportStdio})
+		bus.Emit("demo", "", manager.Connected{Attempt: 1, Tools: 4})
 		startTestHUD(t, tty, bus, nil)
-		bus.Publish(events.KindAdded, "broken", events.Fields{"transport": "stdio"})
-		bus.Publish(events.KindBackoff, "broken", events.Fields{"attempt": 1, "delay_ms": 2400, "error": "boom"})
+		bus.Emit("broken", "", manager.Added{Transport: manager.TransportStdio})
+		bus.Emit("broken", "", manager.BackingOff{Attempt: 1, Delay: 2400 * time.Millisecond, Error: "boom"})
 		settle()
 
 		rows, cur := tty.screen()
@@ -167,7 +168,7 @@ func TestHUDDisplayFollowsServers(t *testing.T) {
 		tty.print("mcp> x = 1")
 		bus := events.NewBus(events.Options{})
 		defer bus.Close()
-		bus.Publish(events.KindAdded, "a", events.Fields{"transport": "stdio"})
+		bus.Emit("a", "", manager.Added{Transport: manager.TransportStdio})
 		startTestHUD(t, tty, bus, nil)
 		synctest.Wait()
 		rows, cur := tty.screen()
@@ -176,8 +177,8 @@ func TestHUDDisplayFollowsServers(t *testing.T) {
 		require.Equal(t, "mcp> x = 1", rows[13])
 		require.Equal(t, "line 19", rows[12])
 
-		bus.Publish(events.KindAdded, "b", events.Fields{"transport": "http"})
-		bus.Publish(events.KindAdded, "c", events.Fields{"transport": "http"})
+		bus.Emit("b", "", manager.Added{Transport: manager.TransportHTTP})
+		bus.Emit("c", "", manager.Added{Transport: manager.TransportHTTP})
 		settle()
 		rows, cur = tty.screen()
 		require.Equal(t, "mcpvisor: 3 servers · 3 connecting", rows[0])
@@ -187,8 +188,8 @@ func TestHUDDisplayFollowsServers(t *testing.T) {
 		require.Equal(t, "line 19", rows[12], "nothing below the block was overwritten")
 		require.Equal(t, "line 12", rows[5])
 
-		bus.Publish(events.KindRemoved, "b", nil)
-		bus.Publish(events.KindRemoved, "c", nil)
+		bus.Emit("b", "", manager.Removed{})
+		bus.Emit("c", "", manager.Removed{})
 		settle()
 		rows, cur = tty.screen()
 		require.Equal(t, []string{"mcpvisor: 1 server · 1 connecting", "◌ a  stdio  0 tools  connecting", rule(50), "", ""}, rows[:5],
@@ -210,7 +211,7 @@ func TestHUDDisplayEnableDisableStop(t *testing.T) {
 		tty.print("mcp> ")
 		bus := events.NewBus(events.Options{})
 		defer bus.Close()
-		bus.Publish(events.KindAdded, "a", events.Fields{"transport": "stdio"})
+		bus.Emit("a", "", manager.Added{Transport: manager.TransportStdio})
 		d := startTestHUD(t, tty, bus, nil)
 		synctest.Wait()
 		rows, _ := tty.screen()
@@ -265,9 +266,8 @@ func TestHUDDisplayResize(t *testing.T) {
 		tty.print("mcp> resize me")
 		bus := events.NewBus(events.Options{})
 		defer bus.Close()
-		bus.Publish(events.KindAdded, "broken", events.Fields{"transport": "stdio"})
-		bus.Publish(events.KindBackoff, "broken", events.Fields{"attempt": 1, "delay_ms": 60000,
-			"error": "a long error that does not fit a narrow terminal at all, not even close"})
+		bus.Emit("broken", "", manager.Added{Transport: manager.TransportStdio})
+		bus.Emit("broken", "", manager.BackingOff{Attempt: 1, Delay: time.Minute, Error: "a long error that does not fit a narrow terminal at all, not even close"})
 		winch := make(chan os.Signal, 1)
 		startTestHUD(t, tty, bus, winch)
 		synctest.Wait()
@@ -300,7 +300,7 @@ func TestHUDDisplayCtrlL(t *testing.T) {
 		tty.print("some\r\noutput\r\nmcp> abc")
 		bus := events.NewBus(events.Options{})
 		defer bus.Close()
-		bus.Publish(events.KindAdded, "a", events.Fields{"transport": "stdio"})
+		bus.Emit("a", "", manager.Added{Transport: manager.TransportStdio})
 		d := startTestHUD(t, tty, bus, nil)
 		synctest.Wait()
 
@@ -330,13 +330,13 @@ func TestHUDDisplayThrottles(t *testing.T) {
 		tty := newFakeTTY(60, 16)
 		bus := events.NewBus(events.Options{})
 		defer bus.Close()
-		bus.Publish(events.KindAdded, "a", events.Fields{"transport": "stdio"})
-		bus.Publish(events.KindConnected, "a", events.Fields{"tools": 1})
+		bus.Emit("a", "", manager.Added{Transport: manager.TransportStdio})
+		bus.Emit("a", "", manager.Connected{Tools: 1})
 		startTestHUD(t, tty, bus, nil)
 		synctest.Wait()
 		before := tty.frames()
 		for i := range 400 { // 2s of a call every 5ms, each changing the average
-			bus.Publish(events.KindToolCall, "a", events.Fields{"tool": "echo", "duration_ms": 1000 + 10*i})
+			bus.Emit("a", "", manager.ToolCall{Tool: "echo", Duration: time.Duration(1000+10*i) * time.Millisecond})
 			time.Sleep(5 * time.Millisecond)
 		}
 		settle()

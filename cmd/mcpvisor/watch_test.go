@@ -9,10 +9,13 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -330,4 +333,31 @@ func TestWatcherCatchesAnEditBeforeTheWatch(t *testing.T) {
 	w := startWatcherOn(t, reloadDebounce, edited)
 	w.reload(t, edited)
 	w.noReload(t)
+}
+
+// watcherRunning reports whether some goroutine is in a configWatcher's
+// run.
+func watcherRunning() bool {
+	buf := make([]byte, 1<<20)
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*configWatcher).run")
+}
+
+// The host owns its config watcher: shutdown stops it and waits for it
+// before it closes the runtime, whatever the context it was started with,
+// so no reload can start on a runtime being closed and nothing of it is
+// left when the host is gone.
+func TestShutdownJoinsTheConfigWatcher(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "startup.lua")
+	const src = "-- nothing declared\n"
+	require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+	logger := slog.New(slog.DiscardHandler)
+	out := &swapWriter{w: io.Discard}
+	tel, err := newTelemetry(context.Background(), out, logger)
+	require.NoError(t, err)
+	h := startHost(config{}, logger, out, out, dir, tel, nil, nil)
+	h.watch(context.Background(), path, src) // a context that never ends
+	require.Eventually(t, watcherRunning, 10*time.Second, time.Millisecond, "the watcher started")
+	require.NoError(t, h.shutdown())
+	require.False(t, watcherRunning(), "the config watcher outlived the host's shutdown")
 }

@@ -29,7 +29,10 @@
 // in the summary: each row is corrected by that server's next event.
 // Removed servers disappear.
 //
-// What the model takes from each kind:
+// The model reads each event's typed payload (manager.Connected,
+// manager.BackingOff, …), never field names; an event without one (a
+// gateway client's arrival and departure excepted, counted by kind) is
+// skipped. What the model takes from each kind:
 //
 //   - added: a new row (transport), state connecting, or disabled when its
 //     enabled field is false; removed: the row goes.

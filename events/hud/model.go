@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/manager"
 )
 
 // latencyWeight is the newest sample's weight in the latency average, as in
@@ -44,23 +45,18 @@ type server struct {
 	sessions    int       // per-client server: its clients' sessions
 }
 
-// createdBy are the kinds that give an unknown server a row: those the
-// server's supervisor publishes while the server exists. The others
+// createdBy reports whether an event gives an unknown server a row: those
+// the server's supervisor publishes while the server exists. The others
 // (tool_call, tools_changed, notifications, …) can come from other
 // goroutines after removed, and must not bring a removed server back.
-var createdBy = map[events.Kind]bool{
-	events.KindAdded:                true,
-	events.KindConnecting:           true,
-	events.KindConnected:            true,
-	events.KindDisconnected:         true,
-	events.KindBackoff:              true,
-	events.KindFailed:               true,
-	events.KindUnauthorized:         true,
-	events.KindCircuit:              true,
-	events.KindIdle:                 true,
-	events.KindClosing:              true,
-	events.KindDisabled:             true,
-	events.KindSessionReinitialized: true,
+func createdBy(p events.Payload) bool {
+	switch p.(type) {
+	case manager.Added, manager.Connecting, manager.Connected, manager.Disconnected,
+		manager.BackingOff, manager.Failed, manager.Unauthorized, manager.CircuitChanged,
+		manager.Idle, manager.Closing, manager.Disabled, manager.SessionReinitialized:
+		return true
+	}
+	return false
 }
 
 // Apply folds one event into the model. Events with a Seq at or below the
@@ -86,20 +82,33 @@ func (m *Model) Apply(e events.Event) {
 	if e.Server == "" {
 		return
 	}
-	if e.Kind == events.KindRemoved {
+	if _, ok := e.Payload.(manager.Removed); ok {
 		delete(m.servers, e.Server)
 		return
 	}
-	if e.Text("client") != "" && e.Kind != events.KindToolCall {
+	if e.Client != "" {
 		// A client's own session of a per-client server: its lifecycle is
-		// not the server's; the row counts the sessions.
-		if s := m.servers[e.Server]; s != nil && (e.Kind == events.KindSessionOpened || e.Kind == events.KindSessionClosed) {
-			s.sessions = int(e.Int("sessions"))
+		// not the server's; the row counts the sessions. Its calls count
+		// as the server's.
+		s := m.servers[e.Server]
+		switch p := e.Payload.(type) {
+		case manager.SessionOpened:
+			if s != nil {
+				s.sessions = p.Sessions
+			}
+		case manager.SessionClosed:
+			if s != nil {
+				s.sessions = p.Sessions
+			}
+		case manager.ToolCall:
+			if s != nil {
+				s.apply(e, m.LoginCommand)
+			}
 		}
 		return
 	}
 	s := m.servers[e.Server]
-	if e.Kind == events.KindAdded || (s == nil && createdBy[e.Kind]) {
+	if _, added := e.Payload.(manager.Added); added || (s == nil && createdBy(e.Payload)) {
 		if m.servers == nil {
 			m.servers = make(map[string]*server)
 		}
@@ -131,41 +140,45 @@ func (m *Model) Clients() int { return m.clients }
 // Len is the number of servers the model shows.
 func (m *Model) Len() int { return len(m.servers) }
 
+// apply folds one of the server's own events into its row, by the type
+// of its payload; loginCommand is the model's LoginCommand.
 func (s *server) apply(e events.Event, loginCommand func(string) string) {
-	switch e.Kind {
-	case events.KindAdded:
-		s.transport = e.Text("transport")
-		if enabled, ok := e.Fields["enabled"].(bool); ok && !enabled {
+	switch p := e.Payload.(type) {
+	case manager.Added:
+		s.transport = string(p.Transport)
+		if p.Disabled {
 			s.state = StateDisabled
 		}
-	case events.KindConnecting:
+	case manager.Connecting:
 		s.state = StateConnecting
-		s.attempt = int(e.Int("attempt"))
-		s.probe, _ = e.Fields["probe"].(bool)
-		s.waiting = e.Text("waiting")
+		s.attempt = p.Attempt
+		s.probe = p.Probe
+		s.waiting = p.Waiting
 		s.retryAt = time.Time{}
 		s.probeAt = time.Time{}
-	case events.KindConnected:
+	case manager.Connected:
 		s.state = StateConnected
-		s.tools = int(e.Int("tools"))
+		s.tools = p.Tools
 		s.attempt = 0
 		s.probe = false
 		s.retryAt = time.Time{}
 		s.probeAt = time.Time{}
 		s.circuit = CircuitClosed // a success closes the breaker
 		s.err = ""
-	case events.KindDisconnected, events.KindHealthFailed:
-		s.setErr(e)
-	case events.KindBackoff:
+	case manager.Disconnected:
+		s.setErr(p.Error)
+	case manager.HealthFailed:
+		s.setErr(p.Error)
+	case manager.BackingOff:
 		s.state = StateBackoff
-		s.attempt = int(e.Int("attempt")) + 1 // the attempt the retry makes
-		s.retryAt = e.Time.Add(millis(e, "delay_ms"))
-		s.setErr(e)
-	case events.KindUnauthorized:
+		s.attempt = p.Attempt + 1 // the attempt the retry makes
+		s.retryAt = e.Time.Add(p.Delay)
+		s.setErr(p.Error)
+	case manager.Unauthorized:
 		s.state = StateUnauthorized
 		s.retryAt = time.Time{}
-		s.setErr(e)
-		if e.Text("remedy") == "login" {
+		s.setErr(p.Error)
+		if p.Remedy == manager.RemedyLogin {
 			// What to run comes first, where a narrow line still shows it.
 			run := fmt.Sprintf("mcp_login(%q)", e.Server)
 			if loginCommand != nil {
@@ -173,85 +186,56 @@ func (s *server) apply(e events.Event, loginCommand func(string) string) {
 			}
 			s.err = oneLine("run " + run + " · " + s.err)
 		}
-	case events.KindFailed:
+	case manager.Failed:
 		s.state = StateFailed
-		s.attempt = int(e.Int("attempts"))
+		s.attempt = p.Attempts
 		s.retryAt = time.Time{}
-		s.setErr(e)
-	case events.KindCircuit:
-		s.circuit = Circuit(e.Text("to"))
+		s.setErr(p.Error)
+	case manager.CircuitChanged:
+		s.circuit = Circuit(p.To.String())
 		s.probeAt = time.Time{}
 		switch {
-		case s.circuit == CircuitOpen:
+		case p.To == manager.CircuitOpen:
 			s.state = StateOpen
 			s.retryAt = time.Time{}
-			s.probeAt = e.Time.Add(millis(e, "probe_in_ms"))
+			s.probeAt = e.Time.Add(p.ProbeIn)
 		case s.state == StateOpen:
 			s.state = StateConnecting // the probe, or an attempt after a reset
 		}
-		s.setErr(e)
-	case events.KindIdle:
+		s.setErr(p.Error)
+	case manager.Idle:
 		s.state = StateIdle
-	case events.KindClosing:
+	case manager.Closing:
 		s.state = StateClosing
-	case events.KindDisabled:
+	case manager.Disabled:
 		s.state = StateDisabled
 		s.attempt = 0
 		s.retryAt = time.Time{}
 		s.probeAt = time.Time{}
-	case events.KindToolsChanged:
-		s.tools = max(s.tools+count(e.Fields["added"])-count(e.Fields["removed"]), 0)
-	case events.KindToolCall:
-		if cancelled, _ := e.Fields["cancelled"].(bool); cancelled {
+	case manager.ItemsChanged:
+		if p.Of == events.KindToolsChanged {
+			s.tools = max(s.tools+len(p.Added)-len(p.Removed), 0)
+		}
+	case manager.ToolCall:
+		if p.Cancelled {
 			break // the caller gave up: neither the server's latency nor its failure
 		}
-		d := float(e.Fields["duration_ms"])
+		d := float64(p.Duration.Microseconds()) / 1000
 		s.calls++
 		if s.calls == 1 {
 			s.latency = d
 		} else {
 			s.latency += latencyWeight * (d - s.latency)
 		}
-		if isErr, _ := e.Fields["is_error"].(bool); isErr || e.Text("code") != "" {
+		if p.IsError || p.Code != "" {
 			s.failedCalls++
 		}
 	}
 }
 
-// setErr records the event's error field, if it has one.
-func (s *server) setErr(e events.Event) {
-	if msg := e.Text("error"); msg != "" {
+// setErr records an event's error, if it has one.
+func (s *server) setErr(msg string) {
+	if msg != "" {
 		s.err = oneLine(msg)
 	}
-}
-
-// millis reads a field of milliseconds as a duration.
-func millis(e events.Event, key string) time.Duration {
-	return time.Duration(float(e.Fields[key]) * float64(time.Millisecond))
-}
-
-// float reads a numeric field of any of the event's number types.
-func float(v any) float64 {
-	switch x := v.(type) {
-	case int:
-		return float64(x)
-	case int64:
-		return float64(x)
-	case uint64:
-		return float64(x)
-	case float64:
-		return x
-	}
-	return 0
-}
-
-// count is the length of a list field ([]string, or []any once through JSON).
-func count(v any) int {
-	switch x := v.(type) {
-	case []string:
-		return len(x)
-	case []any:
-		return len(x)
-	}
-	return 0
 }

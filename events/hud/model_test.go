@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/events/hud"
+	"github.com/mcpvisor/mcpvisor/manager"
 )
 
 // t0 is the time of the first event of every sequence.
@@ -23,7 +24,21 @@ type script struct {
 	evs []events.Event
 }
 
-func (s *script) at(offset time.Duration, kind events.Kind, server string, fields events.Fields) *script {
+// at adds an event of server with payload p, as the bus's Emit makes it.
+func (s *script) at(offset time.Duration, server string, p events.Payload) *script {
+	return s.atFor(offset, server, "", p)
+}
+
+// atFor adds an event of client's own session of server.
+func (s *script) atFor(offset time.Duration, server, client string, p events.Payload) *script {
+	s.seq++
+	s.evs = append(s.evs, events.Event{Seq: s.seq, Time: t0.Add(offset), Kind: p.Kind(), Server: server, Client: client,
+		Fields: p.Fields(), Payload: p})
+	return s
+}
+
+// plain adds an event published without a payload, as kind and fields.
+func (s *script) plain(offset time.Duration, kind events.Kind, server string, fields events.Fields) *script {
 	s.seq++
 	s.evs = append(s.evs, events.Event{Seq: s.seq, Time: t0.Add(offset), Kind: kind, Server: server, Fields: fields})
 	return s
@@ -64,14 +79,14 @@ func line(t *testing.T, m *hud.Model, now time.Time, name string) string {
 
 func TestHUDModelConnect(t *testing.T) {
 	var s script
-	s.at(0, events.KindAdded, "demo", events.Fields{"transport": "stdio", "endpoint": "demo-server"})
+	s.at(0, "demo", manager.Added{Transport: manager.TransportStdio, Endpoint: "demo-server"})
 	m := s.model()
 	r := row(t, m, t0, "demo")
 	assert.Equal(t, hud.StateConnecting, r.State, "a new server is connecting")
 	assert.Equal(t, "◌", r.Glyph)
 
-	s.at(10*time.Millisecond, events.KindConnecting, "demo", events.Fields{"attempt": 1, "probe": false})
-	s.at(50*time.Millisecond, events.KindConnected, "demo", events.Fields{"attempt": 1, "tools": 4, "pid": 42, "protocol": "2025-06-18"})
+	s.at(10*time.Millisecond, "demo", manager.Connecting{Attempt: 1})
+	s.at(50*time.Millisecond, "demo", manager.Connected{Attempt: 1, Tools: 4, PID: 42, Initialized: true, Protocol: "2025-06-18"})
 	m = s.model()
 	r = row(t, m, t0.Add(time.Second), "demo")
 	assert.Equal(t, hud.Row{
@@ -85,14 +100,14 @@ func TestHUDModelConnect(t *testing.T) {
 // starts.
 func TestHUDModelWaitingForSlot(t *testing.T) {
 	var s script
-	s.at(0, events.KindAdded, "c", events.Fields{"transport": "stdio"})
-	s.at(0, events.KindConnecting, "c", events.Fields{"attempt": 1, "waiting": "max connections (2) reached"})
+	s.at(0, "c", manager.Added{Transport: manager.TransportStdio})
+	s.at(0, "c", manager.Connecting{Attempt: 1, Waiting: "max connections (2) reached"})
 	m := s.model()
 	r := row(t, m, t0, "c")
 	assert.Equal(t, "max connections (2) reached", r.Waiting)
 	assert.Equal(t, "◌ c  stdio  0 tools  waiting: max connections (2) reached", line(t, m, t0, "c"))
 
-	s.at(time.Second, events.KindConnecting, "c", events.Fields{"attempt": 1})
+	s.at(time.Second, "c", manager.Connecting{Attempt: 1})
 	m = s.model()
 	assert.Empty(t, row(t, m, t0.Add(time.Second), "c").Waiting, "the attempt has started")
 	assert.Equal(t, "◌ c  stdio  0 tools  connecting", line(t, m, t0.Add(time.Second), "c"))
@@ -100,10 +115,9 @@ func TestHUDModelWaitingForSlot(t *testing.T) {
 
 func TestHUDModelBackoffCountdown(t *testing.T) {
 	var s script
-	s.at(0, events.KindAdded, "broken", events.Fields{"transport": "stdio"})
-	s.at(0, events.KindConnecting, "broken", events.Fields{"attempt": 1})
-	s.at(time.Second, events.KindBackoff, "broken", events.Fields{"attempt": 2, "delay_ms": int64(2400),
-		"error": "server \"broken\": spawn: fork/exec /nonexistent/prog:\nno such file or directory"})
+	s.at(0, "broken", manager.Added{Transport: manager.TransportStdio})
+	s.at(0, "broken", manager.Connecting{Attempt: 1})
+	s.at(time.Second, "broken", manager.BackingOff{Attempt: 2, Delay: 2400 * time.Millisecond, Error: "server \"broken\": spawn: fork/exec /nonexistent/prog:\nno such file or directory"})
 	m := s.model()
 
 	tests := []struct {
@@ -130,7 +144,7 @@ func TestHUDModelBackoffCountdown(t *testing.T) {
 	assert.Equal(t, "mcpvisor: 1 server · 1 retrying", hud.Lines(m.View(t0), hud.Layout{Width: 80})[0])
 
 	// The next attempt ends the countdown.
-	s.at(3400*time.Millisecond, events.KindConnecting, "broken", events.Fields{"attempt": 3})
+	s.at(3400*time.Millisecond, "broken", manager.Connecting{Attempt: 3})
 	m = s.model()
 	r := row(t, m, t0.Add(4*time.Second), "broken")
 	assert.Equal(t, hud.StateConnecting, r.State)
@@ -141,9 +155,9 @@ func TestHUDModelBackoffCountdown(t *testing.T) {
 
 func TestHUDModelFailed(t *testing.T) {
 	var s script
-	s.at(0, events.KindAdded, "gone", events.Fields{"transport": "http"})
-	s.at(0, events.KindBackoff, "gone", events.Fields{"attempt": 3, "delay_ms": 400, "error": "refused"})
-	s.at(time.Second, events.KindFailed, "gone", events.Fields{"attempts": 4, "error": "gave up after 4 attempts: refused"})
+	s.at(0, "gone", manager.Added{Transport: manager.TransportHTTP})
+	s.at(0, "gone", manager.BackingOff{Attempt: 3, Delay: 400 * time.Millisecond, Error: "refused"})
+	s.at(time.Second, "gone", manager.Failed{Attempts: 4, Error: "gave up after 4 attempts: refused"})
 	m := s.model()
 	r := row(t, m, t0.Add(time.Hour), "gone")
 	assert.Equal(t, hud.StateFailed, r.State)
@@ -155,10 +169,9 @@ func TestHUDModelFailed(t *testing.T) {
 
 func TestHUDModelBreakerOpenThenRecover(t *testing.T) {
 	var s script
-	s.at(0, events.KindAdded, "remote", events.Fields{"transport": "http"})
-	s.at(0, events.KindBackoff, "remote", events.Fields{"attempt": 5, "delay_ms": 3000, "error": "connection refused"})
-	s.at(time.Second, events.KindCircuit, "remote", events.Fields{"from": "closed", "to": "open", "failures": 5,
-		"probe_in_ms": int64(12000), "error": "connection refused"})
+	s.at(0, "remote", manager.Added{Transport: manager.TransportHTTP})
+	s.at(0, "remote", manager.BackingOff{Attempt: 5, Delay: 3000 * time.Millisecond, Error: "connection refused"})
+	s.at(time.Second, "remote", manager.CircuitChanged{From: manager.CircuitClosed, To: manager.CircuitOpen, Failures: 5, ProbeIn: 12000 * time.Millisecond, Error: "connection refused"})
 	m := s.model()
 
 	r := row(t, m, t0.Add(time.Second), "remote")
@@ -174,8 +187,8 @@ func TestHUDModelBreakerOpenThenRecover(t *testing.T) {
 	assert.Equal(t, "mcpvisor: 1 server · 1 circuit open", hud.Lines(m.View(t0), hud.Layout{Width: 80})[0])
 
 	// The probe: half-open, then a connecting attempt marked probe.
-	s.at(13*time.Second, events.KindCircuit, "remote", events.Fields{"from": "open", "to": "half_open"})
-	s.at(13*time.Second, events.KindConnecting, "remote", events.Fields{"attempt": 6, "probe": true})
+	s.at(13*time.Second, "remote", manager.CircuitChanged{From: manager.CircuitOpen, To: manager.CircuitHalfOpen})
+	s.at(13*time.Second, "remote", manager.Connecting{Attempt: 6, Probe: true})
 	m = s.model()
 	r = row(t, m, t0.Add(13*time.Second), "remote")
 	assert.Equal(t, hud.StateConnecting, r.State)
@@ -184,8 +197,8 @@ func TestHUDModelBreakerOpenThenRecover(t *testing.T) {
 	assert.Equal(t, "◌ remote  http  0 tools  probing (attempt 6) · connection refused", line(t, m, t0.Add(13*time.Second), "remote"))
 
 	// Recovery clears the error and closes the circuit.
-	s.at(14*time.Second, events.KindConnected, "remote", events.Fields{"attempt": 6, "tools": 2})
-	s.at(14*time.Second, events.KindCircuit, "remote", events.Fields{"from": "half_open", "to": "closed"})
+	s.at(14*time.Second, "remote", manager.Connected{Attempt: 6, Tools: 2})
+	s.at(14*time.Second, "remote", manager.CircuitChanged{From: manager.CircuitHalfOpen, To: manager.CircuitClosed})
 	m = s.model()
 	r = row(t, m, t0.Add(15*time.Second), "remote")
 	assert.Equal(t, hud.Row{Name: "remote", State: hud.StateConnected, Glyph: "●", Transport: "http", Tools: 2, Circuit: hud.CircuitClosed}, r)
@@ -194,17 +207,15 @@ func TestHUDModelBreakerOpenThenRecover(t *testing.T) {
 
 func TestHUDModelToolsAndLatency(t *testing.T) {
 	var s script
-	s.at(0, events.KindAdded, "demo", events.Fields{"transport": "stdio"})
-	s.at(0, events.KindConnected, "demo", events.Fields{"attempt": 1, "tools": 4})
-	s.at(0, events.KindToolsChanged, "demo", events.Fields{"added": []string{"a", "b"}, "removed": []string{"echo"}})
-	s.at(0, events.KindToolCall, "demo", events.Fields{"tool": "echo", "duration_ms": int64(100), "is_error": false})
-	s.at(0, events.KindToolCall, "demo", events.Fields{"tool": "echo", "duration_ms": 200.0, "is_error": false})
-	s.at(0, events.KindToolCall, "demo", events.Fields{"tool": "fail", "duration_ms": int64(100), "is_error": true})
-	s.at(0, events.KindToolCall, "demo", events.Fields{"tool": "sleep", "duration_ms": int64(100), "is_error": false,
-		"code": "CONNECTION_TIMEOUT", "error": "timed out"})
+	s.at(0, "demo", manager.Added{Transport: manager.TransportStdio})
+	s.at(0, "demo", manager.Connected{Attempt: 1, Tools: 4})
+	s.at(0, "demo", manager.ItemsChanged{Of: events.KindToolsChanged, Added: []string{"a", "b"}, Removed: []string{"echo"}})
+	s.at(0, "demo", manager.ToolCall{Tool: "echo", Duration: 100 * time.Millisecond})
+	s.at(0, "demo", manager.ToolCall{Tool: "echo", Duration: 200 * time.Millisecond})
+	s.at(0, "demo", manager.ToolCall{Tool: "fail", Duration: 100 * time.Millisecond, IsError: true})
+	s.at(0, "demo", manager.ToolCall{Tool: "sleep", Duration: 100 * time.Millisecond, Code: manager.CodeConnectionTimeout, Error: "timed out"})
 	// Ctrl-C after 30s: the caller gave up; neither a failure nor latency.
-	s.at(0, events.KindToolCall, "demo", events.Fields{"tool": "sleep", "duration_ms": 30000.0, "is_error": false,
-		"code": "INVOCATION_FAILED", "error": "cancelled: context canceled", "cancelled": true})
+	s.at(0, "demo", manager.ToolCall{Tool: "sleep", Duration: 30000 * time.Millisecond, Code: manager.CodeInvocationFailed, Error: "cancelled: context canceled", Cancelled: true})
 	m := s.model()
 	r := row(t, m, t0, "demo")
 	assert.Equal(t, 5, r.Tools, "4 + 2 added - 1 removed")
@@ -216,22 +227,22 @@ func TestHUDModelToolsAndLatency(t *testing.T) {
 	assert.Empty(t, r.Error, "a failed call is not the server's error")
 
 	// The count never goes below zero, whatever was missed.
-	s.at(0, events.KindToolsChanged, "demo", events.Fields{"removed": []any{"a", "b", "c", "d", "e", "f"}})
+	s.at(0, "demo", manager.ItemsChanged{Of: events.KindToolsChanged, Removed: []string{"a", "b", "c", "d", "e", "f"}})
 	assert.Equal(t, 0, row(t, s.model(), t0, "demo").Tools)
 }
 
 func TestHUDModelOtherStates(t *testing.T) {
 	var s script
-	s.at(0, events.KindAdded, "off", events.Fields{"transport": "stdio"})
-	s.at(0, events.KindDisabled, "off", nil)
-	s.at(0, events.KindAdded, "sleepy", events.Fields{"transport": "sse"})
-	s.at(0, events.KindConnected, "sleepy", events.Fields{"attempt": 1, "tools": 1})
-	s.at(0, events.KindIdle, "sleepy", events.Fields{"idle_ms": 60000})
-	s.at(0, events.KindAdded, "leaving", events.Fields{"transport": "http"})
-	s.at(0, events.KindClosing, "leaving", events.Fields{"reason": "removed"})
-	s.at(0, events.KindAdded, "sick", events.Fields{"transport": "http"})
-	s.at(0, events.KindConnected, "sick", events.Fields{"attempt": 1, "tools": 3})
-	s.at(0, events.KindHealthFailed, "sick", events.Fields{"error": "ping timed out"})
+	s.at(0, "off", manager.Added{Transport: manager.TransportStdio})
+	s.at(0, "off", manager.Disabled{})
+	s.at(0, "sleepy", manager.Added{Transport: manager.TransportSSE})
+	s.at(0, "sleepy", manager.Connected{Attempt: 1, Tools: 1})
+	s.at(0, "sleepy", manager.Idle{After: time.Minute})
+	s.at(0, "leaving", manager.Added{Transport: manager.TransportHTTP})
+	s.at(0, "leaving", manager.Closing{Reason: "removed"})
+	s.at(0, "sick", manager.Added{Transport: manager.TransportHTTP})
+	s.at(0, "sick", manager.Connected{Attempt: 1, Tools: 3})
+	s.at(0, "sick", manager.HealthFailed{Error: "ping timed out"})
 	m := s.model()
 	want := map[string]struct {
 		state hud.State
@@ -254,20 +265,20 @@ func TestHUDModelOtherStates(t *testing.T) {
 
 func TestHUDModelRemoved(t *testing.T) {
 	var s script
-	s.at(0, events.KindAdded, "a", events.Fields{"transport": "stdio"})
-	s.at(0, events.KindAdded, "b", events.Fields{"transport": "stdio"})
-	s.at(0, events.KindConnected, "a", events.Fields{"tools": 1})
-	s.at(0, events.KindRemoved, "a", nil)
+	s.at(0, "a", manager.Added{Transport: manager.TransportStdio})
+	s.at(0, "b", manager.Added{Transport: manager.TransportStdio})
+	s.at(0, "a", manager.Connected{Tools: 1})
+	s.at(0, "a", manager.Removed{})
 	// A call that finished after the removal must not bring the row back.
-	s.at(0, events.KindToolCall, "a", events.Fields{"tool": "echo", "duration_ms": 5})
-	s.at(0, events.KindToolsChanged, "a", events.Fields{"added": []string{"x"}})
+	s.at(0, "a", manager.ToolCall{Tool: "echo", Duration: 5 * time.Millisecond})
+	s.at(0, "a", manager.ItemsChanged{Of: events.KindToolsChanged, Added: []string{"x"}})
 	m := s.model()
 	rows := m.View(t0)
 	require.Len(t, rows, 1)
 	assert.Equal(t, "b", rows[0].Name)
 
 	// Added again, it starts afresh.
-	s.at(0, events.KindAdded, "a", events.Fields{"transport": "http"})
+	s.at(0, "a", manager.Added{Transport: manager.TransportHTTP})
 	r := row(t, s.model(), t0, "a")
 	assert.Equal(t, hud.Row{Name: "a", State: hud.StateConnecting, Glyph: "◌", Transport: "http", Circuit: hud.CircuitClosed}, r)
 }
@@ -276,8 +287,8 @@ func TestHUDModelRemoved(t *testing.T) {
 // left a bounded history) still gets a row.
 func TestHUDModelServerWithoutAdded(t *testing.T) {
 	var s script
-	s.at(0, events.KindNotification, "x", events.Fields{"method": "notifications/message"})
-	s.at(0, events.KindBackoff, "x", events.Fields{"attempt": 1, "delay_ms": 1000, "error": "boom"})
+	s.plain(0, events.KindNotification, "x", events.Fields{"method": "notifications/message"})
+	s.at(0, "x", manager.BackingOff{Attempt: 1, Delay: 1000 * time.Millisecond, Error: "boom"})
 	m := s.model()
 	r := row(t, m, t0, "x")
 	assert.Equal(t, hud.StateBackoff, r.State)
@@ -291,18 +302,18 @@ func TestHUDModelServerWithoutAdded(t *testing.T) {
 func TestHUDModelFromHistoryAndSubscription(t *testing.T) {
 	bus := events.NewBus(events.Options{Now: func() time.Time { return t0 }})
 	defer bus.Close()
-	bus.Publish(events.KindAdded, "early", events.Fields{"transport": "stdio"})
-	bus.Publish(events.KindConnected, "early", events.Fields{"attempt": 1, "tools": 3})
+	bus.Emit("early", "", manager.Added{Transport: manager.TransportStdio})
+	bus.Emit("early", "", manager.Connected{Attempt: 1, Tools: 3})
 
 	sub := bus.Subscribe(events.SubscribeOptions{})
 	defer sub.Close()
-	bus.Publish(events.KindToolsChanged, "early", events.Fields{"added": []string{"new"}})
-	bus.Publish(events.KindToolCall, "early", events.Fields{"tool": "echo", "duration_ms": 10})
-	bus.Publish(events.KindAdded, "late", events.Fields{"transport": "http"})
+	bus.Emit("early", "", manager.ItemsChanged{Of: events.KindToolsChanged, Added: []string{"new"}})
+	bus.Emit("early", "", manager.ToolCall{Tool: "echo", Duration: 10 * time.Millisecond})
+	bus.Emit("late", "", manager.Added{Transport: manager.TransportHTTP})
 
 	var m hud.Model
 	m.ApplyAll(bus.History(0)) // all five
-	bus.Publish(events.KindConnected, "late", events.Fields{"attempt": 1, "tools": 1})
+	bus.Emit("late", "", manager.Connected{Attempt: 1, Tools: 1})
 	for {
 		e, ok, err := sub.TryRecv()
 		require.NoError(t, err)
@@ -338,13 +349,13 @@ func TestHUDModelLagged(t *testing.T) {
 			m.Apply(e)
 		}
 	}
-	bus.Publish(events.KindAdded, "a", events.Fields{"transport": "stdio"})
-	bus.Publish(events.KindConnected, "a", events.Fields{"attempt": 1, "tools": 2})
+	bus.Emit("a", "", manager.Added{Transport: manager.TransportStdio})
+	bus.Emit("a", "", manager.Connected{Attempt: 1, Tools: 2})
 	drain()
 	for range 10 {
-		bus.Publish(events.KindToolCall, "a", events.Fields{"tool": "echo", "duration_ms": 3})
+		bus.Emit("a", "", manager.ToolCall{Tool: "echo", Duration: 3 * time.Millisecond})
 	}
-	bus.Publish(events.KindBackoff, "a", events.Fields{"attempt": 1, "delay_ms": 500, "error": "lost"})
+	bus.Emit("a", "", manager.BackingOff{Attempt: 1, Delay: 500 * time.Millisecond, Error: "lost"})
 	drain()
 	assert.Equal(t, uint64(7), m.Missed(), "11 published into a queue of 4")
 	r := row(t, &m, t0, "a")
@@ -357,7 +368,7 @@ func TestHUDModelLagged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for range 6 {
-		bus.Publish(events.KindToolCall, "a", events.Fields{"tool": "echo", "duration_ms": 3})
+		bus.Emit("a", "", manager.ToolCall{Tool: "echo", Duration: 3 * time.Millisecond})
 	}
 	e, err := sub.Recv(ctx)
 	require.NoError(t, err)
@@ -373,8 +384,8 @@ func TestHUDModelLagged(t *testing.T) {
 // zero-width characters are written out rather than left for a terminal.
 func TestHUDModelErrorIsOneCleanLine(t *testing.T) {
 	var s script
-	s.at(0, events.KindAdded, "evil", events.Fields{"transport": "stdio"})
-	s.at(0, events.KindDisconnected, "evil", events.Fields{"error": "exit 1:\n\tstderr: \x1b[2J\x1b[31mred\x1b[0m \u202egnp\u200b\r\n"})
+	s.at(0, "evil", manager.Added{Transport: manager.TransportStdio})
+	s.at(0, "evil", manager.Disconnected{Error: "exit 1:\n\tstderr: \x1b[2J\x1b[31mred\x1b[0m \u202egnp\u200b\r\n"})
 	r := row(t, s.model(), t0, "evil")
 	assert.Equal(t, `exit 1: stderr: \x1b[2J\x1b[31mred\x1b[0m \u202egnp\u200b`, r.Error)
 }
@@ -382,8 +393,8 @@ func TestHUDModelErrorIsOneCleanLine(t *testing.T) {
 // A server declared with enabled = false publishes only added.
 func TestHUDModelAddedDisabled(t *testing.T) {
 	var s script
-	s.at(0, events.KindAdded, "off", events.Fields{"transport": "stdio", "enabled": false})
-	s.at(0, events.KindAdded, "on", events.Fields{"transport": "stdio"})
+	s.at(0, "off", manager.Added{Transport: manager.TransportStdio, Disabled: true})
+	s.at(0, "on", manager.Added{Transport: manager.TransportStdio})
 	m := s.model()
 	assert.Equal(t, hud.StateDisabled, row(t, m, t0, "off").State)
 	assert.Equal(t, hud.StateConnecting, row(t, m, t0, "on").State)
@@ -393,24 +404,24 @@ func TestHUDModelAddedDisabled(t *testing.T) {
 // only count, whatever their own lifecycle does.
 func TestHUDModelClientSessions(t *testing.T) {
 	var s script
-	s.at(0, events.KindAdded, "pc", events.Fields{"transport": "stdio"})
-	s.at(0, events.KindConnected, "pc", events.Fields{"attempt": 1, "tools": 1})
-	s.at(time.Second, events.KindSessionOpened, "pc", events.Fields{"client": "a", "sessions": 1, "max_sessions": 2})
-	s.at(time.Second, events.KindConnecting, "pc", events.Fields{"client": "a", "attempt": 1})
-	s.at(time.Second, events.KindSessionOpened, "pc", events.Fields{"client": "b", "sessions": 2, "max_sessions": 2})
-	s.at(time.Second, events.KindBackoff, "pc", events.Fields{"client": "b", "attempt": 1, "delay_ms": 100, "error": "boom"})
-	s.at(time.Second, events.KindToolCall, "pc", events.Fields{"client": "a", "tool": "t", "duration_ms": 2.0, "is_error": false})
+	s.at(0, "pc", manager.Added{Transport: manager.TransportStdio})
+	s.at(0, "pc", manager.Connected{Attempt: 1, Tools: 1})
+	s.atFor(time.Second, "pc", "a", manager.SessionOpened{Sessions: 1, MaxSessions: 2})
+	s.atFor(time.Second, "pc", "a", manager.Connecting{Attempt: 1})
+	s.atFor(time.Second, "pc", "b", manager.SessionOpened{Sessions: 2, MaxSessions: 2})
+	s.atFor(time.Second, "pc", "b", manager.BackingOff{Attempt: 1, Delay: 100 * time.Millisecond, Error: "boom"})
+	s.atFor(time.Second, "pc", "a", manager.ToolCall{Tool: "t", Duration: 2 * time.Millisecond})
 	m := s.model()
 	assert.Equal(t, "● pc  stdio  1 tool   2.0ms  2 client sessions", line(t, m, t0.Add(2*time.Second), "pc"))
-	s.at(3*time.Second, events.KindSessionClosed, "pc", events.Fields{"client": "a", "reason": "client left", "sessions": 1})
+	s.atFor(3*time.Second, "pc", "a", manager.SessionClosed{Reason: "client left", Sessions: 1})
 	assert.Equal(t, "● pc  stdio  1 tool   2.0ms  1 client session", line(t, s.model(), t0.Add(4*time.Second), "pc"))
 }
 
 // A server waiting for a login shows what to run first on its line: the
 // Lua call, and the shell command when the display knows it.
 func TestUnauthorizedShowsLoginCommand(t *testing.T) {
-	unauthorized := events.Event{Kind: events.KindUnauthorized, Server: "saas", Time: time.Now(),
-		Fields: events.Fields{"error": "server \"saas\": initialize: not logged in; …", "remedy": "login"}}
+	p := manager.Unauthorized{Error: "server \"saas\": initialize: not logged in; …", Remedy: manager.RemedyLogin}
+	unauthorized := events.Event{Kind: p.Kind(), Server: "saas", Time: time.Now(), Fields: p.Fields(), Payload: p}
 	m := hud.Model{LoginCommand: func(server string) string { return "mcpvisor login -c other.lua " + server }}
 	m.Apply(unauthorized)
 	rows := m.View(time.Now())

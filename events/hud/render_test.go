@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/events/hud"
+	"github.com/mcpvisor/mcpvisor/manager"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -22,29 +23,27 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the curr
 // wide-rune names and tool calls: what the golden files show.
 func fleet() *hud.Model {
 	var s script
-	s.at(0, events.KindAdded, "demo", events.Fields{"transport": "stdio"})
-	s.at(0, events.KindConnected, "demo", events.Fields{"attempt": 1, "tools": 4})
+	s.at(0, "demo", manager.Added{Transport: manager.TransportStdio})
+	s.at(0, "demo", manager.Connected{Attempt: 1, Tools: 4})
 	for _, k := range []events.Kind{events.KindClientConnected, events.KindClientConnected, events.KindClientDisconnected, events.KindClientConnected} {
-		s.at(0, k, "", events.Fields{"client": "claude-ai/0.1"})
+		s.plain(0, k, "", events.Fields{"client": "claude-ai/0.1"})
 	}
 	for _, d := range []int{2, 3, 2, 4} {
-		s.at(0, events.KindToolCall, "demo", events.Fields{"tool": "echo", "duration_ms": d})
+		s.at(0, "demo", manager.ToolCall{Tool: "echo", Duration: time.Duration(d) * time.Millisecond})
 	}
-	s.at(0, events.KindAdded, "broken", events.Fields{"transport": "stdio"})
-	s.at(time.Second, events.KindBackoff, "broken", events.Fields{"attempt": 2, "delay_ms": 2400,
-		"error": `server "broken": spawn: fork/exec /nonexistent/prog: no such file or directory`})
-	s.at(0, events.KindAdded, "remote", events.Fields{"transport": "http"})
-	s.at(time.Second, events.KindCircuit, "remote", events.Fields{"from": "closed", "to": "open", "failures": 5,
-		"probe_in_ms": 12000, "error": `server "remote": connect: dial tcp 127.0.0.1:9: connect: connection refused`})
-	s.at(0, events.KindAdded, "gone", events.Fields{"transport": "sse"})
-	s.at(0, events.KindFailed, "gone", events.Fields{"attempts": 6, "error": "gave up after 6 attempts: 401 Unauthorized"})
-	s.at(0, events.KindAdded, "off", events.Fields{"transport": "stdio"})
-	s.at(0, events.KindDisabled, "off", nil)
-	s.at(0, events.KindAdded, "東京-files", events.Fields{"transport": "stdio"})
-	s.at(0, events.KindConnected, "東京-files", events.Fields{"attempt": 1, "tools": 12})
-	s.at(0, events.KindToolCall, "東京-files", events.Fields{"tool": "read", "duration_ms": 1250, "is_error": true})
-	s.at(0, events.KindAdded, "a-server-with-a-very-long-name", events.Fields{"transport": "http"})
-	s.at(0, events.KindConnecting, "a-server-with-a-very-long-name", events.Fields{"attempt": 2})
+	s.at(0, "broken", manager.Added{Transport: manager.TransportStdio})
+	s.at(time.Second, "broken", manager.BackingOff{Attempt: 2, Delay: 2400 * time.Millisecond, Error: `server "broken": spawn: fork/exec /nonexistent/prog: no such file or directory`})
+	s.at(0, "remote", manager.Added{Transport: manager.TransportHTTP})
+	s.at(time.Second, "remote", manager.CircuitChanged{From: manager.CircuitClosed, To: manager.CircuitOpen, Failures: 5, ProbeIn: 12000 * time.Millisecond, Error: `server "remote": connect: dial tcp 127.0.0.1:9: connect: connection refused`})
+	s.at(0, "gone", manager.Added{Transport: manager.TransportSSE})
+	s.at(0, "gone", manager.Failed{Attempts: 6, Error: "gave up after 6 attempts: 401 Unauthorized"})
+	s.at(0, "off", manager.Added{Transport: manager.TransportStdio})
+	s.at(0, "off", manager.Disabled{})
+	s.at(0, "東京-files", manager.Added{Transport: manager.TransportStdio})
+	s.at(0, "東京-files", manager.Connected{Attempt: 1, Tools: 12})
+	s.at(0, "東京-files", manager.ToolCall{Tool: "read", Duration: 1250 * time.Millisecond, IsError: true})
+	s.at(0, "a-server-with-a-very-long-name", manager.Added{Transport: manager.TransportHTTP})
+	s.at(0, "a-server-with-a-very-long-name", manager.Connecting{Attempt: 2})
 	return s.model()
 }
 
@@ -90,8 +89,8 @@ func TestHUDRenderGolden(t *testing.T) {
 // with "…" rather than wrapped; the block is a summary plus a line a server.
 func TestHUDRenderFitsEveryWidth(t *testing.T) {
 	var s script
-	s.at(0, events.KindAdded, "evil", events.Fields{"transport": "stdio"})
-	s.at(0, events.KindBackoff, "evil", events.Fields{"attempt": 1, "delay_ms": 100, "error": "line one\nline two \x1b[31mred\x1b[0m 🔥🔥 全角文字"})
+	s.at(0, "evil", manager.Added{Transport: manager.TransportStdio})
+	s.at(0, "evil", manager.BackingOff{Attempt: 1, Delay: 100 * time.Millisecond, Error: "line one\nline two \x1b[31mred\x1b[0m 🔥🔥 全角文字"})
 	m := fleet()
 	m.ApplyAll(s.evs)
 	rows := m.View(now)

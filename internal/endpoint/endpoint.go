@@ -134,6 +134,13 @@ type UnauthorizedError struct {
 	Challenge string
 }
 
+// ErrUnauthorized is in the chain of every [UnauthorizedError]: the
+// server refused the request for want of credentials.
+var ErrUnauthorized = errors.New("unauthorized")
+
+// Is makes errors.Is(err, ErrUnauthorized) hold.
+func (e *UnauthorizedError) Is(target error) bool { return target == ErrUnauthorized }
+
 func (e *UnauthorizedError) Error() string {
 	if e.Challenge == "" {
 		return "401 Unauthorized: the server requires authorization"

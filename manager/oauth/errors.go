@@ -34,6 +34,10 @@ func (e *LoginRequiredError) Unwrap() error {
 	return e.Unauthorized
 }
 
+// Is makes errors.Is(err, endpoint.ErrUnauthorized) hold, with or
+// without a 401 behind it: only a login helps.
+func (e *LoginRequiredError) Is(target error) bool { return target == endpoint.ErrUnauthorized }
+
 // Challenge is the WWW-Authenticate header of the refusal, if any.
 func (e *LoginRequiredError) Challenge() string {
 	if e.Unauthorized == nil {

@@ -1,24 +1,23 @@
-package manager
+package retry
 
 import (
 	"fmt"
-	"math"
 	"time"
 )
 
-// Circuit is the state of a server's circuit breaker: closed, open after
-// too many consecutive failed attempts within a window, half open for the
-// one probe attempt after OpenFor.
+// Circuit is the state of a circuit breaker: closed, open after too many
+// consecutive failed attempts within a window, half open for the one
+// probe attempt after OpenFor.
 type Circuit int
 
-// The breaker states. The zero value is CircuitClosed.
+// The breaker states. The zero value is Closed.
 const (
-	CircuitClosed   Circuit = iota // attempts follow the backoff schedule
-	CircuitOpen                    // no attempts until the probe is due
-	CircuitHalfOpen                // exactly one probe attempt is in progress
+	Closed   Circuit = iota // attempts follow the backoff schedule
+	Open                    // no attempts until the probe is due
+	HalfOpen                // exactly one probe attempt is in progress
 )
 
-var circuitNames = [...]string{CircuitClosed: "closed", CircuitOpen: "open", CircuitHalfOpen: "half_open"}
+var circuitNames = [...]string{Closed: "closed", Open: "open", HalfOpen: "half_open"}
 
 func (c Circuit) String() string {
 	if c >= 0 && int(c) < len(circuitNames) {
@@ -27,21 +26,28 @@ func (c Circuit) String() string {
 	return fmt.Sprintf("Circuit(%d)", int(c))
 }
 
-// breaker decides when a server's circuit opens and when it may probe. It
-// is pure: the supervisor feeds it outcomes with the time they happened and
-// asks what to do; it owns no goroutine and no timer.
+// BreakerConfig configures the circuit breaker of a [Policy].
+type BreakerConfig struct {
+	// Disabled turns the breaker off: it never opens.
+	Disabled bool
+	// Failures is how many consecutive failed attempts within Window open
+	// the circuit.
+	Failures int
+	Window   time.Duration
+	// OpenFor is how long the circuit stays open before one probe
+	// attempt (plus jitter, see [Policy.Failed]).
+	OpenFor time.Duration
+}
+
+// breaker decides when a circuit opens and when it may probe.
 type breaker struct {
-	cfg   Breaker
+	cfg   BreakerConfig
 	state Circuit
 	// fails are the times of the consecutive failed attempts, oldest
 	// first, at most cfg.Failures of them.
 	fails    []time.Time
 	openedAt time.Time
 	wait     time.Duration // from openedAt to the probe
-}
-
-func newBreaker(cfg Breaker) *breaker {
-	return &breaker{cfg: cfg}
 }
 
 // failure records a failed attempt at now and reports whether the circuit
@@ -57,7 +63,7 @@ func (b *breaker) failure(now time.Time, jitter float64) bool {
 		return false
 	}
 	b.wait = b.cfg.OpenFor + time.Duration(jitter*float64(b.cfg.OpenFor))
-	if b.state == CircuitHalfOpen {
+	if b.state == HalfOpen {
 		b.open(now)
 		return true
 	}
@@ -73,27 +79,30 @@ func (b *breaker) failure(now time.Time, jitter float64) bool {
 }
 
 func (b *breaker) open(now time.Time) {
-	b.state = CircuitOpen
+	b.state = Open
 	b.openedAt = now
 	b.fails = b.fails[:0]
 }
 
 // success records a successful attempt: the circuit closes. It reports
 // the state the circuit was in. The failures stay counted until the
-// session proves itself (reset): a server that crashes right after each
-// handshake must still trip the breaker (a crash loop).
+// session proves itself (reset): a server that crashes right
+// after each handshake must still trip the breaker (a crash loop).
 func (b *breaker) success() Circuit {
 	was := b.state
-	b.state = CircuitClosed
+	b.state = Closed
 	b.openedAt = time.Time{}
 	return was
 }
 
-// reset closes the circuit and forgets every failure (mcp_reconnect).
-func (b *breaker) reset() {
-	b.state = CircuitClosed
+// reset closes the circuit and forgets every failure. It reports the
+// state the circuit was in.
+func (b *breaker) reset() Circuit {
+	was := b.state
+	b.state = Closed
 	b.fails = b.fails[:0]
 	b.openedAt = time.Time{}
+	return was
 }
 
 // probeAt is when an open circuit lets one probe attempt through.
@@ -103,29 +112,5 @@ func (b *breaker) probeAt() time.Time {
 
 // halfOpen lets the probe through.
 func (b *breaker) halfOpen() {
-	b.state = CircuitHalfOpen
-}
-
-// Delay returns how long to wait after the n-th consecutive failure (n ≥ 1):
-//
-//	min(Initial · Multiplier^(n−1), Max) + jitter · that · r
-//
-// where r is uniform in [0, 1) and supplied by the caller, so the schedule is
-// pure and testable. b must have its defaults applied.
-func (b Backoff) Delay(n int, r float64) time.Duration {
-	if n < 1 {
-		n = 1
-	}
-	base := float64(b.Initial) * math.Pow(b.Multiplier, float64(n-1))
-	if base > float64(b.Max) || math.IsInf(base, 0) || math.IsNaN(base) {
-		base = float64(b.Max)
-	}
-	return time.Duration(base + b.jitter()*base*r)
-}
-
-func (b Backoff) jitter() float64 {
-	if b.Jitter == NoJitter {
-		return 0
-	}
-	return b.Jitter
+	b.state = HalfOpen
 }
