@@ -42,6 +42,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
@@ -212,20 +214,11 @@ func connectStdio(b *testing.B, cmd *exec.Cmd, version string) *mcp.ClientSessio
 // waitForTool lists cs's tools until name is among them.
 func waitForTool(b *testing.B, cs *mcp.ClientSession, name string) {
 	b.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	require.EventuallyWithT(b, func(c *assert.CollectT) {
 		res, err := cs.ListTools(context.Background(), nil)
-		if err != nil {
-			b.Fatalf("tools/list: %v", err)
-		}
-		if slices.ContainsFunc(res.Tools, func(t *mcp.Tool) bool { return t.Name == name }) {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("tool %q not listed within 30s", name)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		require.NoError(c, err, "tools/list")
+		assert.True(c, slices.ContainsFunc(res.Tools, func(t *mcp.Tool) bool { return t.Name == name }), "tool %q not listed", name)
+	}, 30*time.Second, 20*time.Millisecond)
 }
 
 // echo returns a function calling tool (demo's echo under some name) on cs.

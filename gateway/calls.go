@@ -56,8 +56,9 @@ func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, serve
 	if err := s.begin(); err != nil {
 		return errorResult(errorText(fmt.Errorf("%s: %w", op, err))), nil
 	}
-	// Counted until the answer has gone out (see session.done).
-	defer context.AfterFunc(ctx, s.done)
+	// Counted until the answer has gone out (see session.done): once this
+	// handler returns, s.done is arranged to run when ctx ends.
+	defer func() { context.AfterFunc(ctx, s.done) }()
 	c.life = ep.g.life(ctx, req.Extra)
 	// call ends as the call returns, before its result goes out: the
 	// answerer, which the manager may keep, asks outside the call from
@@ -140,7 +141,7 @@ func (g *Gateway) roundTrip(ctx context.Context, req *mcp.CallToolRequest, s *se
 		}()
 	}
 	if s.hold() {
-		defer context.AfterFunc(ctx, s.done) // once answered: see session.done
+		defer func() { context.AfterFunc(ctx, s.done) }() // once answered: see session.done
 	}
 	res, finished := rt.await(ctx)
 	if finished {
@@ -209,7 +210,7 @@ func (ep *endpoint) upstream(ctx context.Context, ss *mcp.ServerSession, extra *
 	if err := s.begin(); err != nil {
 		return refused(err)
 	}
-	defer context.AfterFunc(ctx, s.done) // once answered: see session.done
+	defer func() { context.AfterFunc(ctx, s.done) }() // once answered: see session.done
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })()

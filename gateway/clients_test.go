@@ -35,9 +35,9 @@ func TestInitializeWhileServersConnect(t *testing.T) {
 			} else {
 				tr = r.streamable("/mcp")
 			}
-			began := time.Now()
+			// The server waits to be released, which comes only after
+			// initialize: it was answered while the server connected.
 			cs := connect(t, tr, n)
-			assert.Less(t, time.Since(began), 5*time.Second, "initialize took too long")
 			st, err := r.m.Status("late")
 			require.NoError(t, err)
 			require.NotEqual(t, manager.StateConnected, st.State, "the server connected before it was released")
@@ -182,12 +182,10 @@ func TestCallToDownServer(t *testing.T) {
 	})
 	for _, ep := range []struct{ path, tool string }{{"/mcp", "down__echo"}, {"/servers/down/mcp", "echo"}} {
 		cs := connect(t, r.streamable(ep.path), nil)
-		began := time.Now()
 		res := call(t, cs, ep.tool, map[string]any{"text": "x"})
-		took := time.Since(began)
 		require.True(t, res.IsError, "%s on %s", ep.tool, ep.path)
 		require.Contains(t, text(res), `"down"`, "the error names the server")
+		// Its failure, not a timeout waiting for it.
 		require.True(t, strings.HasPrefix(text(res), "CONNECTION_FAILED: "), "the error leads with its code: %s", text(res))
-		require.Less(t, took, 2*time.Second, "the answer waited for the server")
 	}
 }

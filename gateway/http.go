@@ -168,7 +168,7 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	if opts.Control != nil {
 		mux.Handle("/control/", opts.Control)
 	}
-	return guard(withHealth(g.requireToken(mux, opts.Token), opts.Ready), opts)
+	return guard(crossOrigin(withHealth(g.requireToken(mux, opts.Token), opts.Ready)), opts)
 }
 
 // endpointHandler serves one kind of endpoint. Only requests that passed
@@ -211,7 +211,7 @@ func (ep *endpoint) handler(sse bool, opts HTTPOptions) http.Handler {
 // guard checks every request before anything answers it: its body is
 // bounded in size and in time (whatever happens to the request next), a
 // loopback listener serves only requests addressed to a loopback name
-// (DNS rebinding), and web pages of other origins are refused.
+// (DNS rebinding). Web pages of other sites are refused by crossOrigin.
 func guard(next http.Handler, opts HTTPOptions) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
@@ -219,10 +219,6 @@ func guard(next http.Handler, opts HTTPOptions) http.Handler {
 		}
 		if !hostAllowed(r) {
 			http.Error(w, fmt.Sprintf("Host %q is not allowed: mcpvisor listens on loopback and serves only requests addressed to a loopback name", r.Host), http.StatusForbidden)
-			return
-		}
-		if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, r.Host) {
-			http.Error(w, fmt.Sprintf("origin %q is not allowed: only local pages may use mcpvisor", o), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -291,20 +287,27 @@ func hostAllowed(r *http.Request) bool {
 	return isLoopbackHost(strings.Trim(host, "[]"))
 }
 
-// originAllowed accepts a loopback origin and the server's own.
-func originAllowed(origin, host string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	if isLoopbackHost(u.Hostname()) {
-		return true
-	}
-	h, _, err := net.SplitHostPort(host)
-	if err != nil {
-		h = host
-	}
-	return strings.EqualFold(u.Hostname(), h)
+// crossOrigin refuses what a web page of another site asks of the gateway
+// through a visitor's browser: net/http's CrossOriginProtection, which
+// judges a request by its Sec-Fetch-Site header, or by its Origin against
+// its Host. A page served from this machine (a loopback origin, any port)
+// is let through, as any local program could call the gateway anyway.
+//
+// This does not stop DNS rebinding: to the browser a rebound page is the
+// gateway's own origin. The Host check does (localHost).
+func crossOrigin(next http.Handler) http.Handler {
+	p := http.NewCrossOriginProtection()
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, fmt.Sprintf("origin %q is not allowed: only local pages may use mcpvisor", r.Header.Get("Origin")), http.StatusForbidden)
+	}))
+	protected := p.Handler(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, err := url.Parse(r.Header.Get("Origin")); err == nil && (u.Scheme == "http" || u.Scheme == "https") && isLoopbackHost(u.Hostname()) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		protected.ServeHTTP(w, r)
+	})
 }
 
 func isLoopbackAddr(addr string) bool {

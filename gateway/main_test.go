@@ -300,13 +300,7 @@ func text(res *mcp.CallToolResult) string {
 // pollUntil polls cond until it holds, failing the test after wait.
 func pollUntil(t testing.TB, wait time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, wait)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.Eventually(t, cond, wait, 10*time.Millisecond, "%s: not within %v", what, wait)
 }
 
 // eventsOf collects a bus's events of some kinds from now on.

@@ -35,7 +35,7 @@ func progressKept(t *testing.T) {
 			case p := <-c.progress:
 				require.EqualValues(t, i, p.ProgressToken, "the client's own token")
 				require.EqualValues(t, want, p.Progress, "call %d", i)
-			case <-time.After(2 * time.Second):
+			case <-time.After(10 * time.Second):
 				t.Fatalf("call %d: progress %d of 2 never arrived", i, want)
 			}
 		}

@@ -142,17 +142,13 @@ func TestCompleteBoundedByContext(t *testing.T) {
 		_, err := r.Exec(busy, `while true do end`, "busy")
 		done <- err
 	}()
-	started := time.Now()
-	for {
-		// Once the chunk holds the loop, completion can only time out.
+	// Once the chunk holds the loop, completion can only time out.
+	require.Eventually(t, func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		defer cancel()
 		got, _ := r.Complete(ctx, "mcp_st", 6)
-		cancel()
-		if got == nil {
-			break
-		}
-		require.Less(t, time.Since(started), 10*time.Second, "the busy chunk never started")
-	}
+		return got == nil
+	}, 10*time.Second, time.Millisecond, "the busy chunk never started")
 	stopBusy()
 	require.Error(t, <-done)
 	got, _ = r.Complete(t.Context(), "mcp_st", 6)

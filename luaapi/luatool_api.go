@@ -70,7 +70,6 @@ func (s *luaServer) Dial(ctx context.Context) (mcp.Transport, error) {
 // it runs. In the config file the tool goes with a reload that no longer
 // declares it.
 func (r *Runtime) luaTool(L *lua.LState) int {
-	const fname = "mcp_tool"
 	name := L.CheckString(1)
 	if err := checkToolName(name); err != nil {
 		L.ArgError(1, err.Error())

@@ -5,6 +5,7 @@ package luaapi_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -39,17 +40,11 @@ func TestMcpToolCalledFromLua(t *testing.T) {
 // with list_changed, and rediscovered in the background).
 func waitTool(t *testing.T, r *testRuntime, full string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	// The rediscovery has no event to wait on from here.
+	require.Eventually(t, func() bool {
 		tools, _ := r.m.Tools("")
-		for _, ti := range tools {
-			if ti.FullName == full {
-				return
-			}
-		}
-		time.Sleep(10 * time.Millisecond) // the rediscovery has no event to wait on from here
-	}
-	t.Fatalf("tool %s never listed", full)
+		return slices.ContainsFunc(tools, func(ti manager.ToolInfo) bool { return ti.FullName == full })
+	}, 10*time.Second, 10*time.Millisecond, "tool %s never listed", full)
 }
 
 func TestMcpToolResults(t *testing.T) {
@@ -98,19 +93,10 @@ func TestMcpToolFollowsTheConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, spec.Equal(same), "the server of the Lua tools is not replaced")
 	waitGone := func(full string) {
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			found := false
+		require.Eventually(t, func() bool {
 			tools, _ := g.m.Tools("")
-			for _, ti := range tools {
-				found = found || ti.FullName == full
-			}
-			if !found {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		t.Fatalf("%s still listed", full)
+			return !slices.ContainsFunc(tools, func(ti manager.ToolInfo) bool { return ti.FullName == full })
+		}, 10*time.Second, 10*time.Millisecond, "%s still listed", full)
 	}
 	waitGone("lua.b")
 

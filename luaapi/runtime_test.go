@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -357,9 +358,7 @@ func TestCancelStopsBusyLoop(t *testing.T) {
 	go func() {
 		// Cancel once the chunk has started spinning: the print is the
 		// signal.
-		for !strings.Contains(r.out.String(), "spinning") {
-			time.Sleep(time.Millisecond)
-		}
+		assert.Eventually(t, func() bool { return strings.Contains(r.out.String(), "spinning") }, 10*time.Second, time.Millisecond)
 		cancel()
 	}()
 	_, err := r.Exec(ctx, `print("spinning") while true do end`, "test")

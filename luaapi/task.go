@@ -129,7 +129,7 @@ func (r *Runtime) resume(t *task, fn *lua.LFunction, args []lua.LValue) {
 	if t.budget == 0 {
 		r.memory.begin(t) // a chunk: watched for memory
 	}
-	st, err, vals := r.resumeSafely(t, fn, args)
+	st, vals, err := r.resumeSafely(t, fn, args)
 	r.memory.end()
 	switch {
 	case err != nil && t.overMemory.Load():
@@ -167,13 +167,14 @@ func unpackResults(vals []lua.LValue) []lua.LValue {
 	return vals[1 : 1+int(n)]
 }
 
-func (r *Runtime) resumeSafely(t *task, fn *lua.LFunction, args []lua.LValue) (st lua.ResumeState, err error, vals []lua.LValue) {
+func (r *Runtime) resumeSafely(t *task, fn *lua.LFunction, args []lua.LValue) (st lua.ResumeState, vals []lua.LValue, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			st, err = lua.ResumeError, fmt.Errorf("internal error while running Lua: %v", p)
 		}
 	}()
-	return r.state.Resume(t.co, fn, args...)
+	st, err, vals = r.state.Resume(t.co, fn, args...)
+	return st, vals, err
 }
 
 // maxIdleThreads bounds the pool of finished threads kept for reuse.

@@ -51,11 +51,7 @@ func running(t *testing.T, pid int) bool {
 // awaitGone waits (bounded) for a process to end.
 func awaitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for running(t, pid) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	require.False(t, running(t, pid), "process %d still runs", pid)
+	require.Eventually(t, func() bool { return !running(t, pid) }, patience, 10*time.Millisecond, "process %d still runs", pid)
 }
 
 // Each client of a per-client server gets a process of its own and keeps
@@ -173,12 +169,10 @@ func TestPerClientReleasedMidCall(t *testing.T) {
 		mt, err := m.Metrics("pc")
 		return err == nil && mt.InFlight == 1
 	}, patience, 5*time.Millisecond)
-	start := time.Now()
 	m.ReleaseClient("client-a")
-	select {
+	select { // within patience: the call would run a minute
 	case err := <-errc:
 		require.ErrorIs(t, err, manager.ErrDisconnected)
-		require.Less(t, time.Since(start), patience)
 	case <-time.After(patience):
 		t.Fatal("the released client's call still runs")
 	}

@@ -138,6 +138,9 @@ func TestRemoveDrainsCallsInFlight(t *testing.T) {
 		require.NoError(t, err)
 		evs := tl.until("x", events.KindClosing, time.Second)
 		require.Equal(t, time.Second, evs[len(evs)-1].At)
+		_, err = m.Call(context.Background(), "x.slow", nil, manager.CallOptions{})
+		requireCode(t, err, manager.ErrClosed, "x", `tools/call "slow"`)
+		require.Equal(t, time.Second, time.Since(tl.start), "a new call is refused at once, not after the drain")
 
 		<-done
 		wg.Wait()

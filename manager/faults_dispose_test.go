@@ -88,9 +88,10 @@ func awaitDone(t *testing.T, done <-chan struct{}, what string) {
 // they succeed. Half would take a minute: when the drain runs out they fail
 // as abandoned, and the server is told about each of them
 // (notifications/cancelled) before its stdin closes. A call started once
-// disposal has begun is refused at once with CLOSED. Disposal completes
-// within the drain plus the stop budget, the process group is gone, and
-// removed is the server's last event.
+// disposal has begun is refused with CLOSED while the others drain.
+// Disposal completes once the drain has run out and the process is
+// stopped, the process group is gone, and removed is the server's last
+// event.
 func TestDisposeWithCallsInFlight(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -164,25 +165,23 @@ func TestDisposeWithCallsInFlight(t *testing.T) {
 			evs := lifecycle(f.until("x", events.KindClosing, patience))
 			require.Equal(t, []events.Kind{events.KindClosing}, kinds(evs))
 			require.Equal(t, tt.reason, evs[0].Fields["reason"])
-			lateStart := time.Now()
+			// Refused while the disposal drains (that it is refused at
+			// once is pinned in fake time by TestRemoveDrainsCallsInFlight).
 			_, lateErr := f.m.Call(context.Background(), "x.echo", map[string]any{"text": "late"}, manager.CallOptions{Timeout: patience})
-			lateTook := time.Since(lateStart)
 			select {
 			case <-done:
-				t.Fatal("precondition: the disposal was still draining when the late call was made")
+				t.Fatal("the late call was answered only once the disposal was over")
 			default:
 			}
 			t.Run("a call made during disposal is refused with CLOSED", func(t *testing.T) {
 				requireFault(t, lateErr, manager.ErrClosed, "x", `tools/call "echo"`)
-				require.Less(t, lateTook, time.Second, "refused at once, not after the drain")
 			})
 
+			// Within patience: the long calls would run a minute.
 			awaitDone(t, done, "disposal")
 			took := time.Since(began)
 			require.NoError(t, wait())
 			require.GreaterOrEqual(t, took, drain28, "disposal waited for the drain (calls were still in flight)")
-			budget := drain28 + 3*stopGrace + time.Second
-			require.Less(t, took, budget, "disposal exceeded drain (%s) + stop grace budget (3×%s) + 1s of slack", drain28, stopGrace)
 			t.Logf("disposal took %s (drain %s)", took.Round(time.Millisecond), drain28)
 
 			// Every caller is answered: the short ones with their result,
@@ -201,7 +200,6 @@ func TestDisposeWithCallsInFlight(t *testing.T) {
 					require.NoError(t, r.err, "a call that ends within the drain succeeds")
 					require.Equal(t, fmt.Sprintf("slept %dms", shortCall28.Milliseconds()), text(t, r.res))
 					require.Positive(t, at, "precondition: the short call was still running when disposal began (a slow machine?)")
-					require.Less(t, at, drain28, "it finished within the drain")
 					continue
 				}
 				long++
@@ -209,7 +207,6 @@ func TestDisposeWithCallsInFlight(t *testing.T) {
 				require.NotErrorIs(t, r.err, manager.ErrTimeout, "the drain, not the call's own timeout, ended it")
 				require.Contains(t, r.err.Error(), "the server was closed while the request ran")
 				require.GreaterOrEqual(t, at, drain28, "not abandoned before the drain ran out")
-				require.Less(t, at, budget, "abandoned when the drain ran out")
 			}
 
 			require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the server is reaped")
@@ -251,7 +248,7 @@ func TestDisposeWithCallsInFlight(t *testing.T) {
 
 // Disposal during connect: a server that never answers initialize, with a
 // connect timeout of a minute, is removed. The attempt is cut short:
-// removal completes within the stop budget, not at the connect timeout; the
+// removal completes once the process is stopped, not at the connect timeout; the
 // process group (with a grandchild, ignoring EOF and SIGTERM in the
 // stubborn variant) is gone; the server goes connecting → closing →
 // removed, with no backoff or failure in between.
@@ -259,10 +256,9 @@ func TestDisposeDuringInitialize(t *testing.T) {
 	tests := []struct {
 		name  string
 		flags []string
-		max   time.Duration // the stop budget, before slack
 	}{
-		{"exits on stdin EOF", nil, stopGrace},
-		{"stubborn", []string{"--no-exit-on-stdin-eof", "--ignore-sigterm", "--spawn-grandchild"}, 3 * stopGrace},
+		{"exits on stdin EOF", nil},
+		{"stubborn", []string{"--no-exit-on-stdin-eof", "--ignore-sigterm", "--spawn-grandchild"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -283,12 +279,10 @@ func TestDisposeDuringInitialize(t *testing.T) {
 			began := time.Now()
 			done, err := f.m.Remove("x")
 			require.NoError(t, err)
+			// Within patience: it stops the process at once rather than
+			// wait for the connect timeout of a minute.
 			awaitDone(t, done, "removal")
-			took := time.Since(began)
-			require.Less(t, took, tt.max+time.Second,
-				"removal during initialize took %s: it should stop the process at once (stop budget %s), not wait for the %s connect timeout",
-				took, tt.max, connectTimeout)
-			t.Logf("removal took %s", took.Round(time.Millisecond))
+			t.Logf("removal took %s", time.Since(began).Round(time.Millisecond))
 
 			evs = lifecycle(f.until("x", events.KindRemoved, patience))
 			require.Equal(t, []events.Kind{events.KindClosing, events.KindRemoved}, kinds(evs),
@@ -321,10 +315,8 @@ func TestDisposeDuringBackoff(t *testing.T) {
 	began := time.Now()
 	done, err := f.m.Remove("x")
 	require.NoError(t, err)
-	awaitDone(t, done, "removal")
-	took := time.Since(began)
-	require.Less(t, took, time.Second, "removal during a 1h backoff took %s: the wait is not cancelled", took)
-	t.Logf("removal took %s", took.Round(time.Millisecond))
+	awaitDone(t, done, "removal") // within patience, not the hour of backoff
+	t.Logf("removal took %s", time.Since(began).Round(time.Millisecond))
 
 	evs = lifecycle(f.until("x", events.KindRemoved, patience))
 	require.Equal(t, []events.Kind{events.KindClosing, events.KindRemoved}, kinds(evs), "no attempt after closing")

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/internal/fakemcp/fakemcptest"
@@ -99,19 +100,13 @@ func TestStdioHostKilledLeavesNoProcess(t *testing.T) {
 
 	require.NoError(t, host.Process.Kill())
 	<-hostDone
-	deadline := time.Now().Add(5 * time.Second)
-	var left []procStat
-	for {
-		left = stillRunning(t, started)
-		if len(left) == 0 || time.Now().After(deadline) {
-			break
+	if !assert.Eventually(t, func() bool { return len(stillRunning(t, started)) == 0 }, 5*time.Second, 20*time.Millisecond) {
+		left := stillRunning(t, started)
+		for _, p := range left {
+			_ = syscall.Kill(p.pid, syscall.SIGKILL) // not ours to leave behind
 		}
-		time.Sleep(20 * time.Millisecond)
+		t.Fatalf("still running 5s after the host was killed (server %d): %v; host stderr: %s", server, left, stderr.String())
 	}
-	for _, p := range left {
-		_ = syscall.Kill(p.pid, syscall.SIGKILL) // not ours to leave behind
-	}
-	require.Empty(t, left, "still running 5s after the host was killed (server %d); host stderr: %s", server, stderr.String())
 }
 
 // descendants lists the processes under pid, its children's children
@@ -151,9 +146,5 @@ func stillRunning(t *testing.T, procs []procStat) []procStat {
 // waitUntil polls cond until it holds, failing t after wait.
 func waitUntil(t *testing.T, wait time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		require.False(t, time.Now().After(deadline), "waited %s for %s", wait, what)
-		time.Sleep(20 * time.Millisecond)
-	}
+	require.Eventually(t, cond, wait, 20*time.Millisecond, "waited %s for %s", wait, what)
 }

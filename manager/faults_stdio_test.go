@@ -99,7 +99,6 @@ func TestStdioCrashMidSession(t *testing.T) {
 
 	f.echoOK("x.echo", "one")
 	f.echoOK("x.echo", "two")
-	start := time.Now()
 	slow := f.goCall("x.slow", map[string]any{"ms": 1}, time.Minute)
 	awaitRecord(t, record, toolCallLine, 3) // the slow call reached the server
 	f.echoOK("x.echo", "last words")        // the third answer; then it exits 3
@@ -109,7 +108,6 @@ func TestStdioCrashMidSession(t *testing.T) {
 	require.NotErrorIs(t, err, manager.ErrTimeout)
 	require.Contains(t, err.Error(), "exit status 3")
 	require.Contains(t, err.Error(), "it may or may not have run")
-	require.Less(t, time.Since(start), patience, "failed at once, not at the call's timeout")
 
 	evs := lifecycle(f.until("x", events.KindConnected, patience))
 	require.Equal(t, []events.Kind{events.KindDisconnected, events.KindBackoff, events.KindConnecting, events.KindConnected}, kinds(evs))
@@ -201,7 +199,7 @@ func TestStdioSpawnFailure(t *testing.T) {
 // and SIGTERM and has a grandchild), and the next attempt follows on the
 // backoff schedule.
 func TestStdioHangInitialize(t *testing.T) {
-	const grace = time.Second // stdin, then SIGTERM: 2s to stop this one
+	const grace = 2 * time.Second // stdin, then SIGTERM: 4s to stop this one
 	f := faultManager(t, manager.Options{StopGrace: grace})
 	spec := f.fakeIn(quick(map[string]any{"timeouts": map[string]any{"connect": "300ms"}}),
 		"--hang-initialize", "--no-exit-on-stdin-eof", "--ignore-sigterm", "--spawn-grandchild")
@@ -211,9 +209,12 @@ func TestStdioHangInitialize(t *testing.T) {
 	require.Equal(t, []events.Kind{events.KindAdded, events.KindConnecting, events.KindBackoff}, kinds(evs))
 	require.Equal(t, `server "x": initialize: timeout after 300ms`, evs[2].Fields["error"])
 	require.GreaterOrEqual(t, evs[2].At, 300*ms, "not before the connect timeout")
-	require.Less(t, evs[2].At, 300*ms+grace, "when the timeout fires, not once the process is stopped")
+	// The process writes its pid once it runs, which on a busy machine may
+	// be after the timeout. Only SIGKILL, two graces after the timeout,
+	// stops it: the timeout was reported before that.
+	require.Eventually(t, func() bool { return len(f.pids(spec)) > 0 }, patience, 10*ms, "no pid written")
 	pids := f.pids(spec)
-	require.Len(t, pids, 1)
+	require.NotEmpty(t, groupRunning(t, pids[0]), "the timeout was reported only once the process was stopped")
 
 	evs = lifecycle(f.until("x", events.KindBackoff, patience))
 	require.Equal(t, []events.Kind{events.KindConnecting, events.KindBackoff}, kinds(evs))
@@ -336,9 +337,9 @@ func TestStdioPartialFrame(t *testing.T) {
 		_, err := f.call("x.echo", map[string]any{"text": strconv.Itoa(i)}, 300*ms)
 		took := time.Since(start)
 		requireFault(t, err, manager.ErrInvocationFailed, "x", `tools/call "echo"`, manager.ErrTimeout)
+		// Its own timeout ended it (the error names it), not before.
 		require.EqualError(t, err, `server "x": tools/call "echo": timeout after 300ms`)
 		require.GreaterOrEqual(t, took, 300*ms)
-		require.Less(t, took, 300*ms+time.Second)
 	}
 }
 
@@ -453,28 +454,30 @@ func stderrWritten(t *testing.T, pid int) int64 {
 	return n
 }
 
-// Disposal of servers that ignore stdin EOF, SIGTERM or both completes
-// within the grace budget (stdin grace + SIGTERM grace + SIGKILL), and
-// takes the whole group with it.
+// Disposal of a server closes its stdin, sends SIGTERM a grace later and
+// SIGKILL another grace later, to its whole group, and is done as soon as
+// the server is: one that exits on stdin EOF is disposed of at once even
+// with a grace of an hour; one that ignores EOF and SIGTERM is killed. The
+// group (here with a grandchild) goes with it.
 func TestStdioIgnoresSigterm(t *testing.T) {
 	tests := []struct {
-		name     string
-		flags    []string
-		min, max time.Duration
+		name  string
+		flags []string
+		grace time.Duration
+		min   time.Duration // the graces it must wait out
 	}{
-		{"exits on stdin EOF", []string{"--ignore-sigterm"}, 0, stopGrace},
-		{"exits on SIGTERM", []string{"--no-exit-on-stdin-eof"}, stopGrace, 2 * stopGrace},
-		{"ignores both", []string{"--no-exit-on-stdin-eof", "--ignore-sigterm"}, 2 * stopGrace, 3 * stopGrace},
+		{"exits on stdin EOF", []string{"--ignore-sigterm"}, time.Hour, 0},
+		{"exits on SIGTERM", []string{"--no-exit-on-stdin-eof"}, stopGrace, stopGrace},
+		{"ignores both", []string{"--no-exit-on-stdin-eof", "--ignore-sigterm"}, stopGrace, 2 * stopGrace},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := faultManager(t, manager.Options{})
+			f := faultManager(t, manager.Options{StopGrace: tt.grace})
 			require.NoError(t, f.m.Add("x", f.fakeIn(quick(nil), append(tt.flags, "--spawn-grandchild")...)))
 			st := waitState(t, f.m, "x", manager.StateConnected)
 
-			took := remove(t, f.m, "x")
+			took := remove(t, f.m, "x") // fails if not done within patience
 			require.GreaterOrEqual(t, took, tt.min)
-			require.Less(t, took, tt.max+stopGrace/2, "disposal exceeded its budget")
 			require.ErrorIs(t, syscall.Kill(st.PID, 0), syscall.ESRCH, "the server is reaped")
 			requireGroupGone(t, st.PID)
 		})
@@ -542,7 +545,6 @@ func TestStdioToolHangs(t *testing.T) {
 	requireFault(t, err, manager.ErrInvocationFailed, "x", `tools/call "slow"`, manager.ErrTimeout)
 	require.EqualError(t, err, `server "x": tools/call "slow": timeout after 500ms`)
 	require.GreaterOrEqual(t, took, 500*ms)
-	require.Less(t, took, 500*ms+time.Second)
 
 	b, err := os.ReadFile(record)
 	require.NoError(t, err)
@@ -617,16 +619,18 @@ func TestProcessSingleFlightMixedDeadlines(t *testing.T) {
 	}
 	a, b := run("a", 100*ms), run("b", patience)
 
+	// A returns at its own deadline, while the attempt is still
+	// connecting (the error says so), before B is served by that attempt.
 	ra := <-a
 	requireFault(t, ra.err, manager.ErrConnectionTimeout, "x", `tools/call "echo"`, manager.ErrTimeout)
 	require.EqualError(t, ra.err, `server "x": tools/call "echo": still connecting: timeout after 100ms`)
 	require.GreaterOrEqual(t, ra.at, 100*ms)
-	require.Less(t, ra.at, time.Second, "A returns at its own deadline, not the attempt's")
 
 	rb := <-b
 	require.NoError(t, rb.err)
 	require.Equal(t, "b", rb.text)
 	require.GreaterOrEqual(t, rb.at, time.Second, "B is served by the one attempt")
+	require.Less(t, ra.at, rb.at, "A returned before the attempt completed")
 
 	require.Len(t, f.pids(spec), 1, "exactly one spawn")
 	awaitRecord(t, record, toolCallLine, 1)

@@ -768,9 +768,7 @@ func testInteropBadArguments(t *testing.T, spec manager.Spec, calls func() []str
 
 	// tee writes its file after the server's pipe: the good call may show a
 	// moment after its answer.
-	deadline := time.Now().Add(5 * time.Second)
-	for len(calls()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	assert.Equal(t, []string{`get-sum {"a":1,"b":2}`}, calls(), "tools/call requests on the wire")
+	assert.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, []string{`get-sum {"a":1,"b":2}`}, calls(), "tools/call requests on the wire")
+	}, 5*time.Second, 10*time.Millisecond)
 }

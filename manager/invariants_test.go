@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -375,8 +376,7 @@ func (f *faultRun) checkProcesses() {
 
 	// SIGKILL is delivered asynchronously and an orphaned grandchild is not
 	// ours to wait for, so this polls briefly (as requireGroupGone does).
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	assert.EventuallyWithT(t, func(c *assert.CollectT) {
 		var left []string
 		for _, pgid := range pgids {
 			if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
@@ -389,15 +389,10 @@ func (f *faultRun) checkProcesses() {
 		for _, p := range runningBinary(t, f.bin) {
 			left = append(left, fmt.Sprintf("fakemcp pid %d (state %c, group %d)", p.pid, p.state, p.pgrp))
 		}
-		if len(left) == 0 {
-			return
+		if len(left) > 0 {
+			c.Errorf("Z: still running after the manager closed: %s", strings.Join(left, "; "))
 		}
-		if time.Now().After(deadline) {
-			t.Errorf("Z: still running after the manager closed: %s", strings.Join(left, "; "))
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	}, 2*time.Second, 10*time.Millisecond)
 }
 
 // runningBinary lists the processes (any state but zombie) whose argv[0] is
@@ -442,24 +437,17 @@ func (f *faultRun) checkUsage() {
 	// after Close returns (the server side of a socket, a reader that sees
 	// EOF); goleak has already waited for the goroutines, so this rarely
 	// loops.
-	deadline := time.Now().Add(5 * time.Second)
-	var now usage
-	for {
-		now = measureUsage(t)
-		if now.fds <= f.base.fds && now.goroutines <= f.base.goroutines {
-			break
+	assert.EventuallyWithT(t, func(c *assert.CollectT) {
+		now := measureUsage(t)
+		now.goroutines-- // this check runs on a goroutine of its own
+		if now.fds > f.base.fds {
+			c.Errorf("M: %d open fds, %d before the case", now.fds, f.base.fds)
 		}
-		if time.Now().After(deadline) {
-			break
+		if now.goroutines > f.base.goroutines {
+			c.Errorf("M: %d goroutines, %d before the case", now.goroutines, f.base.goroutines)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if now.fds > f.base.fds {
-		t.Errorf("M: %d open fds, %d before the case", now.fds, f.base.fds)
-	}
-	if now.goroutines > f.base.goroutines {
-		t.Errorf("M: %d goroutines, %d before the case", now.goroutines, f.base.goroutines)
-	}
+	}, 5*time.Second, 20*time.Millisecond)
+	now := measureUsage(t)
 	if now.heap > f.base.heap && now.heap-f.base.heap >= f.heapSlack {
 		t.Errorf("M: HeapInuse grew by %s over the case (limit %s)", mib(now.heap-f.base.heap), mib(f.heapSlack))
 	}

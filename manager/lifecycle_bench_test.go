@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/demo"
@@ -522,12 +524,9 @@ func startHTTPHelper(b *testing.B, base string) (res perServer, closeIdle func()
 // waitConnsClosed waits (at most 10 s) until the helper's connections to
 // srv are gone, so that they are not in the next baseline's absence.
 func waitConnsClosed(b *testing.B, srv *loopbackMCP) {
-	for deadline := time.Now().Add(10 * time.Second); srv.open() > 0; {
-		if time.Now().After(deadline) {
-			b.Fatalf("%d connections of the helper are still open", srv.open())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.EventuallyWithT(b, func(c *assert.CollectT) {
+		assert.Zero(c, srv.open(), "connections of the helper still open")
+	}, 10*time.Second, 10*time.Millisecond)
 }
 
 // TestThousandHTTPClientHelper is the helper process of

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -198,21 +199,6 @@ func (tl *timeline) heard(d time.Duration) []ev {
 	}
 }
 
-// nextNotice returns the next notice of server with method, skipping
-// others, failing the test if none comes within wait.
-func (tl *timeline) nextNotice(server, method string, wait time.Duration) ev {
-	tl.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	for {
-		n, err := tl.notes.Next(ctx)
-		require.NoError(tl.t, err, "waiting for %s of %q", method, server)
-		if e := tl.noticeEv(n); e.Server == server && e.Fields["method"] == method {
-			return e
-		}
-	}
-}
-
 func (tl *timeline) noticeEv(n notify.Notice) ev {
 	o := n.From()
 	return ev{At: o.Time.Sub(tl.start), Kind: n.Kind(), Server: o.Server, Fields: n.Fields()}
@@ -376,9 +362,7 @@ func groupRunning(t testing.TB, pgid int) []procStat {
 func requireGroupGone(t testing.TB, pgid int) {
 	t.Helper()
 	require.NotZero(t, pgid)
-	deadline := time.Now().Add(2 * time.Second)
-	for len(groupRunning(t, pgid)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	require.Empty(t, groupRunning(t, pgid), "process group %d still has running members", pgid)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, groupRunning(t, pgid), "process group %d still has running members", pgid)
+	}, 2*time.Second, 10*time.Millisecond)
 }

@@ -181,7 +181,7 @@ func (s *supervisor) stopRetrying(cause error, d retry.Decision) bool {
 // when it is time to attempt (the time came, mcp_reconnect asked to try
 // now, or, with awaitLogin, a login landed) and false when the server is
 // being removed or disabled. With awaitLogin it looks every loginPoll
-// whether a login landed in the state directory (mcpvisor login in
+// whether a login landed in the state directory (a login command run in
 // another process; Manager.Login reconnects by itself).
 func (s *supervisor) pause(until time.Time, awaitLogin bool) bool {
 	var due, poll <-chan time.Time
@@ -224,7 +224,7 @@ func (s *supervisor) pause(until time.Time, awaitLogin bool) bool {
 }
 
 // loginPoll is how often a server waiting for a login looks whether one
-// landed in the state directory (mcpvisor login in another process). It
+// landed in the state directory (a login command run in another process). It
 // reads a file's metadata; nothing goes to the server.
 const loginPoll = 2 * time.Second
 

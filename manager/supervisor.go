@@ -78,12 +78,12 @@ type supervisor struct {
 
 	// Requests in flight: admitted, routed and accounted; safe for
 	// concurrent use.
-	gate           gate              // requests using the session
-	callers        gate              // tool calls from resolve to their event (finish waits for them)
-	inflight       inflight.Requests // requests from their start: abandoning them, who answers for them and their owner
-	progress       inflight.Progress[Progress]
-	stats          callStats    // request metrics
-	lastRecv       atomic.Int64 // UnixNano when the server was last heard from
+	gate     gate              // requests using the session
+	callers  gate              // tool calls from resolve to their event (finish waits for them)
+	inflight inflight.Requests // requests from their start: abandoning them, who answers for them and their owner
+	progress inflight.Progress[Progress]
+	stats    callStats    // request metrics
+	lastRecv atomic.Int64 // UnixNano when the server was last heard from
 
 	// Owned by the supervisor goroutine.
 	policy    *retry.Policy // failures, breaker and backoff: when to attempt

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/internal/interop"
@@ -148,15 +149,12 @@ func TestEverythingAsksAtTheREPL(t *testing.T) {
 	term.waitLine("the link", func(l string) bool { return l == "  https://example.com/login?step=1" })
 	term.waitLine("opened", func(l string) bool { return l == "(Opened with "+browser+".)" })
 	term.waitLine("done?", func(l string) bool { return strings.HasPrefix(l, "Done? [y/N]:") })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// $BROWSER is a process of its own: no event to wait on.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		b, err := os.ReadFile(opened)
-		if err == nil && string(b) == "https://example.com/login?step=1" {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "$BROWSER was not run with the URL")
-		time.Sleep(10 * time.Millisecond) // a process of its own: no event to wait on
-	}
+		require.NoError(c, err, "$BROWSER was not run")
+		assert.Equal(c, "https://example.com/login?step=1", string(b), "$BROWSER was not run with the URL")
+	}, 10*time.Second, 10*time.Millisecond)
 	term.typeLine("y")
 	term.waitLine("the server's reply", func(l string) bool { return l == "✅ User completed the URL elicitation flow." })
 

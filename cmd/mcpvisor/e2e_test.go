@@ -418,9 +418,8 @@ return json.encode({demo = mcp_status("demo"), bad = mcp_status("bad"), mute = m
 		"the log, read in a shell, says what to run")
 	assert.Equal(t, 1, strings.Count(o.stderr, `msg="server failed, giving up"`))
 	assert.NotContains(t, o.stderr, `msg="backing off, will retry"`)
-	// Generous: the demo connects in milliseconds and shutdown closes the
-	// mute server's stdin, which ends it.
-	assert.Less(t, o.took, 5*time.Second, "run time")
+	// The run ended (within runBinary's bound) although the mute server's
+	// attempt would run an hour: shutdown stops it.
 }
 
 // SIGTERM shuts the host down gracefully, well within the shutdown grace,
@@ -457,8 +456,8 @@ func TestSIGTERM(t *testing.T) {
 }
 
 // terminate reads the demo server's pid from p's first stdout line, sends
-// SIGTERM and checks that p exits on its own within the shutdown grace,
-// having reaped the demo server.
+// SIGTERM and checks that p exits on its own, having disposed of the demo
+// server (a shutdown that ran out of its grace would not have).
 func terminate(t *testing.T, p *process) {
 	t.Helper()
 	pid, err := strconv.Atoi(p.line(10 * time.Second))
@@ -472,9 +471,7 @@ func terminate(t *testing.T, p *process) {
 	if !p.wait(shutdownGrace + 2*time.Second) {
 		t.Fatalf("mcpvisor still runs %v after SIGTERM (shutdown grace %v)", time.Since(sent), shutdownGrace)
 	}
-	took := time.Since(sent)
-	t.Logf("exited %v after SIGTERM with %v", took.Round(time.Millisecond), p.cmd.ProcessState)
-	assert.Less(t, took, shutdownGrace, "shutdown time")
+	t.Logf("exited %v after SIGTERM with %v", time.Since(sent).Round(time.Millisecond), p.cmd.ProcessState)
 	ws := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	assert.False(t, ws.Signaled(), "mcpvisor was killed by the signal instead of shutting down: %v", p.cmd.ProcessState)
 	assert.Contains(t, p.stderr.String(), "mcpvisor: shutting down")
@@ -519,19 +516,16 @@ func TestSecondSignalForcesExit(t *testing.T) {
 // to wait on for a file another process writes, so this polls.
 func waitPidfile(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, err := os.ReadFile(path)
-		if err == nil && bytes.HasSuffix(b, []byte("\n")) {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			require.NoError(t, err, "pid file %s", path)
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pid in %s after 10s", path)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var b []byte // written by the check that succeeded, read after it
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got, err := os.ReadFile(path)
+		require.NoError(c, err)
+		require.True(c, bytes.HasSuffix(got, []byte("\n")), "no whole line in pid file %s: %q", path, got)
+		b = got
+	}, 10*time.Second, 10*time.Millisecond)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err, "pid file %s", path)
+	return pid
 }
 
 // `mcpvisor demo-server` speaks MCP on stdio to any client.

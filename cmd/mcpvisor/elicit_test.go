@@ -16,6 +16,7 @@ import (
 
 	"github.com/chzyer/readline"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/internal/browser"
@@ -210,16 +211,12 @@ func TestBrowserCommands(t *testing.T) {
 	argv, err := openURL("/no/such/browser:"+script+" %s", "https://example.com/x?a=1&b=2")
 	require.NoError(t, err)
 	require.Equal(t, []string{script, "https://example.com/x?a=1&b=2"}, argv)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// The browser is a process of its own: no event to wait on.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		b, err := os.ReadFile(got)
-		if err == nil {
-			require.Equal(t, "https://example.com/x?a=1&b=2", string(b))
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the browser command never ran")
-		time.Sleep(10 * time.Millisecond) // a process of its own: no event to wait on
-	}
+		require.NoError(c, err, "the browser command never ran")
+		assert.Equal(c, "https://example.com/x?a=1&b=2", string(b))
+	}, 10*time.Second, 10*time.Millisecond)
 
 	_, err = openURL(script, "javascript:alert(1)")
 	require.ErrorContains(t, err, "only http and https URLs are opened")

@@ -83,7 +83,7 @@ func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
 			defer f.Close()
 			logPath = f.Name()
 			quiet = newQuietHandler(newHandler(cfg, max(slog.LevelWarn, cfg.level()), logOut), &hudShown)
-			logger = slog.New(teeHandler{newHandler(cfg, cfg.level(), f), quiet})
+			logger = slog.New(slog.NewMultiHandler(newHandler(cfg, cfg.level(), f), quiet))
 		}
 	}
 	path, src, err := startupSource(cfg.file)

@@ -22,8 +22,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/internal/testutil"
+	"github.com/stretchr/testify/assert"
 	"go.uber.org/goleak"
+
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 )
 
 // prSetChildSubreaper is PR_SET_CHILD_SUBREAPER of prctl(2).
@@ -395,31 +397,25 @@ func childrenOf(ppid int) map[int]byte {
 //     it is killed and reaped.
 func noLeftovers(t *testing.T) {
 	t.Cleanup(func() {
-		deadline := time.Now().Add(2 * time.Second)
-		for {
+		// Nothing to wait on for an orphan: look until none runs, reaping
+		// the ones that died.
+		assert.Eventually(t, func() bool {
 			running := 0
 			for pid, state := range childrenOf(os.Getpid()) {
 				switch {
-				case state == 'Z' && ours(pid):
-					t.Errorf("child %d of the test process is a zombie (never reaped)", pid)
-				case state == 'Z':
+				case state == 'Z' && !ours(pid):
 					var ws syscall.WaitStatus
 					_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
-				default:
-					if !ours(pid) {
-						running++
-					}
+				case state != 'Z' && !ours(pid):
+					running++
 				}
 			}
-			if running == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond) // nothing to wait on for an orphan
-		}
+			return running == 0
+		}, 2*time.Second, 10*time.Millisecond, "processes outlived the mcpvisor that started them")
 		for pid, state := range childrenOf(os.Getpid()) {
+			if state == 'Z' && ours(pid) {
+				t.Errorf("child %d of the test process is a zombie (never reaped)", pid)
+			}
 			if state != 'Z' && !ours(pid) {
 				_, cmdline, _ := procState(pid)
 				t.Errorf("process %d (%q) outlived the mcpvisor that started it", pid, cmdline)

@@ -17,41 +17,6 @@ import (
 // crowd the prompt: they go to the log file, and the terminal gets the
 // warnings and errors nothing else shows, each failure once.
 
-// teeHandler sends each record to every handler that takes its level.
-type teeHandler []slog.Handler
-
-func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return slices.ContainsFunc(t, func(h slog.Handler) bool { return h.Enabled(ctx, l) })
-}
-
-func (t teeHandler) Handle(ctx context.Context, r slog.Record) error {
-	var first error
-	for _, h := range t {
-		if h.Enabled(ctx, r.Level) {
-			if err := h.Handle(ctx, r.Clone()); err != nil && first == nil {
-				first = err
-			}
-		}
-	}
-	return first
-}
-
-func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	out := make(teeHandler, len(t))
-	for i, h := range t {
-		out[i] = h.WithAttrs(as)
-	}
-	return out
-}
-
-func (t teeHandler) WithGroup(name string) slog.Handler {
-	out := make(teeHandler, len(t))
-	for i, h := range t {
-		out[i] = h.WithGroup(name)
-	}
-	return out
-}
-
 // hudKinds are the events the HUD shows as a server's state, last error,
 // retry countdown or metrics.
 var hudKinds = map[string]bool{}

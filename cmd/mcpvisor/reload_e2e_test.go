@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -150,13 +151,10 @@ func (h *runningHost) log(t *testing.T) string {
 // another process writes a file, so this polls.
 func (h *runningHost) waitLog(t *testing.T, what string, ok func(string) bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok(h.log(t)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s in the log after 20s:\n%s", what, h.log(t))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		log := h.log(t)
+		assert.True(c, ok(log), "no %s in the log:\n%s", what, log)
+	}, 20*time.Second, 20*time.Millisecond)
 }
 
 // exit types Ctrl-D at the prompt and waits for a clean exit.
@@ -192,33 +190,22 @@ func (h *runningHost) nextReload(t *testing.T) {
 }
 
 // serversBecome polls the server list until it is want: the reload has
-// been logged, but ask a bounded number of times rather than once.
+// been logged, but there is nothing to wait on in the host from here.
 func (h *runningHost) serversBecome(t *testing.T, want string) {
 	t.Helper()
-	var got string
-	for range 50 {
-		if got = h.servers(t); got == want {
-			return
-		}
-		time.Sleep(20 * time.Millisecond) // nothing to wait on in the host from here
-	}
-	t.Fatalf("servers are %q, want %q", got, want)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, want, h.servers(t), "the servers")
+	}, 10*time.Second, 20*time.Millisecond)
 }
 
 // waitGone waits for a process to exit (and be reaped by its parent).
 func waitGone(t *testing.T, pid int, what string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// Nothing to wait on for another process's child.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		state, _, ok := procState(pid)
-		if !ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) still there in state %c", what, pid, state)
-		}
-		time.Sleep(10 * time.Millisecond) // nothing to wait on for another process's child
-	}
+		assert.False(c, ok, "%s (pid %d) still there in state %c", what, pid, state)
+	}, 10*time.Second, 10*time.Millisecond)
 }
 
 // TestConfigHotReload: a running host whose config is edited on disk adds

@@ -113,30 +113,28 @@ mcp_add("queued", {command = {MCPVISOR, "demo-server"}})
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_")+".lua")
 			require.NoError(t, os.WriteFile(cfg, []byte(tt.config), 0o644))
-			o := runBinary(t, invocation{args: append(tt.args, "--wait", "30s", "-c", cfg, "-e", code)})
+			o := runBinary(t, invocation{args: append(tt.args, "--log-level", "info", "--wait", "30s", "-c", cfg, "-e", code)})
 			require.Equal(t, 0, o.code, "exit code")
 			require.Equal(t, tt.want, o.stdout)
-			assert.Less(t, o.took, 10*time.Second, "run time: the wait did not end when every server had settled")
+			assert.NotContains(t, o.stderr, "starting before every server is up", "the wait did not end when every server had settled")
 		})
 	}
 }
 
-// --wait bounds the wait for a server that never answers, and --wait 0
-// starts at once.
+// --wait bounds the wait for a server that never answers, and says at info
+// why it did not wait longer; --wait 0 starts at once, without waiting.
 func TestSettledStartBound(t *testing.T) {
 	cfg := testdata(t, "bad_servers.lua") // its mute server never answers
 	code := `return mcp_status("mute").state`
-	o := runBinary(t, invocation{args: []string{"--wait", "1500ms", "-c", cfg, "-e", code}})
+	o := runBinary(t, invocation{args: []string{"--log-level", "info", "--wait", "1500ms", "-c", cfg, "-e", code}})
 	require.Equal(t, 0, o.code)
 	require.Equal(t, "connecting\n", o.stdout)
 	assert.GreaterOrEqual(t, o.took, 1500*time.Millisecond, "run time: --wait not waited out")
-	assert.Less(t, o.took, 5*time.Second, "run time: --wait not kept")
+	// The bound ended the wait (the others may or may not have settled by
+	// then on a busy machine).
+	assert.Regexp(t, `msg="starting before every server is up" waited=1.5s connecting=(\S+,)?mute\b`, o.stderr)
 
-	o = runBinary(t, invocation{args: []string{"--wait", "0", "-c", cfg, "-e", code}})
+	o = runBinary(t, invocation{args: []string{"--log-level", "info", "--wait", "0", "-c", cfg, "-e", code}})
 	require.Equal(t, 0, o.code)
-	assert.Less(t, o.took, 1500*time.Millisecond, "run time: --wait 0 waited")
-
-	// With the default bound a run says, at info, why it did not wait longer.
-	o = runBinary(t, invocation{args: []string{"--log-level", "info", "--wait", "200ms", "-c", cfg, "-e", code}})
-	require.True(t, strings.Contains(o.stderr, `msg="starting before every server is up" waited=200ms connecting=mute`), o.stderr)
+	assert.NotContains(t, o.stderr, "starting before every server is up", "--wait 0 waited")
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/internal/fakemcp/fakemcptest"
@@ -92,13 +93,8 @@ func TestServeRelaysProgressOnQuestions(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	require.Contains(t, res.Content[0].(*mcp.TextContent).Text, `"decline"`)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		b, _ := os.ReadFile(record)
-		if strings.Contains(string(b), `notifications/progress progressToken="up-1" progress=0.5`) {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the client's progress never reached the server; it got:\n%s", b)
-		time.Sleep(10 * time.Millisecond)
-	}
+		assert.Contains(c, string(b), `notifications/progress progressToken="up-1" progress=0.5`, "the client's progress never reached the server")
+	}, 10*time.Second, 10*time.Millisecond)
 }

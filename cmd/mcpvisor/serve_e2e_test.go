@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,21 +41,17 @@ func serveClient(t *testing.T, ctx context.Context, transport mcp.Transport, cha
 // wait, and returns them.
 func listedTools(t *testing.T, ctx context.Context, cs *mcp.ClientSession, wait time.Duration, what string, ok func([]string) bool) []string {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		var names []string
+	var names []string // written by the check that succeeded, read after it
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var got []string
 		for tool, err := range cs.Tools(ctx, nil) {
-			require.NoError(t, err, "tools/list")
-			names = append(names, tool.Name)
+			require.NoError(c, err, "tools/list")
+			got = append(got, tool.Name)
 		}
-		if ok(names) {
-			return names
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v; tools: %v", what, wait, names)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		require.True(c, ok(got), "%s; tools: %v", what, got)
+		names = got
+	}, wait, 20*time.Millisecond)
+	return names
 }
 
 func echoText(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool, text string) string {

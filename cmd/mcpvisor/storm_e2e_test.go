@@ -31,12 +31,13 @@ func TestSpawnStormIsCapped(t *testing.T) {
 	began := time.Now()
 	p := start(t, invocation{args: []string{"-c", file, "--no-watch", "--no-hud", "--wait", "0"}})
 	// The last server's supervisor says it waits once it has run: look
-	// until it has (it is among 800 goroutines just started).
-	_, err := p.stdin.Write([]byte(`local w for _ = 1, 200 do w = mcp_status("s800").waiting if w then break end sleep(0.01) end
+	// until it has (it is among 800 goroutines just started), for up to
+	// 20s.
+	_, err := p.stdin.Write([]byte(`local w for _ = 1, 2000 do w = mcp_status("s800").waiting if w then break end sleep(0.01) end
 		print(#mcp_servers(), w) sleep(3.5)` + "\n"))
 	require.NoError(t, err)
 	require.NoError(t, p.stdin.Close())
-	require.Regexp(t, fmt.Sprintf(`^%d\tmax connecting \(\d+\) reached$`, n), p.line(20*time.Second))
+	require.Regexp(t, fmt.Sprintf(`^%d\tmax connecting \(\d+\) reached$`, n), p.line(30*time.Second))
 	t.Logf("the script answered %v after start", time.Since(began).Round(time.Millisecond))
 
 	time.Sleep(time.Until(began.Add(3 * time.Second)))

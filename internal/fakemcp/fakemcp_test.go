@@ -19,9 +19,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/internal/fakemcp/fakemcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/mcpvisor/mcpvisor/internal/fakemcp/fakemcptest"
 )
 
 func TestMain(m *testing.M) {
@@ -92,18 +95,9 @@ func (p *proc) killGroup(t *testing.T) {
 	pgid := p.cmd.Process.Pid
 	syscall.Kill(-pgid, syscall.SIGKILL)
 	<-p.done
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		live := groupMembers(pgid)
-		if len(live) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("process group %d still running: %v", pgid, live)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	assert.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, groupMembers(pgid), "process group %d still running", pgid)
+	}, 5*time.Second, 10*time.Millisecond)
 }
 
 // exitCode waits up to timeout for the child to exit and returns its code.
@@ -204,13 +198,7 @@ func (b *tailBuffer) Len() int64 {
 // waitFor polls until cond holds or fails t after timeout.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	require.Eventually(t, cond, timeout, 5*time.Millisecond, "timed out after %v waiting for %s", timeout, what)
 }
 
 func readLines(t *testing.T, file string) []string {
