@@ -171,6 +171,7 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 	var hudAPI luaapi.HUD // nil without a terminal: mcp_hud says so
 	if hud != nil {
 		hud.Bus = h.bus
+		hud.Costs = toolCosts(h.mgr)
 		h.hud = startHUD(*hud)
 		hudAPI = h.hud
 	}
