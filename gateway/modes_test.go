@@ -226,7 +226,9 @@ func TestCallToolValidation(t *testing.T) {
 // removes is not.
 func TestSearchIndexFollowsTools(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "grow", Version: "1"}, nil)
-	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }
+	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	}
 	srv.AddTool(&mcp.Tool{Name: "forecast", Description: "Weather forecast for a city.", InputSchema: map[string]any{"type": "object"}}, noop)
 	r := newRigWith(t, map[string]manager.Spec{"grow": {Transport: manager.TransportInProcess, Dial: &testutil.InProcess{Server: srv}}},
 		gateway.Options{Mode: gateway.ModeSearch}, gateway.HTTPOptions{})
@@ -334,7 +336,9 @@ func TestCodeModeRunsChunks(t *testing.T) {
 
 	// A client that cancels its call ends the run.
 	callCtx, stop := context.WithCancel(ctx)
-	go func() { _, _ = cs.CallTool(callCtx, &mcp.CallToolParams{Name: "run_lua", Arguments: map[string]any{"code": "block"}}) }()
+	go func() {
+		_, _ = cs.CallTool(callCtx, &mcp.CallToolParams{Name: "run_lua", Arguments: map[string]any{"code": "block"}})
+	}()
 	pollUntil(t, 10*time.Second, "the blocking run started", func() bool {
 		lua.mu.Lock()
 		defer lua.mu.Unlock()
