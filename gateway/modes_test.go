@@ -117,6 +117,7 @@ func TestSearchModeFindsAndCalls(t *testing.T) {
 			cs := connectAs(t, transport, "agent")
 			require.Equal(t, []string{"search_tools", "describe_tools", "call_tool", "demo__echo"}, toolNames(t, cs))
 			searchBytes, directBytes := listBytes(t, cs), listBytes(t, direct)
+			t.Logf("tools/list: search mode %d bytes, direct %d", searchBytes, directBytes)
 			assert.LessOrEqual(t, float64(searchBytes), 0.05*float64(directBytes), "search mode's list (%d bytes) against direct's (%d)", searchBytes, directBytes)
 
 			res := call(t, cs, "search_tools", map[string]any{"query": "sum of two integers", "limit": 5})
@@ -381,6 +382,7 @@ func TestModeCosts(t *testing.T) {
 	})
 	costs := r.gw.ModeCosts()
 	all := costs[0]
+	t.Logf("%s: %d tools; tokens: direct %d, search %d, code %d", all.Endpoint, all.Tools, all.Direct, all.Search, all.Code)
 	assert.Equal(t, "/mcp", all.Endpoint)
 	assert.Greater(t, all.Direct, 30000, "the catalogue costs tens of thousands of tokens")
 	assert.LessOrEqual(t, float64(all.Search), 0.05*float64(all.Direct), "%+v", all)
