@@ -120,6 +120,9 @@ func (ep *endpoint) searchTools(ctx context.Context, call *mcp.CallToolRequest, 
 	}
 	ep.settled(ctx)
 	hits, err := ep.search(a.Query, a.Limit, a.Server, s)
+	if errors.Is(err, ErrClosed) {
+		return errorResult(name + ": " + ErrShuttingDown.Error())
+	}
 	if err != nil {
 		return errorResult(fmt.Sprintf("%s: %s: %v. Give a few words saying what the tool should do.", manager.CodeInvalidArguments, name, err))
 	}

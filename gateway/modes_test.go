@@ -373,6 +373,20 @@ func TestCodeModeNeedsARunner(t *testing.T) {
 	assert.Contains(t, toolNames(t, cs), "search_tools")
 }
 
+// A prefix renames the meta-tools, for clients that need them told apart
+// from the tools' own.
+func TestMetaPrefix(t *testing.T) {
+	r := newRigWith(t, map[string]manager.Spec{"demo": {Transport: manager.TransportInProcess, Dial: &testutil.InProcess{Server: demo.NewServer()}}},
+		gateway.Options{Mode: gateway.ModeSearch, MetaPrefix: "mv_"}, gateway.HTTPOptions{})
+	r.wait("demo")
+	cs := connectAs(t, r.streamable("/mcp"), "agent")
+	require.Equal(t, []string{"mv_search_tools", "mv_describe_tools", "mv_call_tool"}, toolNames(t, cs))
+	assert.Contains(t, text(call(t, cs, "mv_search_tools", map[string]any{"query": "add integers"})), "demo__add")
+	assert.Equal(t, "3", text(call(t, cs, "mv_call_tool", map[string]any{"name": "demo__add", "arguments": map[string]any{"a": 1, "b": 2}})))
+	res := call(t, cs, "mv_call_tool", map[string]any{"name": "mv_search_tools"})
+	assert.True(t, res.IsError)
+}
+
 // What each mode's list costs in tokens: search and code mode cost a
 // small part of the catalogue's.
 func TestModeCosts(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/demo"
+	"github.com/mcpvisor/mcpvisor/internal/expose"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/mcpvisor/mcpvisor/luaapi"
 )
@@ -134,6 +135,8 @@ Flags:
                         describe_tools, call_tool and pinned tools instead of
                         the catalogue) or code (one run_lua tool whose Lua
                         chunk calls the tools); see docs/gateway.md
+  --meta-prefix P       start the names of those meta-tools with P (e.g.
+                        "mcpvisor_"), for clients that need them told apart
   --server NAME         (serve) serve one server under its own names
   --toolset NAME        (serve) serve one toolset (mcp_toolset)
 
@@ -299,8 +302,10 @@ type config struct {
 	nameBudget int
 	// noStatusTool leaves the tool mcpvisor_status off the gateway.
 	noStatusTool bool
-	// mode is how the gateway offers its tools to clients by default.
-	mode gateway.Mode
+	// mode is how the gateway offers its tools to clients by default;
+	// metaPrefix starts the names of its meta-tools.
+	mode       gateway.Mode
+	metaPrefix string
 	// script is `run FILE [args]`: the file ("-" for stdin) and the whole
 	// command line with the file's index in it, for the script's arg.
 	script      string
@@ -350,6 +355,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.nameBudget, "name-budget", gateway.DefaultNameBudget, "")
 	fs.BoolVar(&c.noStatusTool, "no-status-tool", false, "")
 	mode := fs.String("mode", string(gateway.ModeDirect), "")
+	fs.StringVar(&c.metaPrefix, "meta-prefix", "", "")
 	fs.IntVar(&c.maxSessions, "max-sessions", gateway.DefaultMaxSessions, "")
 	fs.IntVar(&c.maxClientCalls, "max-client-calls", gateway.DefaultMaxClientCalls, "")
 	fs.DurationVar(&c.sessionIdle, "session-idle", gateway.DefaultSessionTimeout, "")
@@ -405,6 +411,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var err error
 	if c.mode, err = gateway.ParseMode(*mode); err != nil {
 		return c, fmt.Errorf("--mode: %w", err)
+	}
+	if c.metaPrefix != "" && (!expose.ValidName(c.metaPrefix) || len(c.metaPrefix) > 16) {
+		return c, fmt.Errorf("--meta-prefix must be 1 to 16 of the characters a-z A-Z 0-9 _ -, got %q", c.metaPrefix)
 	}
 	switch {
 	case c.maxSessions < 1:

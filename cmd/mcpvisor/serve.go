@@ -162,7 +162,7 @@ func (g *gatewayHost) get() *gateway.Gateway {
 	made := gateway.New(gateway.Options{Source: g.h.mgr, Logger: g.h.log, Version: version(),
 		MaxSessions: g.opts.maxSessions, MaxClientCalls: g.opts.clientCalls(),
 		Wait: g.opts.wait, NameBudget: g.opts.nameBudget, StatusTool: g.opts.statusTool,
-		Mode: g.opts.mode, Code: g.opts.code})
+		Mode: g.opts.mode, Code: g.opts.code, MetaPrefix: g.opts.metaPrefix})
 	g.mu.Lock()
 	if g.gw == nil {
 		g.gw, made = made, nil
@@ -302,8 +302,9 @@ type gatewayOptions struct {
 	statusTool                  bool
 	// mode is the clients' default mode; code, if set, runs the chunks of
 	// clients in code mode (without it, code mode is refused).
-	mode gateway.Mode
-	code func(ctx context.Context, code string, env gateway.CodeEnv) (*mcp.CallToolResult, error)
+	mode       gateway.Mode
+	metaPrefix string
+	code       func(ctx context.Context, code string, env gateway.CodeEnv) (*mcp.CallToolResult, error)
 }
 
 // check reports a gateway setting that cannot be served (code mode with
