@@ -407,3 +407,19 @@ func TestModeCosts(t *testing.T) {
 	require.GreaterOrEqual(t, i, 0)
 	assert.Equal(t, 3, costs[i].Tools, "demo's tools but the hidden one")
 }
+
+// A client given a shorter name budget finds tools under the names its
+// own list would have, and calls them by those names.
+func TestSearchModeUnderAClientBudget(t *testing.T) {
+	r := modeRig(t, gateway.ModeSearch, nil)
+	r.gw.SetClientBudgets([]gateway.ClientBudget{{Client: "short", Budget: 16}})
+	cs := connectAs(t, r.streamable("/mcp"), "short")
+	res := call(t, cs, "search_tools", map[string]any{"query": "create jira issue", "server": "jira", "limit": 1})
+	name, _, _ := strings.Cut(text(res), " ")
+	require.LessOrEqual(t, len(name), 16, text(res))
+	require.True(t, strings.HasPrefix(name, "jira__"), text(res))
+	res = call(t, cs, "describe_tools", map[string]any{"names": []any{name}})
+	require.False(t, res.IsError, text(res))
+	res = call(t, cs, "call_tool", map[string]any{"name": name, "arguments": map[string]any{"project_key": "X", "summary": "y", "issue_type": "Task"}})
+	assert.Equal(t, "jira:jira_create_issue", text(res))
+}
