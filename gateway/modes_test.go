@@ -423,3 +423,32 @@ func TestSearchModeUnderAClientBudget(t *testing.T) {
 	res = call(t, cs, "call_tool", map[string]any{"name": name, "arguments": map[string]any{"project_key": "X", "summary": "y", "issue_type": "Task"}})
 	assert.Equal(t, "jira:jira_create_issue", text(res))
 }
+
+// Progress of a tool called through call_tool reaches the client under
+// the token it gave call_tool.
+func TestCallToolProgress(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "work", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2}); err != nil {
+				return nil, err
+			}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	})
+	r := newRigWith(t, map[string]manager.Spec{"slow": {Transport: manager.TransportInProcess, Dial: &testutil.InProcess{Server: srv}}},
+		gateway.Options{Mode: gateway.ModeSearch}, gateway.HTTPOptions{})
+	r.wait("slow")
+	n := newNotes()
+	cs := connect(t, r.streamable("/mcp"), n)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	params := &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "slow__work"}}
+	params.SetProgressToken("mine")
+	res, err := cs.CallTool(ctx, params)
+	require.NoError(t, err)
+	require.Equal(t, "done", text(res))
+	seen := n.progressSeen()
+	require.Len(t, seen, 1, "the progress goes out before the result")
+	assert.Equal(t, "mine", seen[0].ProgressToken)
+}
