@@ -10,7 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/tokens"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
@@ -54,6 +57,23 @@ type Options struct {
 	// a *LimitError. If zero, DefaultMaxClientCalls; less than zero, no
 	// cap.
 	MaxClientCalls int
+	// Mode is how the endpoints offer their tools to a client unless a
+	// toolset (Toolset.Mode) or ModeFor chooses another: direct (the
+	// default, ""), search or code. Check reports one it cannot serve.
+	Mode Mode
+	// ModeFor, if set, chooses the mode of each client session when it
+	// starts (a client keeps it for the session); "" leaves the default.
+	// It runs on the client's request goroutine, with no lock held.
+	// SetModeFor replaces it.
+	ModeFor func(ModeQuery) Mode
+	// MetaPrefix starts the names of the meta-tools (search_tools,
+	// describe_tools, call_tool, run_lua), for clients that need them
+	// told apart from the tools' own.
+	MetaPrefix string
+	// Code runs a code-mode client's Lua chunk (run_lua) with env, the
+	// client's tools; the gateway runs no Lua itself. Code mode is
+	// refused without it.
+	Code func(ctx context.Context, code string, env CodeEnv) (*mcp.CallToolResult, error)
 }
 
 // DefaultMaxSessions is Options.MaxSessions when zero.
@@ -108,6 +128,10 @@ type Gateway struct {
 	view atomic.Pointer[view] // the latest, for request handlers
 	// budgets are the rules SetClientBudgets set; nil for none.
 	budgets atomic.Pointer[[]ClientBudget]
+	// modeFor is the function that chooses clients' modes; nil for none.
+	modeFor modeFunc
+	// costs remembers the token counts of tool definitions.
+	costs tokens.Cache
 }
 
 type endpointKey struct {
@@ -122,6 +146,9 @@ var ErrClosed = errors.New("gateway: closed")
 func New(opts Options) *Gateway {
 	if opts.Source == nil {
 		panic("gateway.New: no Source")
+	}
+	if err := opts.checkModes(); err != nil {
+		panic("gateway.New: " + err.Error() + " (check Options.Check first)")
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -148,6 +175,9 @@ func New(opts Options) *Gateway {
 	g.toolsets.Store(&map[string]Toolset{})
 	g.served.Store(&[]*endpoint{})
 	g.clients.init(g)
+	if opts.ModeFor != nil {
+		g.SetModeFor(opts.ModeFor)
+	}
 	// Any client may answer what a server asks: servers that connect from
 	// now on are told their client can (each call's answerer says whether
 	// its client does).
