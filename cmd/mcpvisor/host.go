@@ -254,7 +254,10 @@ func (h *host) startConfig(ctx context.Context, path, src string, stderr io.Writ
 		return true
 	}
 	printError(stderr, err)
-	return errors.Is(err, luaapi.ErrConfigBudget)
+	// Only when the budget is all that went wrong: a listener that could
+	// not start as well (joined to it) stops the host as it would alone.
+	var joined interface{ Unwrap() []error }
+	return errors.Is(err, luaapi.ErrConfigBudget) && !errors.As(err, &joined)
 }
 
 // watch reloads the config on every saved change until ctx ends or the
