@@ -2,6 +2,7 @@ package luaapi_test
 
 import (
 	"context"
+	"errors"
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
@@ -34,10 +35,11 @@ func TestChunkHostile(t *testing.T) {
 		{name: "memory bomb", code: `local s = "x" for i = 1, 40 do s = s .. s end return #s`, limits: luaapi.ChunkLimits{MemoryLimit: heldNow() + 64<<20, SliceBudget: time.Minute}, want: luaapi.ChunkMemory, says: "the memory limit of Lua code"},
 		{name: "10,000 tool calls", code: `for i = 1, 10000 do tools.demo.add{a = i, b = 1} end`, want: luaapi.ChunkCallCap, says: "more than 100 tool calls (the limit per run)"},
 		{name: "10,000 tool calls caught by pcall", code: `for i = 1, 10000 do pcall(tools.demo.add, {a = i, b = 1}) end return "finished"`, want: luaapi.ChunkCallCap},
-		{name: "a tool not given", code: `return tools.files.secret{}`, want: luaapi.ChunkUnknownTool, says: `server "files" has no tool "secret"`},
+		{name: "a tool not given", code: `return tools.files.secret{}`, want: luaapi.ChunkUnknownTool, says: `server "files" has no tool "secret" you may call; its tools are: delete, list`},
 		{name: "a server not given", code: `return tools.vault.read{}`, want: luaapi.ChunkUnknownTool, says: "the servers are: demo, files"},
 		{name: "a tool not given, by name", code: `return call_tool("files__secret", {})`, want: luaapi.ChunkUnknownTool},
 		{name: "a typo", code: `return tools.demo.ad{}`, want: luaapi.ChunkUnknownTool, says: "did you mean add?"},
+		{name: "endless recursion", code: `local function f() return 1 + f() end return f()`, want: luaapi.ChunkRuntime, says: "stack overflow"},
 		{name: "require", code: `local m = require("os")`, want: luaapi.ChunkUnavailable, says: "require is not available in run_lua"},
 		{name: "debug", code: `return debug.getinfo(1)`, want: luaapi.ChunkUnavailable, says: "debug.getinfo: the debug library is not available"},
 		{name: "load of bytecode", code: `return load(string.dump(function() return 1 end))()`, want: luaapi.ChunkUnavailable, says: "string.dump is not available"},
@@ -99,5 +101,38 @@ func TestChunkBudgetIsLuaTime(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "6", out)
 		require.True(t, slices.Equal([]string{"demo__add", "demo__add", "demo__add"}, f.callNames()))
+	})
+}
+
+// Whatever code a client sends, a run ends with an answer: never a Go
+// panic of the sandbox, never more text than the limit and its note.
+func FuzzRunChunk(f *testing.F) {
+	for _, seed := range []string{
+		`return tools.demo.add{a = 1, b = 2}`,
+		`local t = search_tools("file") return describe(t[1].name)`,
+		`print(pcall(tools.demo.fail, {})) return call_tool("demo__echo", {text = "x"})`,
+		`for i = 1, 200 do pcall(tools.demo.echo, {text = i}) end`,
+		`return setmetatable({}, {__index = function(t, k) return tools[k] end}).demo.echo{text = 1}`,
+		`coroutine.wrap(function() print(tools.demo.echo{text = "in a coroutine"}) end)()`,
+		`return io.open`, `x = `, `return ("x"):rep(1e6):gsub("x", "%0%0")`,
+	} {
+		f.Add(seed)
+	}
+	env := newFakeTools().env()
+	call := env.Call
+	env.Call = func(ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, error) {
+		if name == "demo__slow" {
+			return nil, context.Canceled // the fuzzer has nobody to cancel it
+		}
+		return call(ctx, name, args)
+	}
+	limits := luaapi.ChunkLimits{SliceBudget: 50 * time.Millisecond, Timeout: 5 * time.Second, MaxOutput: 4096}
+	f.Fuzz(func(t *testing.T, code string) {
+		out, err := luaapi.RunChunkErr(context.Background(), code, env, limits)
+		var ce *luaapi.ChunkError
+		if errors.As(err, &ce) {
+			require.NotEqual(t, luaapi.ChunkInternal, ce.Code, "%v", err)
+		}
+		require.LessOrEqual(t, len(out), 4096+200)
 	})
 }

@@ -164,6 +164,14 @@ func TestChunkSearchAndDescribe(t *testing.T) {
 	require.Equal(t, "files__list\nlist\n1\ndemo__add\nnumber\nEcho text back", out)
 	out = runOK(t, f.env(), `return #search_tools("file", 10, "demo")`)
 	require.Equal(t, "0", out)
+	out = runOK(t, f.env(), `
+		local names = {}
+		for server, tools in pairs(tools) do
+			for tool in pairs(tools) do names[#names + 1] = server .. "." .. tool end
+		end
+		table.sort(names)
+		return table.concat(names, " ")`)
+	require.Equal(t, "demo.add demo.echo demo.fail demo.slow files.delete files.list", out)
 }
 
 // Every failure is an error result that says what happened, after what

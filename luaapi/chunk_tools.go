@@ -60,9 +60,9 @@ func (c *chunkRun) unknownTool(L *lua.LState, server string) *lua.LTable {
 	mt := L.NewTable()
 	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		name := lua.LVAsString(L.Get(2))
-		names := slices.Collect(maps.Keys(c.byServer[server]))
-		c.raise(L, ChunkUnknownTool, "tools.%s.%s: server %q has no tool %q you may call%s; search_tools(query) finds tools",
-			server, name, server, name, didYouMean(name, names))
+		names := slices.Sorted(maps.Keys(c.byServer[server]))
+		c.raise(L, ChunkUnknownTool, "tools.%s.%s: server %q has no tool %q you may call%s; its tools are: %s",
+			server, name, server, name, didYouMean(name, names), someNames(names))
 		return 0
 	}))
 	return mt
@@ -75,10 +75,21 @@ func (c *chunkRun) unknownServer(L *lua.LState) *lua.LTable {
 	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		name := lua.LVAsString(L.Get(2))
 		c.raise(L, ChunkUnknownTool, "tools.%s: no server %q has tools you may call%s; the servers are: %s",
-			name, name, didYouMean(name, c.servers), strings.Join(c.servers, ", "))
+			name, name, didYouMean(name, c.servers), someNames(c.servers))
 		return 0
 	}))
 	return mt
+}
+
+// maxNamesShown bounds the names an error lists.
+const maxNamesShown = 20
+
+// someNames lists names, the first maxNamesShown of them.
+func someNames(names []string) string {
+	if len(names) <= maxNamesShown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more (search_tools(query) finds tools)", strings.Join(names[:maxNamesShown], ", "), len(names)-maxNamesShown)
 }
 
 func didYouMean(name string, candidates []string) string {
