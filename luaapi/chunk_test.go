@@ -252,3 +252,14 @@ func TestChunkCancelStopsLua(t *testing.T) {
 	requireChunkCode(t, err, luaapi.ChunkCancelled)
 	require.True(t, errors.Is(err, context.Canceled))
 }
+
+// run_lua's description tells a model the servers it can reach and the
+// limits it works under, without the cost of listing every tool.
+func TestRunLuaDescription(t *testing.T) {
+	f := newFakeTools()
+	d := luaapi.RunLuaDescription(f.env().Tools, luaapi.ChunkLimits{MaxCalls: 7})
+	require.Contains(t, d, "Servers: demo (4 tools), files (2 tools).")
+	require.Contains(t, d, "Limits per run: 7 tool calls, 1m0s, 100ms of Lua between two calls, 16384 bytes of output.")
+	require.NotContains(t, d, "echo")
+	require.Contains(t, luaapi.RunLuaDescription(nil, luaapi.ChunkLimits{}), "No tools are available now.")
+}
