@@ -29,9 +29,9 @@ func TestChunkHostile(t *testing.T) {
 		want       luaapi.ChunkCode
 		says       string
 	}{
-		{name: "infinite loop", code: `while true do end`, want: luaapi.ChunkCPUBudget, says: "run_lua:1: the chunk ran Lua for 100ms without making a tool call"},
-		{name: "infinite loop caught by pcall", code: `while true do pcall(function() while true do end end) end`, want: luaapi.ChunkCPUBudget},
-		{name: "loop after a call", code: "tools.demo.echo{text = 'x'}\nlocal i = 0 while true do i = i + 1 end", want: luaapi.ChunkCPUBudget, says: "at run_lua:2"},
+		{name: "infinite loop", limits: cpuBudget, code: `while true do end`, want: luaapi.ChunkCPUBudget, says: "run_lua:1: the chunk ran Lua for 100ms without making a tool call"},
+		{name: "infinite loop caught by pcall", limits: cpuBudget, code: `while true do pcall(function() while true do end end) end`, want: luaapi.ChunkCPUBudget},
+		{name: "loop after a call", limits: cpuBudget, code: "tools.demo.echo{text = 'x'}\nlocal i = 0 while true do i = i + 1 end", want: luaapi.ChunkCPUBudget, says: "at run_lua:2"},
 		{name: "memory bomb", code: `local s = "x" for i = 1, 40 do s = s .. s end return #s`, limits: luaapi.ChunkLimits{MemoryLimit: heldNow() + 64<<20, SliceBudget: time.Minute}, want: luaapi.ChunkMemory, says: "the memory limit of Lua code"},
 		{name: "10,000 tool calls", code: `for i = 1, 10000 do tools.demo.add{a = i, b = 1} end`, want: luaapi.ChunkCallCap, says: "more than 100 tool calls (the limit per run)"},
 		{name: "10,000 tool calls caught by pcall", code: `for i = 1, 10000 do pcall(tools.demo.add, {a = i, b = 1}) end return "finished"`, want: luaapi.ChunkCallCap},
@@ -46,10 +46,13 @@ func TestChunkHostile(t *testing.T) {
 		{name: "load of source", code: `return load("return 1")()`, want: luaapi.ChunkUnavailable, says: "load is not available"},
 		{name: "io.open", code: `return io.open("/etc/passwd"):read("*a")`, want: luaapi.ChunkUnavailable, says: "io.open: the io library is not available"},
 		{name: "os.execute", code: `return os.execute("id")`, want: luaapi.ChunkUnavailable},
-		{name: "a tostring that loops", code: `print(setmetatable({}, {__tostring = function() while true do end end}))`, want: luaapi.ChunkCPUBudget},
+		{name: "a tostring that loops", limits: cpuBudget, code: `print(setmetatable({}, {__tostring = function() while true do end end}))`, want: luaapi.ChunkCPUBudget},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(f.callNames())
+			if tt.limits == (luaapi.ChunkLimits{}) {
+				tt.limits = calm
+			}
 			_, err := luaapi.RunChunkErr(t.Context(), tt.code, env, tt.limits)
 			ce := requireChunkCode(t, err, tt.want)
 			require.Contains(t, ce.Message, tt.says)
@@ -63,6 +66,11 @@ func TestChunkHostile(t *testing.T) {
 		})
 	}
 }
+
+// cpuBudget are the limits with the default CPU budget, the one that
+// stops loops. The other cases run calm: it is measured in wall time, and
+// a loaded machine could make it stop them first.
+var cpuBudget = luaapi.ChunkLimits{SliceBudget: 100 * time.Millisecond}
 
 // heldNow is the memory the host holds now, as the memory limit counts
 // it, after a collection.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -107,11 +108,16 @@ func (f *fakeTools) callNames() []string {
 	return names
 }
 
-// run runs code and returns the text of its result, failing the test if
+// calm are limits whose CPU budget a chunk that means no harm never
+// reaches, even on a loaded machine or under the race detector: the
+// budget is measured in wall time.
+var calm = luaapi.ChunkLimits{SliceBudget: time.Minute}
+
+// runOK runs code and returns the text of its result, failing the test if
 // it is an error.
 func runOK(t *testing.T, env luaapi.ChunkEnv, code string) string {
 	t.Helper()
-	res, err := luaapi.RunChunk(t.Context(), code, env, luaapi.ChunkLimits{})
+	res, err := luaapi.RunChunk(t.Context(), code, env, calm)
 	require.NoError(t, err)
 	require.Len(t, res.Content, 1)
 	text := res.Content[0].(*mcp.TextContent).Text
@@ -178,16 +184,16 @@ func TestChunkSearchAndDescribe(t *testing.T) {
 // the chunk printed before it.
 func TestChunkFailureIsErrorResult(t *testing.T) {
 	f := newFakeTools()
-	res, err := luaapi.RunChunk(t.Context(), "print('before')\ntools.demo.fail{}", f.env(), luaapi.ChunkLimits{})
+	res, err := luaapi.RunChunk(t.Context(), "print('before')\ntools.demo.fail{}", f.env(), calm)
 	require.NoError(t, err)
 	require.True(t, res.IsError)
 	require.Equal(t, "before\nerror: run_lua:2: tools.demo.fail failed: the disk is full", res.Content[0].(*mcp.TextContent).Text)
 
-	_, err = luaapi.RunChunkErr(t.Context(), "tools.demo.fail{}", f.env(), luaapi.ChunkLimits{})
+	_, err = luaapi.RunChunkErr(t.Context(), "tools.demo.fail{}", f.env(), calm)
 	requireChunkCode(t, err, luaapi.ChunkToolFailed)
-	_, err = luaapi.RunChunkErr(t.Context(), "local x = ", f.env(), luaapi.ChunkLimits{})
+	_, err = luaapi.RunChunkErr(t.Context(), "local x = ", f.env(), calm)
 	requireChunkCode(t, err, luaapi.ChunkSyntax)
-	_, err = luaapi.RunChunkErr(t.Context(), "local t = nil; return t.x", f.env(), luaapi.ChunkLimits{})
+	_, err = luaapi.RunChunkErr(t.Context(), "local t = nil; return t.x", f.env(), calm)
 	requireChunkCode(t, err, luaapi.ChunkRuntime)
 }
 
@@ -203,7 +209,8 @@ func requireChunkCode(t *testing.T, err error, want luaapi.ChunkCode) *luaapi.Ch
 // out; a chunk printing without end still ends with its result.
 func TestChunkOutputTruncated(t *testing.T) {
 	f := newFakeTools()
-	limits := luaapi.ChunkLimits{MaxOutput: 1000}
+	limits := calm
+	limits.MaxOutput = 1000
 	res, err := luaapi.RunChunk(t.Context(), `for i = 1, 10000 do print(string.rep("é", 10)) end return "done"`, f.env(), limits)
 	require.NoError(t, err)
 	require.False(t, res.IsError)
@@ -230,7 +237,7 @@ func TestChunkCancelStopsCall(t *testing.T) {
 		<-f.started
 		cancel()
 	}()
-	res, err := luaapi.RunChunk(ctx, `tools.demo.slow{} return "not reached"`, f.env(), luaapi.ChunkLimits{})
+	res, err := luaapi.RunChunk(ctx, `tools.demo.slow{} return "not reached"`, f.env(), calm)
 	require.Nil(t, res)
 	requireChunkCode(t, err, luaapi.ChunkCancelled)
 	require.ErrorIs(t, err, context.Canceled)
