@@ -146,7 +146,14 @@ func runChunk(ctx context.Context, code string, env ChunkEnv, limits ChunkLimits
 	c.index()
 	defer func() {
 		if p := recover(); p != nil {
-			out, err = c.out.String(), &ChunkError{Code: ChunkInternal, Message: fmt.Sprintf("internal error while running the chunk: %v", p)}
+			out = c.out.String()
+			if ae, ok := p.(*lua.ApiError); ok {
+				// gopher-lua's own failures (its stacks full) can escape
+				// the protected call: still the chunk's doing.
+				err = &ChunkError{Code: ChunkRuntime, Message: renderErrorValue(ae.Object), Cause: ae}
+				return
+			}
+			err = &ChunkError{Code: ChunkInternal, Message: fmt.Sprintf("internal error while running the chunk: %v", p)}
 		}
 	}()
 	if err := c.run(code); err != nil {

@@ -65,7 +65,9 @@ func benchRunLuaVsMcpCall(b *testing.B, canned *mcp.CallToolResult) {
 			return toolbox.Call(ctx, "demo.echo", args, manager.CallOptions{})
 		},
 	}
-	limits := luaapi.ChunkLimits{MaxCalls: callsPerChunk}
+	// A CPU budget no run reaches: it is wall time, and the machine may be
+	// loaded.
+	limits := luaapi.ChunkLimits{MaxCalls: callsPerChunk, SliceBudget: time.Minute}
 	loop := func(call string) string {
 		return fmt.Sprintf(`for i = 1, %d do %s end`, callsPerChunk, call)
 	}
