@@ -126,7 +126,11 @@ func RunChunk(ctx context.Context, code string, env ChunkEnv, limits ChunkLimits
 		if text != "" && !strings.HasSuffix(text, "\n") {
 			text += "\n"
 		}
-		text += "error: " + err.Error()
+		// The message may carry a chunk's or a tool's text: it is held to
+		// the output limit too.
+		msg := outputBuffer{max: limits.withDefaults().MaxOutput}
+		msg.WriteString("error: " + err.Error())
+		text += msg.String()
 	}
 	res.Content = []mcp.Content{&mcp.TextContent{Text: text}}
 	return res, nil

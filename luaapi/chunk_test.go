@@ -222,6 +222,15 @@ func TestChunkOutputTruncated(t *testing.T) {
 	require.NotContains(t, kept, "\uFFFD", "a character was split")
 	require.Contains(t, note, fmt.Sprintf("%d more bytes left out", 10000*21+len("\ndone")-len(kept)))
 
+	// So is a long error message.
+	res, err = luaapi.RunChunk(t.Context(), `print("before") error(string.rep("x", 100000))`, f.env(), limits)
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	text = res.Content[0].(*mcp.TextContent).Text
+	require.Less(t, len(text), 1300)
+	require.True(t, strings.HasPrefix(text, "before\nerror: run_lua:1: xxx"), text[:min(len(text), 40)])
+	require.Contains(t, text, "[output truncated: ")
+
 	// A large returned table is cut the same way.
 	res, err = luaapi.RunChunk(t.Context(), `local t = {} for i = 1, 5000 do t[i] = i end return t`, f.env(), limits)
 	require.NoError(t, err)
