@@ -93,6 +93,11 @@ func (l ChunkLimits) withDefaults() ChunkLimits {
 	return l
 }
 
+// maxChunkBytes bounds the code of a chunk. Compiling is out of reach of
+// the CPU budget, and 600 KB of nested table constructors took 4.5 s to
+// be refused; chunks a model writes are a few KB.
+const maxChunkBytes = 128 << 10
+
 // chunkName names the chunk in messages: "run_lua:3: …".
 const chunkName = "run_lua"
 
@@ -192,6 +197,10 @@ type chunkRun struct {
 // run compiles and runs code with the limits armed, renders what it
 // returned, and says what stopped it.
 func (c *chunkRun) run(code string) error {
+	if len(code) > maxChunkBytes {
+		return &ChunkError{Code: ChunkTooLarge, Message: fmt.Sprintf(
+			"the chunk is %d bytes; the limit is %d KiB: send shorter code, and let tools fetch the data", len(code), maxChunkBytes>>10)}
+	}
 	c.L = newChunkState(c)
 	defer c.L.Close()
 	fn, err := c.L.Load(strings.NewReader(code), chunkName)

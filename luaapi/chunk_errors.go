@@ -9,6 +9,8 @@ type ChunkCode string
 const (
 	// ChunkSyntax: the code does not compile.
 	ChunkSyntax ChunkCode = "SYNTAX"
+	// ChunkTooLarge: the code is longer than a chunk may be.
+	ChunkTooLarge ChunkCode = "TOO_LARGE"
 	// ChunkRuntime: the chunk raised an error it did not catch.
 	ChunkRuntime ChunkCode = "RUNTIME"
 	// ChunkCPUBudget: Lua ran past the slice budget without a tool call.

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -41,6 +42,7 @@ func TestChunkHostile(t *testing.T) {
 		{name: "a typo", code: `return tools.demo.ad{}`, want: luaapi.ChunkUnknownTool, says: "did you mean add?"},
 		{name: "endless recursion", code: `local function f() return 1 + f() end return f()`, want: luaapi.ChunkRuntime, says: "stack overflow"},
 		{name: "a hundred million values", code: `return unpack({}, 1, 1e8)`, want: luaapi.ChunkRuntime, says: "at most 8000 can be returned at once"},
+		{name: "a huge chunk", code: "return " + strings.Repeat("{", 300000) + strings.Repeat("}", 300000), want: luaapi.ChunkTooLarge, says: "the chunk is 600007 bytes; the limit is 128 KiB"},
 		{name: "require", code: `local m = require("os")`, want: luaapi.ChunkUnavailable, says: "require is not available in run_lua"},
 		{name: "debug", code: `return debug.getinfo(1)`, want: luaapi.ChunkUnavailable, says: "debug.getinfo: the debug library is not available"},
 		{name: "load of bytecode", code: `return load(string.dump(function() return 1 end))()`, want: luaapi.ChunkUnavailable, says: "string.dump is not available"},
