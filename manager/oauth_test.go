@@ -295,7 +295,10 @@ func TestOAuthWrongIssuerRejected(t *testing.T) {
 	err = h.m.Login(ctx, "saas", manager.LoginOptions{Browser: h.open})
 	requireCode(t, err, manager.ErrConnectionFailed, "saas", "login")
 	require.ErrorContains(t, err, "does not match expected issuer")
-	require.NoFileExists(t, filepath.Join(h.dir, "oauth", "saas.json"))
+	rec, err := oauth.NewStore(h.dir).Load(manager.NameKey("saas"))
+	require.NoError(t, err)
+	require.Empty(t, rec.Grants, "a failed login stores no grant")
+	require.NotNil(t, rec.Challenge, "the server's challenge is kept for the next login")
 	require.Equal(t, 0, h.as.Stats().CodeExchanges)
 	require.Equal(t, manager.StateUnauthorized, state(t, h.m, "saas"))
 }
