@@ -1,7 +1,10 @@
 package manager_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -28,4 +31,79 @@ func TestOAuthChallengeAfterHandshake(t *testing.T) {
 	require.False(t, res.IsError)
 	require.Equal(t, 1, h.as.Stats().Authorizations)
 	require.Empty(t, h.rs.Unversioned(), "every request after the handshake names the negotiated protocol version")
+}
+
+// callAsync calls tool on the server in the background; the outcome
+// arrives on the channel.
+func callAsync(ctx context.Context, m *manager.Manager, tool string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		res, err := m.Call(ctx, tool, nil, manager.CallOptions{Timeout: time.Minute})
+		if err == nil && res.IsError {
+			err = fmt.Errorf("tool error: %v", res.Content)
+		}
+		done <- err
+	}()
+	return done
+}
+
+// A call that needs more scopes than the login granted asks for a login
+// (the server waits for one, the login being its remedy), and, once a
+// login that asks for the scopes granted and those the call needs lands
+// within the call, the call is sent again and answered.
+func TestOAuthStepUpRetriedAfterLogin(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHost(t, nil)
+	h.login(t, ctx)
+	granted := h.grant(t, "saas").Scopes
+
+	done := callAsync(ctx, h.m, "saas.admin")
+	st, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
+	require.NoError(t, err)
+	require.Equal(t, manager.Remedy{Kind: manager.RemedyLogin, Server: "saas"}, st.Remedy)
+	h.login(t, ctx)
+	require.NoError(t, <-done)
+
+	require.Contains(t, h.grant(t, "saas").Scopes, oauthtest.ScopeAdmin)
+	require.Subset(t, h.grant(t, "saas").Scopes, granted, "the step-up login asks for what was granted too")
+	rs := h.rs.Stats()
+	require.Equal(t, 1, rs.InsufficientScope)
+	require.Equal(t, 1, rs.ToolCalls, "the call reached the tool once, after the login")
+	require.Equal(t, 1, h.as.Stats().Registrations, "the second login reuses the registration")
+}
+
+// A call that needs more scopes and sees no login come fails naming the
+// server, the tool and the scopes, with the login as remedy; one whose
+// login does not grant them is sent again once, and fails.
+func TestOAuthStepUpWithoutLogin(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHost(t, nil)
+	h.login(t, ctx)
+
+	callCtx, cancel := context.WithCancel(ctx)
+	done := callAsync(callCtx, h.m, "saas.admin")
+	_, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
+	require.NoError(t, err)
+	cancel()
+	err = <-done
+	requireCode(t, err, manager.ErrInvocationFailed, "saas", `tools/call "admin"`)
+	require.ErrorContains(t, err, `calling "admin" needs scopes "`+oauthtest.ScopeTools+" "+oauthtest.ScopeAdmin+`"`)
+	requireRemedy(t, err, manager.RemedyLogin, "saas")
+	require.ErrorIs(t, err, manager.ErrUnauthorized)
+	require.ErrorIs(t, err, context.Canceled)
+
+	// The user leaves the scope out at the consent: the call is sent
+	// again after the login, refused again, and not sent a third time.
+	h.as.SetWithheldScopes([]string{oauthtest.ScopeAdmin})
+	h.login(t, ctx)
+	done = callAsync(ctx, h.m, "saas.admin")
+	_, err = h.m.Wait(ctx, "saas", manager.StateUnauthorized)
+	require.NoError(t, err)
+	h.login(t, ctx)
+	err = <-done
+	requireCode(t, err, manager.ErrInvocationFailed, "saas", `tools/call "admin"`)
+	require.ErrorContains(t, err, `needs scopes "`+oauthtest.ScopeTools+" "+oauthtest.ScopeAdmin+`"`)
+	requireRemedy(t, err, manager.RemedyLogin, "saas")
+	require.Equal(t, 3, h.rs.Stats().InsufficientScope, "the first call met one refusal, the second one and the one its retry met")
+	require.Zero(t, h.rs.Stats().ToolCalls)
 }
