@@ -107,3 +107,33 @@ func TestOAuthStepUpWithoutLogin(t *testing.T) {
 	require.Equal(t, 3, h.rs.Stats().InsufficientScope, "the first call met one refusal, the second one and the one its retry met")
 	require.Zero(t, h.rs.Stats().ToolCalls)
 }
+
+// A server that moves to another authorization server, and asks for a
+// login only after the handshake, waits for a login that goes to the new
+// one: the client registers there anew, and the registration at the old
+// one is not offered to it.
+func TestOAuthMovedAuthServerRegistersAnew(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHostFor(t, nil, &oauthtest.ResourceServerOptions{OpenHandshake: true}, nil)
+	h.login(t, ctx)
+	old := h.grant(t, "saas")
+
+	as2 := oauthtest.NewAuthServer(t, nil)
+	h.rs.SetAuthServer(as2)
+	require.NoError(t, h.m.Reconnect("saas"))
+	st, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
+	require.NoError(t, err)
+	require.Contains(t, st.LastError, "the server now trusts authorization server "+as2.Issuer())
+	require.Equal(t, manager.Remedy{Kind: manager.RemedyLogin, Server: "saas"}, st.Remedy)
+
+	h.login(t, ctx)
+	g := h.grant(t, "saas")
+	require.Equal(t, as2.Issuer(), g.Issuer)
+	require.Equal(t, 1, as2.Stats().Registrations)
+	require.NotEqual(t, old.ClientID, g.ClientID)
+	require.Contains(t, as2.Clients(), g.ClientID)
+	require.NotContains(t, as2.Clients(), old.ClientID)
+	res, err := h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+}
