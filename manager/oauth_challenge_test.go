@@ -31,6 +31,11 @@ func TestOAuthChallengeAfterHandshake(t *testing.T) {
 	require.False(t, res.IsError)
 	require.Equal(t, 1, h.as.Stats().Authorizations)
 	require.Empty(t, h.rs.Unversioned(), "every request after the handshake names the negotiated protocol version")
+	st, err = h.m.Status("saas")
+	require.NoError(t, err)
+	// server/discover asks in the newer generation first; the rest of the
+	// session speaks the one negotiated.
+	require.Contains(t, h.rs.ProtocolVersions(), st.Protocol)
 }
 
 // callAsync calls tool on the server in the background; the outcome

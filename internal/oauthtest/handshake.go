@@ -54,7 +54,12 @@ func rpcMethod(body []byte) string {
 // the first initialize (before it knows the version).
 func (rs *ResourceServer) recordVersions(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Mcp-Protocol-Version") != "" {
+		if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
+			rs.mu.Lock()
+			if !slices.Contains(rs.versions, v) {
+				rs.versions = append(rs.versions, v)
+			}
+			rs.mu.Unlock()
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -88,4 +93,12 @@ func (rs *ResourceServer) Unversioned() []string {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return slices.Clone(rs.unversioned)
+}
+
+// ProtocolVersions lists the MCP-Protocol-Version headers requests came
+// with, each once, in the order first seen.
+func (rs *ResourceServer) ProtocolVersions() []string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return slices.Clone(rs.versions)
 }

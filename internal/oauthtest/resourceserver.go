@@ -94,6 +94,7 @@ type ResourceServer struct {
 	// unversioned are the session requests that came without an
 	// MCP-Protocol-Version header (see Unversioned).
 	unversioned []string
+	versions    []string // MCP-Protocol-Version headers seen (ProtocolVersions)
 }
 
 // NewResourceServer starts a resource server on 127.0.0.1 that trusts as,
