@@ -17,7 +17,7 @@ const streamQueue = 256
 // stream serves /ui/stream: server-sent events carrying each server's
 // row anew when an event about it is published ("row": {id, html}; html
 // empty when the server is gone), and each event ("event": {server,
-// kind, html}).
+// kind, html}). It starts with every server's row as it is then.
 func (c *Console) stream(w http.ResponseWriter, r *http.Request, s session) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -35,7 +35,16 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, s session) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	_, _ = fmt.Fprint(w, "retry: 2000\n\n")
+	// Every row as it is now: what changed between the page's rendering
+	// and this subscription would otherwise never reach the page.
+	var b bytes.Buffer
+	b.WriteString("retry: 2000\n\n")
+	for _, st := range c.opts.Backend.Statuses() {
+		c.writeRow(&b, st.Name, s.csrf)
+	}
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return
+	}
 	flusher.Flush()
 	for {
 		e, err := sub.Recv(ctx)
@@ -59,7 +68,7 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, s session) {
 				break
 			}
 		}
-		var b bytes.Buffer
+		b.Reset()
 		for _, ev := range evs {
 			c.writeEvent(&b, ev)
 		}
