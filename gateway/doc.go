@@ -47,8 +47,12 @@
 // A server that stays down until someone acts (disabled, failed for
 // good, waiting for a login) or is on its way out offers nothing: its
 // tools, prompts and resources leave every endpoint, with list_changed,
-// and come back when it recovers. A server between attempts keeps its
-// last known items; their calls say when the next attempt is.
+// and come back when it recovers. What leaves stays listed for half a
+// second first (its calls say why the server is down), so that a server
+// restarted, or disabled and enabled again, changes no client's lists,
+// and a burst of removals is one list_changed; what is added is listed
+// at once. A server between attempts keeps its last known items; their
+// calls say when the next attempt is.
 //
 // On /mcp the resource mcpvisor://status (StatusURI), and the tool
 // mcpvisor_status (StatusTool, unless Options.StatusTool is off), say in

@@ -96,6 +96,10 @@ type Gateway struct {
 	names     *namers
 	endpoints map[endpointKey]*endpoint
 	settle    *settling // its published state is read by request handlers
+	// relist fires shrinkDelay after the first removal that left the
+	// lists out of date; relisting is true while it is set.
+	relist    *time.Timer
+	relisting bool
 
 	// toolsets is written by the run goroutine only; the map is never
 	// modified once stored.
@@ -138,7 +142,9 @@ func New(opts Options) *Gateway {
 		notesDone: make(chan struct{}),
 		names:     newNamers(opts.NameBudget),
 		settle:    newSettling(opts.Wait),
+		relist:    time.NewTimer(time.Hour),
 		endpoints: map[endpointKey]*endpoint{}}
+	g.relist.Stop()
 	g.toolsets.Store(&map[string]Toolset{})
 	g.served.Store(&[]*endpoint{})
 	g.clients.init(g)
@@ -177,6 +183,12 @@ func (g *Gateway) run(sub *events.Subscription) {
 			if !g.follow(sub) {
 				return
 			}
+		case <-g.relist.C:
+			g.relisting = false
+			if !g.follow(sub) {
+				return
+			}
+			g.refresh()
 		case <-sub.Ready():
 			if !g.follow(sub) {
 				return
@@ -190,7 +202,7 @@ func (g *Gateway) run(sub *events.Subscription) {
 // first say whether to go on. It reports false once the bus has closed
 // (the host is shutting down).
 func (g *Gateway) follow(sub *events.Subscription) bool {
-	dirty := false
+	var grows, shrinks bool
 	// Whether a server may have had its say or started to be waited for;
 	// a burst of calls' events alone leaves the settling as it was.
 	moved := g.settle.pending()
@@ -202,7 +214,12 @@ func (g *Gateway) follow(sub *events.Subscription) bool {
 		if !ok {
 			break
 		}
-		dirty = dirty || relists(e) || g.turned(e)
+		switch g.change(e) {
+		case listsGrow:
+			grows = true
+		case listsShrink:
+			shrinks = true
+		}
 		moved = moved || (changesLists(e.Kind) || changesState(e.Kind)) && e.Text("client") == ""
 		if (e.Kind == events.KindAdded || e.Kind == events.KindDisabled) && e.Text("client") == "" {
 			g.settle.forget(e.Server)
@@ -210,30 +227,64 @@ func (g *Gateway) follow(sub *events.Subscription) bool {
 	}
 	// Settling first: a server heard from now has its items read by the
 	// relisting that follows, before the clients waiting for it go on.
-	if moved && g.settle.update(g.src, time.Now()) || dirty {
+	settled := moved && g.settle.update(g.src, time.Now())
+	switch {
+	case settled || grows:
 		g.refresh()
+	case shrinks && !g.relisting:
+		g.relisting = true
+		g.relist.Reset(shrinkDelay)
 	}
 	g.settle.publish()
 	return true
 }
 
-// relists reports whether an event can change what the endpoints list. A
-// client's own session of a per-client server changes none: the server's
-// own session lists its tools.
-func relists(e events.Event) bool {
-	return changesLists(e.Kind) && e.Text("client") == ""
-}
+// shrinkDelay is how long what leaves the lists (a server removed,
+// disabled, failed or restarting) stays listed before the endpoints
+// relist, unless something is added first. A server restarted by a
+// reload of the config, or one that reconnects at once, comes back
+// within it and its clients see no list change at all; a burst of
+// removals reaches each client as one list_changed per list. A call to
+// a tool that is leaving is answered with the reason its server is down.
+const shrinkDelay = 500 * time.Millisecond
 
-// turned reports whether e is a change of a server's state that turns its
-// items on or off (see offered): disabled, enabled, failed for good,
-// recovered.
-func (g *Gateway) turned(e events.Event) bool {
-	if e.Server == "" || e.Text("client") != "" || !changesState(e.Kind) {
-		return false
+// listChange is how an event can change what the endpoints list.
+type listChange int
+
+const (
+	listsSame listChange = iota
+	listsGrow
+	listsShrink
+)
+
+// change tells how e can change what the endpoints list. A client's own
+// session of a per-client server changes nothing: the server's own
+// session lists its tools. A server that connects, is added, changes its
+// lists or comes back may add to them (or replace items, which is
+// applied at once too); one that is removed or turns off only takes away.
+func (g *Gateway) change(e events.Event) listChange {
+	if e.Text("client") != "" {
+		return listsSame
 	}
+	switch {
+	case e.Kind == events.KindRemoved:
+		return listsShrink
+	case changesLists(e.Kind):
+		return listsGrow
+	case e.Server == "" || !changesState(e.Kind):
+		return listsSame
+	}
+	// A change of state turns a server's items on or off (see offered):
+	// disabled, enabled, failed for good, recovered.
 	st, err := g.src.Status(e.Server)
 	on := err == nil && offered(st.State)
-	return on == g.currentView().down[e.Server]
+	switch {
+	case on != g.currentView().down[e.Server]:
+		return listsSame
+	case on:
+		return listsGrow
+	}
+	return listsShrink
 }
 
 // changesState reports whether an event of kind k is a server's change
@@ -262,6 +313,10 @@ func changesLists(k events.Kind) bool {
 // refresh builds a new view and applies it to every endpoint; only the
 // run goroutine (or New, before it starts) calls it.
 func (g *Gateway) refresh() {
+	if g.relisting {
+		g.relist.Stop()
+		g.relisting = false
+	}
 	v, collisions := g.names.build(g.src)
 	g.view.Store(v)
 	for _, c := range collisions {

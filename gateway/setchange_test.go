@@ -217,3 +217,33 @@ func TestSetChangesReachClients(t *testing.T) {
 		require.True(t, hasServer(c.tools(t), "fragile"), "a recovered server's tools are not offered")
 	})
 }
+
+// A server that leaves and is back before its tools are taken off the
+// lists (disabled and enabled again, as a restart does) changes no
+// client's lists: the clients are told nothing. One that stays away
+// leaves them after a short grace, with one list_changed.
+func TestBriefAbsenceChangesNoList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBubble(t, gateway.Options{})
+		a := newDialer()
+		require.NoError(t, b.m.Add("a", a.spec(nil)))
+		synctest.Wait()
+		c := b.connect("brief-absence")
+		synctest.Wait()
+		require.True(t, hasServer(c.tools(t), "a"))
+		c.told()
+
+		require.NoError(t, b.m.Disable("a"))
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		require.NoError(t, b.m.Enable("a"))
+		aSecond()
+		require.False(t, c.told(), "a server away for 100 ms made its clients relist")
+		require.True(t, hasServer(c.tools(t), "a"))
+
+		require.NoError(t, b.m.Disable("a"))
+		aSecond()
+		require.True(t, c.told(), "no tools/list_changed after a server stayed disabled")
+		require.False(t, hasServer(c.tools(t), "a"))
+	})
+}
