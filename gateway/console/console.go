@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/tokens"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -68,6 +69,7 @@ type Console struct {
 	tmpl  *template.Template
 	mux   *http.ServeMux
 	auth  *auth
+	costs tokens.Cache    // of the tools' definitions
 	ctx   context.Context // ends at Close: streams end with it
 	close context.CancelFunc
 }

@@ -257,3 +257,26 @@ func TestStreamSendsRowsAsTheyChange(t *testing.T) {
 	}
 	require.NoError(t, lines.Err(), "the stream should end cleanly when the console closes")
 }
+
+// A server's row says what it offers (counts, tool names, what the tools
+// cost a model in tokens), its health, and its requests, errors and
+// latency as calls are made.
+func TestServerRowShowsOffersAndCalls(t *testing.T) {
+	f := newFixture(t, "", nil)
+	c := browser(t)
+	_, page := get(t, c, f.url+"/ui")
+	require.Regexp(t, `4 / 1 / 1 <span class="sub"[^>]*>≈\d+ tokens</span><div class="sub tools"[^>]*>add, echo, fail, sleep</div>`, page)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := f.m.Call(ctx, "demo.echo", map[string]any{"text": "x"}, manager.CallOptions{})
+	require.NoError(t, err)
+	_, err = f.m.Call(ctx, "demo.fail", map[string]any{"message": "no"}, manager.CallOptions{})
+	require.NoError(t, err)
+	_, page = get(t, c, f.url+"/ui")
+	require.Regexp(t, `<td class="num">2</td>\s*<td class="num">1</td>\s*<td class="num">[0-9.]+[µm]?s</td>`, page)
+
+	_, page = get(t, c, f.url+"/ui/servers/demo")
+	require.Regexp(t, `its definition costs ≈\d+ tokens`, page)
+	require.Contains(t, page, `<span class="kind">tool_call</span>`)
+}

@@ -19,6 +19,7 @@ import (
 type toolView struct {
 	manager.ToolInfo
 	Schema string // indented JSON
+	Tokens int    // what its definition costs a model when listed
 	Fields []field
 }
 
@@ -77,9 +78,12 @@ func parseSchema(in any) (*schema, string) {
 	return &s, string(raw)
 }
 
-func newToolView(t manager.ToolInfo) toolView {
+func (c *Console) newToolView(t manager.ToolInfo) toolView {
 	s, pretty := parseSchema(t.InputSchema)
 	v := toolView{ToolInfo: t, Schema: pretty}
+	if t.Tool != nil {
+		v.Tokens = c.costs.Tool(t.Tool)
+	}
 	names := make([]string, 0, len(s.Properties))
 	for n := range s.Properties {
 		names = append(names, n)
@@ -193,7 +197,7 @@ func (c *Console) try(w http.ResponseWriter, r *http.Request, s session) {
 		http.Error(w, fmt.Sprintf("server %q has no tool %q", server, tool), http.StatusNotFound)
 		return
 	}
-	tv := newToolView(tools[i])
+	tv := c.newToolView(tools[i])
 	res := &callResult{Tool: tv.FullName}
 	status := http.StatusOK
 	args, err := argsOf(r, tv)

@@ -190,7 +190,7 @@ func (c *Console) showServer(w http.ResponseWriter, r *http.Request, s session, 
 	d := serverDetail{Row: rowData{Row: c.rowOf(st), CSRF: s.csrf}, Result: res}
 	if tools, err := c.opts.Backend.Tools(st.Name); err == nil {
 		for _, t := range tools {
-			d.Tools = append(d.Tools, newToolView(t))
+			d.Tools = append(d.Tools, c.newToolView(t))
 		}
 	}
 	d.Events = c.history(st.Name, "")

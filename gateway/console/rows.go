@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -27,6 +29,7 @@ type row struct {
 	Resources int
 	Prompts   int
 	ToolNames []string
+	Tokens    int // what the tools' definitions cost a model when listed
 	Sessions  int
 	Requests  uint64
 	Errors    uint64
@@ -95,9 +98,14 @@ func (c *Console) rowOf(st manager.Status) row {
 		}
 	}
 	if tools, err := c.opts.Backend.Tools(st.Name); err == nil {
+		defs := make([]*mcp.Tool, 0, len(tools))
 		for _, t := range tools {
 			r.ToolNames = append(r.ToolNames, t.Name)
+			if t.Tool != nil {
+				defs = append(defs, t.Tool)
+			}
 		}
+		r.Tokens = c.costs.Tools(defs)
 		slices.Sort(r.ToolNames)
 	}
 	return r
