@@ -279,4 +279,6 @@ func TestServerRowShowsOffersAndCalls(t *testing.T) {
 	_, page = get(t, c, f.url+"/ui/servers/demo")
 	require.Regexp(t, `its definition costs ≈\d+ tokens`, page)
 	require.Contains(t, page, `<span class="kind">tool_call</span>`)
+	require.Regexp(t, `<code>fail</code></td><td><span class="sub">mcpvisor</span></td><td class="num">[0-9.]+[µm]?s</td><td><span class="wait">tool error</span>`, page)
+	require.Regexp(t, `<code>echo</code></td><td><span class="sub">mcpvisor</span></td><td class="num">[0-9.]+[µm]?s</td><td><span class="ok">ok</span>`, page)
 }

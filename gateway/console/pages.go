@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager"
@@ -172,8 +173,48 @@ func flash(r *http.Request) (string, string) {
 type serverDetail struct {
 	Row    rowData
 	Tools  []toolView
+	Calls  []callView
 	Events []events.Event
 	Result *callResult
+}
+
+// callView is one recent call of a server's tool.
+type callView struct {
+	Time    time.Time
+	Tool    string
+	Client  string // "" for the host
+	Took    string
+	Outcome string // "ok", "tool error", "cancelled" or the error's code
+	Tone    string
+	Error   string
+}
+
+// maxCalls is how many recent calls the server page lists.
+const maxCalls = 20
+
+// callsOf are the calls among evs (newest first), as the server page
+// lists them.
+func callsOf(evs []events.Event) []callView {
+	var out []callView
+	for _, e := range evs {
+		p, ok := e.Payload.(manager.ToolCall)
+		if !ok {
+			continue
+		}
+		cv := callView{Time: e.Time, Tool: p.Tool, Client: p.Client, Took: roundDuration(p.Duration), Outcome: "ok", Tone: "ok"}
+		switch {
+		case p.Cancelled:
+			cv.Outcome, cv.Tone = "cancelled", "off"
+		case p.Code != "":
+			cv.Outcome, cv.Tone, cv.Error = string(p.Code), "bad", p.Error
+		case p.IsError:
+			cv.Outcome, cv.Tone = "tool error", "wait"
+		}
+		if out = append(out, cv); len(out) == maxCalls {
+			break
+		}
+	}
+	return out
 }
 
 func (c *Console) serverPage(w http.ResponseWriter, r *http.Request, s session) {
@@ -194,6 +235,7 @@ func (c *Console) showServer(w http.ResponseWriter, r *http.Request, s session, 
 		}
 	}
 	d.Events = c.history(st.Name, "")
+	d.Calls = callsOf(d.Events)
 	p := newPage(s, st.Name, "servers")
 	p.Data = d
 	p.Flash, p.FlashTone = flash(r)
