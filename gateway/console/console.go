@@ -58,6 +58,10 @@ type Options struct {
 	Logger *slog.Logger
 	// CallTimeout bounds a tool tried from the console. If zero, 60s.
 	CallTimeout time.Duration
+	// Authenticated, if set, is told of each request let in (with the
+	// token, or any when there is none): gateway.Authenticated, so that a
+	// console's connections count as authenticated ones.
+	Authenticated func(*http.Request)
 	// Now is the clock. If nil, time.Now.
 	Now func() time.Time
 }

@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/gateway/console"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -281,4 +284,30 @@ func TestServerRowShowsOffersAndCalls(t *testing.T) {
 	require.Contains(t, page, `<span class="kind">tool_call</span>`)
 	require.Regexp(t, `<code>fail</code></td><td><span class="sub">mcpvisor</span></td><td class="num">[0-9.]+[µm]?s</td><td><span class="wait">tool error</span>`, page)
 	require.Regexp(t, `<code>echo</code></td><td><span class="sub">mcpvisor</span></td><td class="num">[0-9.]+[µm]?s</td><td><span class="ok">ok</span>`, page)
+}
+
+// Only a request let in is reported as authenticated (the gateway then
+// stops counting its connection against the cap on unauthenticated ones).
+func TestOnlyVisitorsLetInCountAsAuthenticated(t *testing.T) {
+	f := newFixture(t, "", nil)
+	var let atomic.Int32
+	c := console.New(console.Options{Backend: f.m, Token: "s3cret-token", Authenticated: func(*http.Request) { let.Add(1) }})
+	defer c.Close()
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+
+	code, _ := get(t, browser(t), srv.URL+"/ui")
+	require.Equal(t, http.StatusUnauthorized, code)
+	resp, _ := post(t, browser(t), srv.URL+"/ui/servers/demo/reconnect", url.Values{})
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Zero(t, let.Load())
+
+	req, err := http.NewRequest("GET", srv.URL+"/ui", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer s3cret-token")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, int32(1), let.Load())
 }

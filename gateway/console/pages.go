@@ -80,6 +80,7 @@ func (c *Console) reader(h func(http.ResponseWriter, *http.Request, session)) ht
 			c.renderLogin(w, http.StatusUnauthorized, r.URL.RequestURI(), "")
 			return
 		}
+		c.authenticated(r)
 		h(w, r, s)
 	}
 }
@@ -93,11 +94,19 @@ func (c *Console) actor(h func(http.ResponseWriter, *http.Request, session)) htt
 			c.renderLogin(w, http.StatusUnauthorized, "/ui", "Log in to act on servers.")
 			return
 		}
+		c.authenticated(r)
 		if !c.auth.csrfOK(r, s) {
 			http.Error(w, "this form is stale or did not come from the console (its CSRF token is missing or wrong): reload the page and try again", http.StatusForbidden)
 			return
 		}
 		h(w, r, s)
+	}
+}
+
+// authenticated tells Options.Authenticated that r was let in.
+func (c *Console) authenticated(r *http.Request) {
+	if c.opts.Authenticated != nil {
+		c.opts.Authenticated(r)
 	}
 }
 
