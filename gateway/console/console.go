@@ -118,9 +118,29 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mux.ServeHTTP(w, r)
 }
 
+// publicAssets are the files served as they are, to anyone (the login
+// page needs them): the stylesheet and the script, not the templates.
+var publicAssets = map[string]string{"console.css": "text/css; charset=utf-8", "console.js": "text/javascript; charset=utf-8"}
+
+func serveAsset(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	ctype, ok := publicAssets[name]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	b, err := assets.ReadFile("assets/" + name)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", ctype)
+	_, _ = w.Write(b)
+}
+
 func (c *Console) routes() {
 	m := http.NewServeMux()
-	m.Handle("GET /ui/assets/", http.StripPrefix("/ui/", http.FileServerFS(assets)))
+	m.HandleFunc("GET /ui/assets/{file}", serveAsset)
 	m.HandleFunc("GET /ui/login", c.loginPage)
 	m.HandleFunc("POST /ui/login", c.login)
 	m.HandleFunc("POST /ui/logout", c.logout)

@@ -311,3 +311,27 @@ func TestOnlyVisitorsLetInCountAsAuthenticated(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, int32(1), let.Load())
 }
+
+// The stylesheet and the script are served to anyone (the login page
+// uses them), the templates to no one; and the login sends a visitor on
+// only to a page of the console.
+func TestAssetsAndWhereALoginLeads(t *testing.T) {
+	f := newFixture(t, "s3cret-token", nil)
+	c := browser(t)
+	for path, ctype := range map[string]string{"/ui/assets/console.css": "text/css", "/ui/assets/console.js": "text/javascript"} {
+		resp, err := c.Get(f.url + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		require.Contains(t, resp.Header.Get("Content-Type"), ctype, path)
+	}
+	for _, path := range []string{"/ui/assets/", "/ui/assets/servers.html", "/ui/assets/layout.html"} {
+		code, _ := get(t, c, f.url+path)
+		require.Contains(t, []int{http.StatusNotFound, http.StatusUnauthorized}, code, path)
+	}
+	for next, want := range map[string]string{"//evil.example/": "/ui", "/uievil": "/ui", "https://evil.example/ui": "/ui", "/ui/events?kind=failed": "/ui/events?kind=failed"} {
+		resp, _ := post(t, c, f.url+"/ui/login", url.Values{"token": {"s3cret-token"}, "next": {next}})
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Equal(t, want, resp.Header.Get("Location"), next)
+	}
+}

@@ -130,8 +130,8 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 // cookie and sends the visitor on to the page it asked for.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	next := r.PostFormValue("next")
-	if !strings.HasPrefix(next, "/ui") {
-		next = "/ui"
+	if next != "/ui" && !strings.HasPrefix(next, "/ui/") && !strings.HasPrefix(next, "/ui?") {
+		next = "/ui" // only a page of the console's own
 	}
 	if c.auth.open() {
 		http.Redirect(w, r, next, http.StatusSeeOther)
