@@ -169,7 +169,7 @@ func TestActionsNeedTheCSRFToken(t *testing.T) {
 // and its secrets are hidden there and in the events.
 func TestLastErrorIsEscapedAndRedacted(t *testing.T) {
 	f := newFixture(t, "", map[string]string{"API_KEY": "hunter2-hunter2"})
-	f.dial.breakWith(fmt.Errorf(`<img src=x onerror=alert(1)> key hunter2-hunter2 refused: %w`, errBoom))
+	f.dial.breakWith(fmt.Errorf("<img src=x onerror=alert(1)> key hunter2-hunter2 \u202erefused: %w", errBoom))
 	require.NoError(t, f.m.Reconnect("demo")) // tries at once, and fails with that
 	require.Eventually(t, func() bool {
 		st, err := f.m.Status("demo")
@@ -181,6 +181,8 @@ func TestLastErrorIsEscapedAndRedacted(t *testing.T) {
 		require.Contains(t, page, "&lt;img src=x onerror=alert(1)&gt;", path)
 		require.NotContains(t, page, "<img src=x", path)
 		require.NotContains(t, page, "hunter2-hunter2", path)
+		require.Contains(t, page, `\u202erefused`, path) // a bidi override, made visible
+		require.NotContains(t, page, "\u202e", path)
 	}
 	_, page := get(t, c, f.url+"/ui")
 	require.Contains(t, page, "backing off")

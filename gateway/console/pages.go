@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/textsafe"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -40,6 +41,10 @@ var funcs = template.FuncMap{
 	"pathesc": url.PathEscape,
 	"join":    func(s []string) string { return strings.Join(s, ", ") },
 	"plural":  plural,
+	// Text that servers and clients wrote, with what could disguise it
+	// (bidi overrides, zero-width and control characters) made visible.
+	"line": textsafe.Line,
+	"para": textsafe.Block,
 }
 
 // plural says n of what: "1 failed attempt", "3 failed attempts".
