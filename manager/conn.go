@@ -170,6 +170,9 @@ func (s *supervisor) connect() (*conn, error) {
 		return fail(dialOp, err)
 	}
 	c.transport, c.httpEnded = t, endpoint.Ended(t)
+	if p := c.proc(); p != nil {
+		s.stderr.Store(p)
+	}
 	c.client, c.offers = s.m.newClient(s)
 	if c.offers&ask.Roots != 0 {
 		c.roots.start(ctx, s, c)

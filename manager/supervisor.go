@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/mcpvisor/mcpvisor/internal/redact"
 	"github.com/mcpvisor/mcpvisor/manager/internal/inflight"
 	"github.com/mcpvisor/mcpvisor/manager/internal/retry"
@@ -87,6 +88,9 @@ type supervisor struct {
 	progress inflight.Progress[Progress]
 	stats    callStats    // request metrics
 	lastRecv atomic.Int64 // UnixNano when the server was last heard from
+	// stderr is the latest process started for a stdio server (kept after
+	// it exits, so that its last words can still be read); nil before.
+	stderr atomic.Pointer[proc.Process]
 
 	// Owned by the supervisor goroutine.
 	policy    *retry.Policy // failures, breaker and backoff: when to attempt

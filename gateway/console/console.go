@@ -21,6 +21,7 @@ type Backend interface {
 	Status(name string) (manager.Status, error)
 	Metrics(name string) (manager.Metrics, error)
 	Tools(server string) ([]manager.ToolInfo, error)
+	StderrTail(server string) (string, error)
 	Bus() *events.Bus
 	Reconnect(name string) error
 	Enable(name string) error

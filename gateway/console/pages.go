@@ -190,6 +190,8 @@ type serverDetail struct {
 	Calls  []callView
 	Events []events.Event
 	Result *callResult
+	Stdio  bool   // the server is a process: it has a stderr
+	Stderr string // its last stderr lines, secrets hidden
 }
 
 // callView is one recent call of a server's tool.
@@ -247,6 +249,10 @@ func (c *Console) showServer(w http.ResponseWriter, r *http.Request, s session, 
 		for _, t := range tools {
 			d.Tools = append(d.Tools, c.newToolView(t))
 		}
+	}
+	if st.Transport == manager.TransportStdio {
+		d.Stdio = true
+		d.Stderr, _ = c.opts.Backend.StderrTail(st.Name)
 	}
 	d.Events = c.history(st.Name, "")
 	d.Calls = callsOf(d.Events)

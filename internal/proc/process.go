@@ -205,6 +205,11 @@ func startFailure(err error, cfg Config) error {
 // Pid is the server's pid, which is also its process group's id.
 func (p *Process) Pid() int { return p.pid }
 
+// StderrTail is up to n of the last lines the server wrote on stderr
+// (of the 64 KiB kept), with its secrets hidden. It may be read while the
+// process runs and after it has exited.
+func (p *Process) StderrTail(n int) string { return p.tail.Text(n) }
+
 // drainStderr reads stderr until EOF or until Close closes it, keeping the
 // last 64 KiB and logging lines at debug, at most stderrLinesPerSecond of
 // them. A chatty server never blocks, and never floods the log.

@@ -44,6 +44,23 @@ func (t *tailBuffer) Write(b []byte) (int, error) {
 // before anything is cut (a cut through a value would show part of it).
 // A first line whose start was dropped is left out for the same reason.
 func (t *tailBuffer) LastLines(n, maxBytes int) string {
+	s := strings.Join(t.lines(n, true), " | ")
+	if len(s) > maxBytes {
+		s = "…" + s[len(s)-maxBytes:]
+	}
+	return s
+}
+
+// Text returns up to n of the last non-empty lines as they were written
+// (indentation kept), one a line, with the secrets hidden; a first line
+// whose start was dropped is left out.
+func (t *tailBuffer) Text(n int) string {
+	return strings.Join(t.lines(n, false), "\n")
+}
+
+// lines are up to n of the last non-empty lines, redacted, trimmed of
+// space on both sides or (trim false) only on the right.
+func (t *tailBuffer) lines(n int, trim bool) []string {
 	t.mu.Lock()
 	text, cut := string(t.buf), t.cut
 	t.mu.Unlock()
@@ -53,16 +70,17 @@ func (t *tailBuffer) LastLines(n, maxBytes int) string {
 	text = t.secrets.String(text)
 	var lines []string
 	for _, l := range strings.Split(text, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
+		if trim {
+			l = strings.TrimSpace(l)
+		} else {
+			l = strings.TrimRight(l, " \t\r")
+		}
+		if strings.TrimSpace(l) != "" {
 			lines = append(lines, l)
 		}
 	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
-	s := strings.Join(lines, " | ")
-	if len(s) > maxBytes {
-		s = "…" + s[len(s)-maxBytes:]
-	}
-	return s
+	return lines
 }
