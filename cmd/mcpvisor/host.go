@@ -53,6 +53,9 @@ type host struct {
 	hud     *hudDisplay    // the live status block, when stdout is a terminal
 	logPath string         // the log file, at the REPL
 	gateway gatewayHost    // serves the servers to MCP clients, when asked
+	// configPath is the config file the web console's reload button
+	// reloads; "" when there is none. Set before the config first runs.
+	configPath string
 	// stopWatch stops the config watcher and waits for it; nil if the
 	// config is not watched.
 	stopWatch func()
@@ -208,6 +211,9 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 func (h *host) drive(ctx context.Context, cfg config, interactive bool, path, src string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if cfg.http != "" {
 		h.gateway.get() // before the servers connect: see serve
+	}
+	if fileExists(path) {
+		h.configPath = path
 	}
 	if !h.startConfig(ctx, path, src, stderr) {
 		return 1

@@ -64,6 +64,9 @@ func (h *host) serve(ctx context.Context, cfg config, token, path, src string, s
 	// Made before the config's servers connect, so they are told what the
 	// gateway's clients can answer (elicitation, sampling, roots).
 	h.gateway.get()
+	if fileExists(path) {
+		h.configPath = path
+	}
 	if !h.startConfig(ctx, path, src, stderr) {
 		return 1
 	}

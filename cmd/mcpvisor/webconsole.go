@@ -1,6 +1,10 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"strings"
+
 	"github.com/mcpvisor/mcpvisor/gateway"
 	webui "github.com/mcpvisor/mcpvisor/gateway/console"
 )
@@ -8,7 +12,7 @@ import (
 // webConsole is the web console served at /ui beside gw's endpoints,
 // behind the same token.
 func (h *host) webConsole(gw *gateway.Gateway, token string) *webui.Console {
-	return webui.New(webui.Options{Backend: h.mgr, Token: token, Logger: h.log, Authenticated: gateway.Authenticated,
+	opts := webui.Options{Backend: h.mgr, Token: token, Logger: h.log, Authenticated: gateway.Authenticated,
 		Clients: func() []webui.Client {
 			var out []webui.Client
 			for _, c := range gw.Clients() {
@@ -16,5 +20,30 @@ func (h *host) webConsole(gw *gateway.Gateway, token string) *webui.Console {
 					Transport: c.Transport, Endpoint: c.Endpoint, Since: c.Since})
 			}
 			return out
-		}})
+		}}
+	if path := h.configPath; path != "" {
+		opts.Reload = func(ctx context.Context) (string, error) { return h.reloadConfig(ctx, path) }
+	}
+	return webui.New(opts)
+}
+
+// reloadConfig reloads the config file at path, as saving it would, and
+// says what changed.
+func (h *host) reloadConfig(ctx context.Context, path string) (string, error) {
+	res, err := h.rt.LoadConfig(ctx, path)
+	if err != nil {
+		return "", err
+	}
+	h.log.Info("config reloaded", "file", path, "from", "web console")
+	var parts []string
+	for _, c := range []struct {
+		what  string
+		names []string
+	}{{"added", res.Added}, {"removed", res.Removed}, {"replaced", res.Replaced}} {
+		if len(c.names) > 0 {
+			parts = append(parts, c.what+" "+strings.Join(c.names, ", "))
+		}
+	}
+	parts = append(parts, fmt.Sprintf("%d unchanged", res.Unchanged))
+	return path + ": " + strings.Join(parts, "; "), nil
 }

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,6 +27,7 @@ type Backend interface {
 	Reconnect(name string) error
 	Enable(name string) error
 	Disable(name string) error
+	Login(ctx context.Context, server string, opts manager.LoginOptions) error
 	Call(ctx context.Context, name string, args any, opts manager.CallOptions) (*mcp.CallToolResult, error)
 }
 
@@ -63,6 +65,17 @@ type Options struct {
 	// token, or any when there is none): gateway.Authenticated, so that a
 	// console's connections count as authenticated ones.
 	Authenticated func(*http.Request)
+	// Reload, if set, reloads the config file (startup.lua) and says
+	// what changed; the servers page then offers it. It runs on a
+	// goroutine of its own, after the page has answered, and is not
+	// cancelled by Close: a reload may move the listener, closing this
+	// console.
+	Reload func(ctx context.Context) (string, error)
+	// ReloadTimeout bounds a reload. If zero, 2 minutes.
+	ReloadTimeout time.Duration
+	// LoginTimeout bounds a login started from a server's page. If zero,
+	// 5 minutes.
+	LoginTimeout time.Duration
 	// Now is the clock. If nil, time.Now.
 	Now func() time.Time
 }
@@ -75,8 +88,13 @@ type Console struct {
 	mux   *http.ServeMux
 	auth  *auth
 	costs tokens.Cache    // of the tools' definitions
-	ctx   context.Context // ends at Close: streams end with it
+	ctx   context.Context // ends at Close: streams and logins end with it
 	close context.CancelFunc
+
+	tasksMu sync.Mutex
+	// tasksMu guards tasks: the latest reload ("reload") and login
+	// ("login/NAME").
+	tasks map[string]*task
 }
 
 //go:embed assets
@@ -90,10 +108,16 @@ func New(opts Options) *Console {
 	if opts.CallTimeout == 0 {
 		opts.CallTimeout = 60 * time.Second
 	}
+	if opts.ReloadTimeout == 0 {
+		opts.ReloadTimeout = 2 * time.Minute
+	}
+	if opts.LoginTimeout == 0 {
+		opts.LoginTimeout = 5 * time.Minute
+	}
 	if opts.Clients == nil {
 		opts.Clients = func() []Client { return nil }
 	}
-	c := &Console{opts: opts, log: opts.Logger}
+	c := &Console{opts: opts, log: opts.Logger, tasks: map[string]*task{}}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -151,6 +175,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /ui/clients", c.reader(c.clientsPage))
 	m.HandleFunc("GET /ui/events", c.reader(c.eventsPage))
 	m.HandleFunc("GET /ui/stream", c.reader(c.stream))
+	m.HandleFunc("POST /ui/reload", c.actor(c.reload))
 	m.HandleFunc("POST /ui/servers/{name}/{action}", c.actor(c.act))
 	m.HandleFunc("POST /ui/servers/{name}/tools/{tool}", c.actor(c.try))
 	c.mux = m

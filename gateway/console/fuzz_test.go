@@ -33,10 +33,13 @@ func (b *fakeBackend) Tools(string) ([]manager.ToolInfo, error) {
 	return []manager.ToolInfo{{FullName: "s.t", Server: "s", Name: "t", InputSchema: b.schema}}, nil
 }
 func (b *fakeBackend) StderrTail(string) (string, error) { return "", nil }
-func (b *fakeBackend) Bus() *events.Bus                  { return b.bus }
-func (b *fakeBackend) Reconnect(string) error            { return nil }
-func (b *fakeBackend) Enable(string) error               { return nil }
-func (b *fakeBackend) Disable(string) error              { return nil }
+func (b *fakeBackend) Login(context.Context, string, manager.LoginOptions) error {
+	return nil
+}
+func (b *fakeBackend) Bus() *events.Bus       { return b.bus }
+func (b *fakeBackend) Reconnect(string) error { return nil }
+func (b *fakeBackend) Enable(string) error    { return nil }
+func (b *fakeBackend) Disable(string) error   { return nil }
 func (b *fakeBackend) Call(context.Context, string, any, manager.CallOptions) (*mcp.CallToolResult, error) {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
 }

@@ -162,14 +162,21 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
 }
 
+// serversView is what the servers page shows.
+type serversView struct {
+	Rows      []rowData
+	CanReload bool
+	Reload    *taskView // the latest reload started from the console
+}
+
 func (c *Console) serversPage(w http.ResponseWriter, r *http.Request, s session) {
 	rows := c.rows()
-	data := make([]rowData, len(rows))
+	v := serversView{Rows: make([]rowData, len(rows)), CanReload: c.opts.Reload != nil, Reload: c.taskOf("reload").view()}
 	for i, rw := range rows {
-		data[i] = rowData{Row: rw, CSRF: s.csrf}
+		v.Rows[i] = rowData{Row: rw, CSRF: s.csrf}
 	}
 	p := newPage(s, "Servers", "servers")
-	p.Data = data
+	p.Data = v
 	p.Flash, p.FlashTone = flash(r)
 	c.render(w, http.StatusOK, "servers", p)
 }
@@ -192,6 +199,10 @@ type serverDetail struct {
 	Result *callResult
 	Stdio  bool   // the server is a process: it has a stderr
 	Stderr string // its last stderr lines, secrets hidden
+	// LogsIn: the server is reached over HTTP, so it may log in; Login
+	// is the latest login started from the console.
+	LogsIn bool
+	Login  *taskView
 }
 
 // callView is one recent call of a server's tool.
@@ -253,6 +264,10 @@ func (c *Console) showServer(w http.ResponseWriter, r *http.Request, s session, 
 	if st.Transport == manager.TransportStdio {
 		d.Stdio = true
 		d.Stderr, _ = c.opts.Backend.StderrTail(st.Name)
+	}
+	if st.Transport == manager.TransportHTTP || st.Transport == manager.TransportSSE {
+		d.LogsIn = true
+		d.Login = c.taskOf("login/" + st.Name).view()
 	}
 	d.Events = c.history(st.Name, "")
 	d.Calls = callsOf(d.Events)
@@ -321,8 +336,11 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request, _ session) {
 		err = c.opts.Backend.Enable(name)
 	case "disable":
 		err = c.opts.Backend.Disable(name)
+	case "login":
+		c.startLogin(w, r, name)
+		return
 	default:
-		http.Error(w, fmt.Sprintf("no action %q: want reconnect, enable or disable", action), http.StatusNotFound)
+		http.Error(w, fmt.Sprintf("no action %q: want reconnect, enable, disable or login", action), http.StatusNotFound)
 		return
 	}
 	back := "/ui"
