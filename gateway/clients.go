@@ -31,7 +31,13 @@ type Client struct {
 	Version   string
 	Transport string // "stdio", "http" or "sse"
 	Endpoint  string // e.g. "/mcp", "/servers/git/mcp"
+	Toolset   string // the toolset of a toolset's endpoint, else ""
 	Since     time.Time
+	// Mode is how the client is offered its tools, "" until it first
+	// lists them; InFlight is how many of its calls are in flight
+	// upstream. Both are as of Gateway.Clients.
+	Mode     Mode
+	InFlight int
 }
 
 // Label is how events, spans and the manager name the client:
@@ -79,7 +85,8 @@ type session struct {
 
 	// maxCalls bounds calls; 0: no bound.
 	maxCalls int
-	// mode is how the client is offered its tools, chosen once (modeOf).
+	// mode is how the client is offered its tools, chosen once (modeOf),
+	// which writes it under mu, for list to read.
 	modeOnce sync.Once
 	mode     Mode
 
@@ -303,6 +310,9 @@ func (t *clientTable) session(ep *endpoint, ss *mcp.ServerSession) *session {
 		return s
 	}
 	c := Client{ID: publicID(ss.ID()), Transport: "http", Endpoint: ep.path, Since: time.Now()}
+	if ep.sel == oneToolset {
+		c.Toolset = ep.name
+	}
 	if c.ID == "" { // stdio and SSE sessions have none
 		if t.stdio[ss] {
 			t.stdioSeen++
@@ -427,7 +437,9 @@ func (t *clientTable) list() []Client {
 	for _, s := range sessions {
 		s.mu.Lock()
 		if s.listed {
-			out = append(out, s.client)
+			c := s.client
+			c.Mode, c.InFlight = s.mode, s.calls
+			out = append(out, c)
 		}
 		s.mu.Unlock()
 	}

@@ -164,6 +164,11 @@ func (g *Gateway) usable(m, fallback Mode, who string) Mode {
 // modeOf is the mode of a client session on ep, chosen the first time it
 // is asked and kept for the session: some clients never relist.
 func (g *Gateway) modeOf(ep *endpoint, s *session) Mode {
-	s.modeOnce.Do(func() { s.mode = g.pickMode(ep, s.client) })
+	s.modeOnce.Do(func() {
+		m := g.pickMode(ep, s.client)
+		s.mu.Lock()
+		s.mode = m
+		s.mu.Unlock()
+	})
 	return s.mode
 }

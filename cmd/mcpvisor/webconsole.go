@@ -17,7 +17,8 @@ func (h *host) webConsole(gw *gateway.Gateway, token string) *webui.Console {
 			var out []webui.Client
 			for _, c := range gw.Clients() {
 				out = append(out, webui.Client{ID: c.ID, Name: c.Name, Version: c.Version,
-					Transport: c.Transport, Endpoint: c.Endpoint, Since: c.Since})
+					Transport: c.Transport, Endpoint: c.Endpoint, Toolset: c.Toolset, Mode: string(c.Mode),
+					InFlight: c.InFlight, Since: c.Since})
 			}
 			return out
 		}}

@@ -40,6 +40,9 @@ type Client struct {
 	Version   string
 	Transport string // "stdio", "http" or "sse"
 	Endpoint  string // "/mcp", "/servers/git/mcp", …
+	Toolset   string // the toolset of a toolset's endpoint, else ""
+	Mode      string // "direct", "search", "code"; "" until it lists its tools
+	InFlight  int    // its calls in flight upstream
 	Since     time.Time
 }
 

@@ -224,6 +224,7 @@ func TestClientsAndEventsPages(t *testing.T) {
 	_, page := get(t, c, f.url+"/ui/clients")
 	require.Contains(t, page, "claude-code")
 	require.Contains(t, page, "<code>/mcp</code>")
+	require.Contains(t, page, `<td>dev</td><td>search</td><td class="num">2</td>`)
 
 	_, page = get(t, c, f.url+"/ui/events?kind=connected")
 	require.Contains(t, page, `<span class="kind">connected</span>`)

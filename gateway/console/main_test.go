@@ -85,7 +85,8 @@ func newFixture(t *testing.T, token string, secrets map[string]string) *fixture 
 		Backoff: manager.Backoff{Initial: retryAfter, Max: retryAfter, Jitter: manager.NoJitter}}))
 	f.c = console.New(console.Options{Backend: f.m, Token: token,
 		Clients: func() []console.Client {
-			return []console.Client{{ID: "abc123", Name: "claude-code", Version: "2.1", Transport: "http", Endpoint: "/mcp", Since: time.Now()}}
+			return []console.Client{{ID: "abc123", Name: "claude-code", Version: "2.1", Transport: "http", Endpoint: "/mcp",
+				Toolset: "dev", Mode: "search", InFlight: 2, Since: time.Now()}}
 		}})
 	srv := httptest.NewServer(f.c)
 	f.url = srv.URL
