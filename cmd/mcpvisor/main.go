@@ -108,6 +108,8 @@ Flags:
   --token-file FILE     require "Authorization: Bearer <token>" on HTTP, the
                         token read from FILE (or set MCPVISOR_TOKEN); needed
                         to bind an address that is not loopback
+                        (MCPVISOR_VIEW_TOKEN, if set, is a second token that
+                        may only view the web console at /ui)
   --name-budget N       the longest tool or prompt name the gateway offers
                         on /mcp and the toolsets, 16 to 128 (default 49, for
                         Claude Code: it shows a tool to its model as

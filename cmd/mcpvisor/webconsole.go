@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/mcpvisor/mcpvisor/gateway"
@@ -10,9 +11,11 @@ import (
 )
 
 // webConsole is the web console served at /ui beside gw's endpoints,
-// behind the same token.
+// behind the same token; $MCPVISOR_VIEW_TOKEN, if set, is a second token
+// that may only look at it.
 func (h *host) webConsole(gw *gateway.Gateway, token string) *webui.Console {
-	opts := webui.Options{Backend: h.mgr, Token: token, Logger: h.log, Authenticated: gateway.Authenticated,
+	opts := webui.Options{Backend: h.mgr, Token: token, ViewToken: os.Getenv("MCPVISOR_VIEW_TOKEN"),
+		Logger: h.log, Authenticated: gateway.Authenticated,
 		Clients: func() []webui.Client {
 			var out []webui.Client
 			for _, c := range gw.Clients() {

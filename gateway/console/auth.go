@@ -31,15 +31,33 @@ const (
 // token.
 type session struct {
 	id       string
-	loggedIn bool // the cookie was set by a login with the token
+	loggedIn bool // the cookie was set by a login with a token
 	bearer   bool // the request carried the token itself: no CSRF to check
+	act      bool // it may act, not only view
 	csrf     string
+}
+
+// What a session's cookie says its login was.
+const (
+	levelNone byte = 0 // no login: a console without a token
+	levelAct  byte = 1 // logged in with the token
+	levelView byte = 2 // logged in with the view token: may only look
+)
+
+// formCSRF is the CSRF token of s's action forms; "" for a session that
+// may only view, which is then shown none.
+func (s session) formCSRF() string {
+	if !s.act {
+		return ""
+	}
+	return s.csrf
 }
 
 // auth checks visitors: their login cookies, bearer tokens and CSRF
 // tokens, and counts wrong logins.
 type auth struct {
 	token []byte // nil: no token, everyone may act
+	view  []byte // nil: no view token; else a token that may only view
 	key   []byte // signs cookies; made with the console
 	now   func() time.Time
 	log   *slog.Logger
@@ -55,10 +73,13 @@ type guesser struct {
 	until time.Time
 }
 
-func newAuth(token string, now func() time.Time, log *slog.Logger) *auth {
+func newAuth(token, view string, now func() time.Time, log *slog.Logger) *auth {
 	a := &auth{key: make([]byte, 32), now: now, log: log, wrong: map[string]*guesser{}}
 	if token != "" {
 		a.token = []byte(token)
+		if view != "" && view != token {
+			a.view = []byte(view)
+		}
 	}
 	_, _ = rand.Read(a.key)
 	return a
@@ -73,8 +94,10 @@ func (a *auth) open() bool { return a.token == nil }
 // or a cookie from a login may.
 func (a *auth) visitor(w http.ResponseWriter, r *http.Request) (session, bool) {
 	if a.token != nil {
-		if got, ok := bearerToken(r); ok && a.matches(got) {
-			return session{bearer: true}, true
+		if got, ok := bearerToken(r); ok {
+			if level := a.level(got); level != levelNone {
+				return session{bearer: true, act: level == levelAct}, true
+			}
 		}
 	}
 	if s, ok := a.cookie(r); ok && (s.loggedIn || a.open()) {
@@ -83,27 +106,35 @@ func (a *auth) visitor(w http.ResponseWriter, r *http.Request) (session, bool) {
 	if !a.open() {
 		return session{}, false
 	}
-	return a.issue(w, r, false), true
+	return a.issue(w, r, levelNone), true
 }
 
-// matches reports whether got is the token, in constant time.
-func (a *auth) matches(got string) bool {
-	return subtle.ConstantTimeCompare([]byte(got), a.token) == 1
+// level is what got lets its holder do: levelAct for the token,
+// levelView for the view token, levelNone for anything else. Both are
+// compared in constant time.
+func (a *auth) level(got string) byte {
+	act := subtle.ConstantTimeCompare([]byte(got), a.token) == 1
+	view := a.view != nil && subtle.ConstantTimeCompare([]byte(got), a.view) == 1
+	switch {
+	case act:
+		return levelAct
+	case view:
+		return levelView
+	}
+	return levelNone
 }
 
 // issue sets a new session cookie on w and returns its session.
-func (a *auth) issue(w http.ResponseWriter, r *http.Request, loggedIn bool) session {
+func (a *auth) issue(w http.ResponseWriter, r *http.Request, level byte) session {
 	var raw [25]byte
 	_, _ = rand.Read(raw[:16])
 	binary.BigEndian.PutUint64(raw[16:24], uint64(a.now().Unix()))
-	if loggedIn {
-		raw[24] = 1
-	}
+	raw[24] = level
 	body := base64.RawURLEncoding.EncodeToString(raw[:])
 	value := body + "." + base64.RawURLEncoding.EncodeToString(a.mac("cookie", body))
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: "/ui", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(SessionTTL / time.Second)})
-	return a.session(body, loggedIn)
+	return a.session(body, level)
 }
 
 // cookie is the session r's cookie holds, if it is one this console
@@ -129,11 +160,12 @@ func (a *auth) cookie(r *http.Request) (session, bool) {
 	if a.now().Sub(issued) > SessionTTL {
 		return session{}, false
 	}
-	return a.session(body, raw[24] == 1), true
+	return a.session(body, raw[24]), true
 }
 
-func (a *auth) session(id string, loggedIn bool) session {
-	return session{id: id, loggedIn: loggedIn, csrf: base64.RawURLEncoding.EncodeToString(a.mac("csrf", id))}
+func (a *auth) session(id string, level byte) session {
+	return session{id: id, loggedIn: level != levelNone, act: level == levelAct || a.open(),
+		csrf: base64.RawURLEncoding.EncodeToString(a.mac("csrf", id))}
 }
 
 // mac signs what with the console's key, for purpose.

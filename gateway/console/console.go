@@ -56,6 +56,10 @@ type Options struct {
 	// Token, if set, is what a visitor must give to see or do anything;
 	// the same token as the MCP endpoints'.
 	Token string
+	// ViewToken, if set (with Token), is a second token whose holder may
+	// see the console but not act: no reconnect, enable, disable, login,
+	// reload or tool call. It opens nothing but the console.
+	ViewToken string
 	// Clients lists the gateway's clients for the clients page; if nil,
 	// the page says there are none.
 	Clients func() []Client
@@ -125,7 +129,7 @@ func New(opts Options) *Console {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.ctx, c.close = context.WithCancel(context.Background())
-	c.auth = newAuth(opts.Token, opts.Now, c.log)
+	c.auth = newAuth(opts.Token, opts.ViewToken, opts.Now, c.log)
 	c.tmpl = template.Must(template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html"))
 	c.routes()
 	return c

@@ -21,9 +21,10 @@ type page struct {
 	Title      string
 	Nav        string // which nav link is current
 	Authorized bool
-	LoggedIn   bool // a logout button makes sense
-	Live       bool // the page follows /ui/stream
-	CSRF       string
+	LoggedIn   bool   // a logout button makes sense
+	Live       bool   // the page follows /ui/stream
+	CSRF       string // of action forms; "" when the visitor may only view
+	LogoutCSRF string
 	Flash      string
 	FlashTone  string
 	Data       any
@@ -73,7 +74,7 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, p page)
 
 // newPage is a page for s.
 func newPage(s session, title, nav string) page {
-	return page{Title: title, Nav: nav, Authorized: true, LoggedIn: s.loggedIn, Live: true, CSRF: s.csrf}
+	return page{Title: title, Nav: nav, Authorized: true, LoggedIn: s.loggedIn, Live: true, CSRF: s.formCSRF(), LogoutCSRF: s.csrf}
 }
 
 // reader lets through visitors who may see the console; the others get
@@ -100,6 +101,10 @@ func (c *Console) actor(h func(http.ResponseWriter, *http.Request, session)) htt
 			return
 		}
 		c.authenticated(r)
+		if !s.act {
+			http.Error(w, "this login may only view the console: log in with the token that allows actions (MCPVISOR_TOKEN) to act", http.StatusForbidden)
+			return
+		}
 		if !c.auth.csrfOK(r, s) {
 			http.Error(w, "this form is stale or did not come from the console (its CSRF token is missing or wrong): reload the page and try again", http.StatusForbidden)
 			return
@@ -146,12 +151,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.renderLogin(w, http.StatusTooManyRequests, next, fmt.Sprintf("Too many wrong tokens: try again in %.0f s.", wait.Seconds()+0.5))
 		return
 	}
-	if !c.auth.matches(r.PostFormValue("token")) {
+	level := c.auth.level(r.PostFormValue("token"))
+	if level == levelNone {
 		c.auth.guessed(r)
 		c.renderLogin(w, http.StatusUnauthorized, next, "That is not the token.")
 		return
 	}
-	c.auth.issue(w, r, true)
+	c.auth.issue(w, r, level)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -173,7 +179,7 @@ func (c *Console) serversPage(w http.ResponseWriter, r *http.Request, s session)
 	rows := c.rows()
 	v := serversView{Rows: make([]rowData, len(rows)), CanReload: c.opts.Reload != nil, Reload: c.taskOf("reload").view()}
 	for i, rw := range rows {
-		v.Rows[i] = rowData{Row: rw, CSRF: s.csrf}
+		v.Rows[i] = rowData{Row: rw, CSRF: s.formCSRF()}
 	}
 	p := newPage(s, "Servers", "servers")
 	p.Data = v
@@ -255,7 +261,7 @@ func (c *Console) showServer(w http.ResponseWriter, r *http.Request, s session, 
 		http.Error(w, fmt.Sprintf("no server %q: %v", name, err), http.StatusNotFound)
 		return
 	}
-	d := serverDetail{Row: rowData{Row: c.rowOf(st), CSRF: s.csrf}, Result: res}
+	d := serverDetail{Row: rowData{Row: c.rowOf(st), CSRF: s.formCSRF()}, Result: res}
 	if tools, err := c.opts.Backend.Tools(st.Name); err == nil {
 		for _, t := range tools {
 			d.Tools = append(d.Tools, c.newToolView(t))

@@ -40,7 +40,7 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, s session) {
 	var b bytes.Buffer
 	b.WriteString("retry: 2000\n\n")
 	for _, st := range c.opts.Backend.Statuses() {
-		c.writeRow(&b, st.Name, s.csrf)
+		c.writeRow(&b, st.Name, s.formCSRF())
 	}
 	if _, err := w.Write(b.Bytes()); err != nil {
 		return
@@ -78,7 +78,7 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, s session) {
 			}
 		}
 		for name := range dirty {
-			c.writeRow(&b, name, s.csrf)
+			c.writeRow(&b, name, s.formCSRF())
 		}
 		if _, err := w.Write(b.Bytes()); err != nil {
 			return
