@@ -261,7 +261,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil && cfg.http != "" {
 		var token string
 		if token, err = serveToken(cfg.tokenFile); err == nil {
-			err = gateway.CheckAddr(cfg.http, token) // before any server starts
+			err = checkServeAddr(cfg.http, token) // before any server starts
 		}
 	}
 	if err != nil {

@@ -33,7 +33,7 @@ func runServe(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	token, err := serveToken(cfg.tokenFile)
 	if err == nil && cfg.http != "" {
-		err = gateway.CheckAddr(cfg.http, token) // before any server starts
+		err = checkServeAddr(cfg.http, token) // before any server starts
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpvisor serve: %v\n", err)

@@ -55,3 +55,14 @@ func TestServeBadUsage(t *testing.T) {
 		})
 	}
 }
+
+// A guessable view token is refused on an address that is not loopback,
+// as a guessable token is: it shows every server's state and errors.
+func TestServeRefusesAWeakViewToken(t *testing.T) {
+	strong := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(strong, []byte("3f9c2b7a1e6d4c8b9a0f1e2d3c4b5a69788796a5b4c3d2e1f001122334455667\n"), 0o600))
+	o := runBinary(t, invocation{args: []string{"serve", "--http", "0.0.0.0:8931", "--token-file", strong},
+		env: []string{"MCPVISOR_TOKEN=", "MCPVISOR_VIEW_TOKEN=hunter2"}})
+	require.Equal(t, 2, o.code, "exit code; stderr: %s", o.stderr)
+	require.Contains(t, o.stderr, "mcpvisor serve: MCPVISOR_VIEW_TOKEN: refusing to serve on 0.0.0.0:8931 with this token")
+}

@@ -51,3 +51,18 @@ func (h *host) reloadConfig(ctx context.Context, path string) (string, error) {
 	parts = append(parts, fmt.Sprintf("%d unchanged", res.Unchanged))
 	return path + ": " + strings.Join(parts, "; "), nil
 }
+
+// checkServeAddr is gateway.CheckAddr of addr with token and, when
+// $MCPVISOR_VIEW_TOKEN is set beside a token, with it too: on an address
+// that is not loopback it guards the console as the token guards all.
+func checkServeAddr(addr, token string) error {
+	if err := gateway.CheckAddr(addr, token); err != nil {
+		return err
+	}
+	if view := os.Getenv("MCPVISOR_VIEW_TOKEN"); view != "" && token != "" {
+		if err := gateway.CheckAddr(addr, view); err != nil {
+			return fmt.Errorf("MCPVISOR_VIEW_TOKEN: %w", err)
+		}
+	}
+	return nil
+}
