@@ -2,8 +2,10 @@
 // server from embedded templates, that show every server the manager
 // keeps (state, countdown to the next attempt, circuit, health, counts,
 // requests, errors, latency, last error), a server's tools and recent
-// events, the gateway's clients and the event stream, and let whoever
-// holds the token reconnect, enable and disable a server and try a tool.
+// events and its last stderr lines, the gateway's clients (with their
+// toolset, mode and calls in flight) and the event stream, and let
+// whoever holds the token reconnect, enable and disable a server, try a
+// tool, start a server's OAuth login and reload the config.
 //
 // The gateway serves it at /ui (gateway.HTTPOptions.Console) behind its
 // Host and Origin checks; the console checks the token itself, since a
@@ -19,6 +21,8 @@
 // new listener) knows none of the old cookies. A peer that keeps posting
 // wrong tokens is shut out for longer and longer. Without a token (a
 // loopback listener) everyone who passes the gateway's checks may act.
+// Options.ViewToken is a second token that may only look: its sessions
+// are shown no action form and every action refuses them.
 //
 // Every action is a POST carrying the session's CSRF token (a MAC of its
 // session id), on top of SameSite=Strict and the gateway's cross-origin
@@ -39,4 +43,10 @@
 // the client goes away or Close is called. The wrong-login table has a
 // mutex of its own; everything else is read from the backend on each
 // request.
+//
+// A reload or a login started from a page runs on a goroutine of its own
+// after the page has answered; the console keeps the latest of each
+// (under a mutex of its own, each task's output under the task's) to
+// show. Close ends the logins; a reload runs to its end, since it may be
+// what closes this console (a listener moved).
 package console
