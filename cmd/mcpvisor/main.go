@@ -160,7 +160,7 @@ Examples:
   mcpvisor serve -c ~/.config/mcpvisor/startup.lua      # in a client's MCP config
   mcpvisor serve --http 127.0.0.1:8931                  # http://127.0.0.1:8931/mcp
 
-In Lua (see README.md):
+In Lua (see docs/lua-api.md):
   declare  mcp_add, mcp_remove, mcp_import
   control  mcp_enable, mcp_disable, mcp_reconnect, mcp_login
   look     mcp_status, mcp_servers, mcp_events, mcp_wait, mcp_metrics,
