@@ -302,13 +302,32 @@ func (r *Runtime) luaServers(L *lua.LState) int {
 	return 1
 }
 
-// mcp_tools([server]) → list of tools | nil, err.
+// mcp_tools([server]) → list of tools | nil, err. Each tool's tokens is
+// what its definition costs a model when listed; the first count in a
+// process loads the vocabulary (a few hundred milliseconds, once).
 func (r *Runtime) luaTools(L *lua.LState) int {
 	tools, err := r.toolbox.Tools(L.OptString(1, ""))
 	if err != nil {
 		return pushErr(L, err)
 	}
-	return pushList(L, tools, toolTable)
+	costs := r.toolCosts(tools)
+	list := make([]lua.LValue, len(tools))
+	for i, ti := range tools {
+		list[i] = costedToolTable(L, ti, costs[i])
+	}
+	L.Push(listTable(L, list))
+	return 1
+}
+
+// toolCosts counts what each tool's definition costs in tokens.
+func (r *Runtime) toolCosts(tools []manager.ToolInfo) []int {
+	costs := make([]int, len(tools))
+	for i, ti := range tools {
+		if ti.Tool != nil {
+			costs[i] = r.costs.Tool(ti.Tool)
+		}
+	}
+	return costs
 }
 
 // mcp_call(name, args [, {timeout = seconds}]) → result | nil, err. Looks

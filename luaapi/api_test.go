@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
+	"github.com/mcpvisor/mcpvisor/internal/tokens"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
@@ -279,6 +280,13 @@ func TestMcpTools(t *testing.T) {
 		local echo = mcp_tools("demo")[2]
 		return echo.name, echo.server, echo.tool, echo.description,
 			echo.input_schema.type, echo.input_schema.properties.text.type, echo.available`))
+
+	// Each tool says what its definition costs a model, as listed.
+	tools, err := r.m.Tools("demo")
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprint(tokens.Tool(tools[1].Tool)), r.one(t, `return mcp_tools("demo")[2].tokens`))
+	require.Greater(t, tokens.Tool(tools[1].Tool), 20, "echo's definition, with its description and schema")
+	require.Equal(t, r.one(t, `return mcp_tools("demo")[2].tokens`), r.one(t, `return mcp_discover("demo")[2].tokens`))
 
 	r.addDemo(t, "other")
 	require.Equal(t, []string{"8", "4", "other.add"}, r.run(t, `

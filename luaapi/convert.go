@@ -92,6 +92,14 @@ func toolTable(L *lua.LState, ti manager.ToolInfo) *lua.LTable {
 	return t
 }
 
+// costedToolTable is toolTable with the tokens the tool's definition
+// costs.
+func costedToolTable(L *lua.LState, ti manager.ToolInfo, tokens int) *lua.LTable {
+	t := toolTable(L, ti)
+	t.RawSetString("tokens", lua.LNumber(tokens))
+	return t
+}
+
 func eventTable(L *lua.LState, e events.Event) *lua.LTable {
 	// Sized exactly: L.NewTable preallocates 32 slots and 32 keys, and an
 	// event table is made for every event a hook sees.

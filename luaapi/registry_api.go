@@ -164,13 +164,14 @@ func (r *Runtime) luaDiscover(L *lua.LState) int {
 	force := optBool(L, optIdx, "force")
 	return r.await(L, fname, 2, func(ctx context.Context) func(*lua.LState) []lua.LValue {
 		tools, errs, err := r.toolbox.Discover(ctx, server, force)
+		costs := r.toolCosts(tools) // off the loop: counting takes a while
 		return func(L *lua.LState) []lua.LValue {
 			if err != nil {
 				return []lua.LValue{lua.LNil, errorTable(L, err)}
 			}
 			items := make([]lua.LValue, len(tools))
 			for i, t := range tools {
-				items[i] = toolTable(L, t)
+				items[i] = costedToolTable(L, t, costs[i])
 			}
 			errTable := L.NewTable()
 			for name, e := range errs {

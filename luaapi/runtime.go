@@ -15,6 +15,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/events/hud"
 	"github.com/mcpvisor/mcpvisor/internal/textsafe"
+	"github.com/mcpvisor/mcpvisor/internal/tokens"
 	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/mcpvisor/mcpvisor/manager/notify"
@@ -102,6 +103,9 @@ type Options struct {
 type Runtime struct {
 	opts Options
 	out  io.Writer
+	// costs remembers what tool definitions cost in tokens, for
+	// mcp_tools and mcp_discover; safe from any goroutine.
+	costs tokens.Cache
 
 	// Options.Manager, as the piece each part of the API uses.
 	servers   Servers
