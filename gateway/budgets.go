@@ -152,3 +152,44 @@ func (ep *endpoint) ownName(ctx context.Context, name string, keys func(*nameSet
 	}
 	return name
 }
+
+// clientNaming translates tool names between the endpoint's and those of
+// a client given another budget; the zero value translates nothing.
+type clientNaming struct {
+	theirs, own *nameSet
+}
+
+// naming is how s's client names the endpoint's tools.
+func (ep *endpoint) naming(s *session) clientNaming {
+	if ep.sel == oneServer || s.budget == ep.g.names.tools.budget {
+		return clientNaming{}
+	}
+	theirs := ep.g.otherNames(s.budget)
+	return clientNaming{theirs: theirs, own: ep.g.currentView().own}
+}
+
+// toClient is the client's name for the endpoint's tool own.
+func (n clientNaming) toClient(own string) string {
+	if n.theirs == nil {
+		return own
+	}
+	if k, ok := n.own.toolKey[own]; ok {
+		if name, ok := n.theirs.tools[k]; ok {
+			return name
+		}
+	}
+	return own
+}
+
+// toOwn is the endpoint's name for what the client calls theirs.
+func (n clientNaming) toOwn(theirs string) string {
+	if n.theirs == nil {
+		return theirs
+	}
+	if k, ok := n.theirs.toolKey[theirs]; ok {
+		if name, ok := n.own.tools[k]; ok {
+			return name
+		}
+	}
+	return theirs
+}

@@ -262,14 +262,16 @@ func (ep *endpoint) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 func (ep *endpoint) route(name string) (server, tool string, ok bool) {
 	switch ep.sel {
 	case oneServer:
-		return ep.name, name, true
+		return ep.name, name, !ep.g.currentView().rules[ep.name].Hidden(name)
 	case everything:
 		prefix, tool, found := strings.Cut(name, "__")
 		if !found {
 			return "", "", false
 		}
-		server, ok := ep.g.currentView().serverOfPrefix(prefix)
-		return server, tool, ok
+		v := ep.g.currentView()
+		server, ok := v.serverOfPrefix(prefix)
+		// A tool the user hides is not offered under any name.
+		return server, tool, ok && !v.rules[server].Hidden(tool)
 	}
 	return "", "", false
 }

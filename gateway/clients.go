@@ -79,6 +79,9 @@ type session struct {
 
 	// maxCalls bounds calls; 0: no bound.
 	maxCalls int
+	// mode is how the client is offered its tools, chosen once (modeOf).
+	modeOnce sync.Once
+	mode     Mode
 
 	mu sync.Mutex
 	// mu guards the following.

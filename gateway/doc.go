@@ -60,6 +60,27 @@
 // tried again, so that a model missing a tool can tell its user why.
 // Neither waits for the servers.
 //
+// # Modes
+//
+// Each client session has a mode, chosen when it starts and kept for the
+// session (some clients never relist): Options.ModeFor (SetModeFor) may
+// choose by the client's name, version and endpoint, else the toolset's
+// Mode, else Options.Mode. In direct mode (the default) the client lists
+// every tool. In search mode it lists search_tools, describe_tools and
+// call_tool (package toolsearch), the tools the user pinned
+// (expose.Rules.Pin) and the status tool: search_tools ranks the tools
+// its endpoint serves it, with the user's tags, aliases and descriptions,
+// and describe_tools and call_tool take the names its direct list would
+// have. In code mode it lists run_lua alone, whose chunk Options.Code
+// runs (the gateway runs no Lua) with a CodeEnv of the client's tools.
+// Either way, a tool called through a meta-tool is sent down the same
+// request chain as a direct call of it, on the client's session: named,
+// validated, limited, routed, reported and cancelled exactly as one; a
+// tool its endpoint does not serve the client (hidden, outside its
+// toolset) is neither found nor called. Options.MetaPrefix renames the
+// meta-tools. ModeCosts counts, in tokens, what each endpoint's list
+// costs in each mode.
+//
 // # Calls
 //
 // A tools/call is forwarded with manager.Manager.Call and FailFast: a
@@ -154,6 +175,12 @@
 // context of the request carrying each (a token in a header the go-sdk
 // hands to handlers) and of each SSE session's stream (a context value);
 // the wrong-token table and the connection counts each have a mutex of
-// their own. Close stops them all and waits: run, deliver and the
+// their own. An endpoint's tool index is made by the run goroutine the
+// first time a client in search or code mode needs it, and kept in step
+// with the endpoint's tools there; searches read its latest snapshot
+// without waiting. A session's mode is chosen once (sync.Once) on the
+// client's request goroutine, where the mode function runs, no lock held.
+// A run_lua chunk runs on its call's goroutine; its calls go down the
+// chain there. Close stops them all and waits: run, deliver and the
 // watchers.
 package gateway

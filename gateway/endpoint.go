@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpvisor/mcpvisor/gateway/toolsearch"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -43,6 +44,12 @@ type endpoint struct {
 	resources map[string]string // URI or URI template → server
 
 	routes atomic.Pointer[routeTable]
+	// index finds the endpoint's tools by what they do, for clients in
+	// search and code mode; nil until the first such client (the run
+	// goroutine makes it and keeps it in step with tools).
+	index *toolsearch.Index
+	// searchable is index once made, for request handlers.
+	searchable atomic.Pointer[toolsearch.Index]
 
 	httpOnce  sync.Once
 	streaming http.Handler
@@ -108,6 +115,8 @@ type promptRoute struct {
 // routeTable is the endpoint's routing as request handlers see it.
 type routeTable struct {
 	tools map[string]toolRoute
+	// pinned are the tools listed directly to clients in search mode.
+	pinned map[string]bool
 }
 
 func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
@@ -157,7 +166,7 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 		opts.SubscribeHandler, opts.UnsubscribeHandler = ep.subscribe, ep.unsubscribe
 	}
 	ep.srv = mcp.NewServer(impl, opts)
-	ep.srv.AddReceivingMiddleware(ep.settleFirst, ep.clientNames, ep.unknownTools, ep.announce)
+	ep.srv.AddReceivingMiddleware(ep.settleFirst, ep.modes, ep.clientNames, ep.unknownTools, ep.announce)
 	if sel == everything {
 		ep.addStatus()
 	}
@@ -196,30 +205,7 @@ func (ep *endpoint) apply(v *view) {
 }
 
 func (ep *endpoint) applyTools(v *view) {
-	want := map[string]toolRoute{}
-	var keep []bool
-	if ep.sel == oneToolset {
-		if ts := ep.g.toolset(ep.name); ts != nil {
-			keep = ts.selected(v.tools)
-		}
-	}
-	for i, t := range v.tools {
-		name := t.Name
-		switch ep.sel {
-		case everything:
-			name = v.toolNames[itemKey{t.Server, t.Name}]
-		case oneServer:
-			if t.Server != ep.name {
-				continue
-			}
-		case oneToolset:
-			if keep == nil || !keep[i] {
-				continue
-			}
-			name = v.toolNames[itemKey{t.Server, t.Name}]
-		}
-		want[name] = toolRoute{server: t.Server, tool: t.Name, from: toolOf(t)}
-	}
+	want, pinned := ep.g.exposedTools(v, ep.sel, ep.name)
 	reconcile(ep.tools, want, ep.srv.RemoveTools, func(name string, w toolRoute) error {
 		if err := ep.addTool(name, w); err != nil {
 			ep.g.log.Warn("tool not served", "server", w.server, "tool", w.tool, "endpoint", ep.path, "error", err)
@@ -227,7 +213,51 @@ func (ep *endpoint) applyTools(v *view) {
 		}
 		return nil
 	})
-	ep.routes.Store(&routeTable{tools: maps.Clone(ep.tools)})
+	ep.routes.Store(&routeTable{tools: maps.Clone(ep.tools), pinned: pinned})
+	if ep.index != nil {
+		ep.syncIndex(v)
+	}
+}
+
+// exposedTools is what an endpoint of sel and name lists of v, by the
+// name it lists each under, and which of those the user pinned.
+func (g *Gateway) exposedTools(v *view, sel selection, name string) (map[string]toolRoute, map[string]bool) {
+	want := map[string]toolRoute{}
+	pinned := map[string]bool{}
+	var keep []bool
+	if sel == oneToolset {
+		if ts := g.toolset(name); ts != nil {
+			keep = ts.selected(v.tools)
+		}
+	}
+	for i, t := range v.tools {
+		exposed := t.Name
+		switch sel {
+		case everything:
+			exposed = v.toolNames[itemKey{t.Server, t.Name}]
+		case oneServer:
+			if t.Server != name {
+				continue
+			}
+		case oneToolset:
+			if keep == nil || !keep[i] {
+				continue
+			}
+			exposed = v.toolNames[itemKey{t.Server, t.Name}]
+		}
+		from := toolOf(t)
+		rules := v.rules[t.Server]
+		if d, ok := rules.Describe[t.Name]; ok {
+			c := *from
+			c.Description = d
+			from = &c
+		}
+		want[exposed] = toolRoute{server: t.Server, tool: t.Name, from: from}
+		if rules.Pinned(t.Name) {
+			pinned[exposed] = true
+		}
+	}
+	return want, pinned
 }
 
 // addTool lists one tool. The SDK panics on a tool it finds unusable (an

@@ -10,7 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/tokens"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
@@ -54,6 +57,23 @@ type Options struct {
 	// a *LimitError. If zero, DefaultMaxClientCalls; less than zero, no
 	// cap.
 	MaxClientCalls int
+	// Mode is how the endpoints offer their tools to a client unless a
+	// toolset (Toolset.Mode) or ModeFor chooses another: direct (the
+	// default, ""), search or code. Check reports one it cannot serve.
+	Mode Mode
+	// ModeFor, if set, chooses the mode of each client session when it
+	// starts (a client keeps it for the session); "" leaves the default.
+	// It runs on the client's request goroutine, with no lock held.
+	// SetModeFor replaces it.
+	ModeFor func(ModeQuery) Mode
+	// MetaPrefix starts the names of the meta-tools (search_tools,
+	// describe_tools, call_tool, run_lua), for clients that need them
+	// told apart from the tools' own.
+	MetaPrefix string
+	// Code runs a code-mode client's Lua chunk (run_lua) with env, the
+	// client's tools; the gateway runs no Lua itself. Code mode is
+	// refused without it.
+	Code func(ctx context.Context, code string, env CodeEnv) (*mcp.CallToolResult, error)
 }
 
 // DefaultMaxSessions is Options.MaxSessions when zero.
@@ -108,6 +128,10 @@ type Gateway struct {
 	view atomic.Pointer[view] // the latest, for request handlers
 	// budgets are the rules SetClientBudgets set; nil for none.
 	budgets atomic.Pointer[[]ClientBudget]
+	// modeFor is the function that chooses clients' modes; nil for none.
+	modeFor modeFunc
+	// costs remembers the token counts of tool definitions.
+	costs tokens.Cache
 }
 
 type endpointKey struct {
@@ -122,6 +146,9 @@ var ErrClosed = errors.New("gateway: closed")
 func New(opts Options) *Gateway {
 	if opts.Source == nil {
 		panic("gateway.New: no Source")
+	}
+	if err := opts.checkModes(); err != nil {
+		panic("gateway.New: " + err.Error() + " (check Options.Check first)")
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -148,6 +175,9 @@ func New(opts Options) *Gateway {
 	g.toolsets.Store(&map[string]Toolset{})
 	g.served.Store(&[]*endpoint{})
 	g.clients.init(g)
+	if opts.ModeFor != nil {
+		g.SetModeFor(opts.ModeFor)
+	}
 	// Any client may answer what a server asks: servers that connect from
 	// now on are told their client can (each call's answerer says whether
 	// its client does).
@@ -173,10 +203,12 @@ func (g *Gateway) run(sub *events.Subscription) {
 		case f := <-g.work:
 			g.takeToolsets() // so that a caller sees the toolsets it set
 			// and, making an endpoint, the servers declared before it asked
-			if !g.follow(sub) {
+			// f runs even when the bus has closed: its caller waits for it.
+			open := g.follow(sub)
+			f()
+			if !open {
 				return
 			}
-			f()
 		case <-g.poke:
 			g.takeToolsets()
 		case <-g.settle.timer.C:
@@ -195,119 +227,6 @@ func (g *Gateway) run(sub *events.Subscription) {
 			}
 		}
 	}
-}
-
-// follow takes the events the source has published: it relists if they
-// changed what is offered, and tells the clients waiting for the servers'
-// first say whether to go on. It reports false once the bus has closed
-// (the host is shutting down).
-func (g *Gateway) follow(sub *events.Subscription) bool {
-	var grows, shrinks bool
-	// Whether a server may have had its say or started to be waited for;
-	// a burst of calls' events alone leaves the settling as it was.
-	moved := g.settle.pending()
-	for {
-		e, ok, err := sub.TryRecv()
-		if err != nil {
-			return false
-		}
-		if !ok {
-			break
-		}
-		switch g.change(e) {
-		case listsGrow:
-			grows = true
-		case listsShrink:
-			shrinks = true
-		}
-		moved = moved || (changesLists(e.Kind) || changesState(e.Kind)) && e.Text("client") == ""
-		if (e.Kind == events.KindAdded || e.Kind == events.KindDisabled) && e.Text("client") == "" {
-			g.settle.forget(e.Server)
-		}
-	}
-	// Settling first: a server heard from now has its items read by the
-	// relisting that follows, before the clients waiting for it go on.
-	settled := moved && g.settle.update(g.src, time.Now())
-	switch {
-	case settled || grows:
-		g.refresh()
-	case shrinks && !g.relisting:
-		g.relisting = true
-		g.relist.Reset(shrinkDelay)
-	}
-	g.settle.publish()
-	return true
-}
-
-// shrinkDelay is how long what leaves the lists (a server removed,
-// disabled, failed or restarting) stays listed before the endpoints
-// relist, unless something is added first. A server restarted by a
-// reload of the config, or one that reconnects at once, comes back
-// within it and its clients see no list change at all; a burst of
-// removals reaches each client as one list_changed per list. A call to
-// a tool that is leaving is answered with the reason its server is down.
-const shrinkDelay = 500 * time.Millisecond
-
-// listChange is how an event can change what the endpoints list.
-type listChange int
-
-const (
-	listsSame listChange = iota
-	listsGrow
-	listsShrink
-)
-
-// change tells how e can change what the endpoints list. A client's own
-// session of a per-client server changes nothing: the server's own
-// session lists its tools. A server that connects, is added, changes its
-// lists or comes back may add to them (or replace items, which is
-// applied at once too); one that is removed or turns off only takes away.
-func (g *Gateway) change(e events.Event) listChange {
-	if e.Text("client") != "" {
-		return listsSame
-	}
-	switch {
-	case e.Kind == events.KindRemoved:
-		return listsShrink
-	case changesLists(e.Kind):
-		return listsGrow
-	case e.Server == "" || !changesState(e.Kind):
-		return listsSame
-	}
-	// A change of state turns a server's items on or off (see offered):
-	// disabled, enabled, failed for good, recovered.
-	st, err := g.src.Status(e.Server)
-	on := err == nil && offered(st.State)
-	switch {
-	case on != g.currentView().down[e.Server]:
-		return listsSame
-	case on:
-		return listsGrow
-	}
-	return listsShrink
-}
-
-// changesState reports whether an event of kind k is a server's change
-// of state.
-func changesState(k events.Kind) bool {
-	switch k {
-	case events.KindConnecting, events.KindBackoff, events.KindCircuit, events.KindFailed,
-		events.KindUnauthorized, events.KindIdle, events.KindClosing, events.KindDisabled:
-		return true
-	}
-	return false
-}
-
-// changesLists reports whether an event of kind k can change what the
-// endpoints list.
-func changesLists(k events.Kind) bool {
-	switch k {
-	case events.KindAdded, events.KindRemoved, events.KindConnected,
-		events.KindToolsChanged, events.KindResourcesChanged, events.KindPromptsChanged,
-		events.KindLagged:
-		return true
-	}
-	return false
 }
 
 // refresh builds a new view and applies it to every endpoint; only the
@@ -340,7 +259,7 @@ func (g *Gateway) do(f func()) error {
 	case <-g.done: // the bus closed: the host is shutting down
 		return ErrClosed
 	}
-	<-ran
+	<-ran // run runs what it takes, even as it returns
 	return nil
 }
 

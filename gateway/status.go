@@ -37,11 +37,16 @@ func (ep *endpoint) addStatus() {
 	if !ep.g.opts.StatusTool {
 		return
 	}
-	ep.srv.AddTool(&mcp.Tool{Name: StatusTool, Title: "Servers behind mcpvisor", Description: statusDescription,
-		InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(bool)}},
+	ep.srv.AddTool(statusToolDef(),
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: ep.g.statusText(time.Now())}}}, nil
 		})
+}
+
+// statusToolDef is the definition of StatusTool.
+func statusToolDef() *mcp.Tool {
+	return &mcp.Tool{Name: StatusTool, Title: "Servers behind mcpvisor", Description: statusDescription,
+		InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(bool)}}
 }
 
 // isStatus reports whether a request on ep is for the status itself,

@@ -26,6 +26,9 @@ type Toolset struct {
 	// after the snapshot was made is not in it until the next snapshot.
 	Resolved bool
 	Tools    []string
+	// Mode, if set, is how the toolset's endpoint offers its tools to a
+	// client (unless Options.ModeFor chooses otherwise).
+	Mode Mode
 	// Version orders the snapshots of a toolset: SetToolsets ignores one
 	// older than the snapshot in force, so that the gateway never goes
 	// back to an earlier answer.
@@ -73,5 +76,5 @@ func (ts *Toolset) includes(t manager.ToolInfo) bool {
 
 func sameToolset(a, b Toolset) bool {
 	return slices.Equal(a.Include, b.Include) && slices.Equal(a.Exclude, b.Exclude) &&
-		a.Resolved == b.Resolved && slices.Equal(a.Tools, b.Tools) && a.Version == b.Version
+		a.Resolved == b.Resolved && slices.Equal(a.Tools, b.Tools) && a.Version == b.Version && a.Mode == b.Mode
 }

@@ -303,23 +303,59 @@ func (r *Runtime) luaServers(L *lua.LState) int {
 }
 
 // mcp_tools([server]) → list of tools | nil, err. Each tool's tokens is
-// what its definition costs a model when listed; the first count in a
-// process loads the vocabulary (a few hundred milliseconds, once).
+// what its definition costs a model when listed, once counted: counting
+// is too slow for the loop (the vocabulary loads on the first count; a
+// long description takes a while), so what is not counted yet is left
+// out here and counted in the background for the next call.
+// mcp_discover, which waits anyway, always counts.
 func (r *Runtime) luaTools(L *lua.LState) int {
 	tools, err := r.toolbox.Tools(L.OptString(1, ""))
 	if err != nil {
 		return pushErr(L, err)
 	}
-	costs := r.toolCosts(tools)
 	list := make([]lua.LValue, len(tools))
+	uncounted := false
 	for i, ti := range tools {
-		list[i] = costedToolTable(L, ti, costs[i])
+		t := toolTable(L, ti)
+		if ti.Tool != nil {
+			if n, ok := r.costs.Counted(ti.Tool); ok {
+				t.RawSetString("tokens", lua.LNumber(n))
+			} else {
+				uncounted = true
+			}
+		}
+		list[i] = t
+	}
+	if uncounted {
+		r.countLater(tools)
 	}
 	L.Push(listTable(L, list))
 	return 1
 }
 
-// toolCosts counts what each tool's definition costs in tokens.
+// countLater counts tools' costs on a goroutine of their own, one such
+// count at a time; the loop calls it.
+func (r *Runtime) countLater(tools []manager.ToolInfo) {
+	if r.closing || !r.counting.CompareAndSwap(false, true) {
+		return
+	}
+	r.pending.Add(1)
+	go func() {
+		defer r.pending.Done()
+		defer r.counting.Store(false)
+		for _, ti := range tools {
+			if r.base.Err() != nil {
+				return // closing
+			}
+			if ti.Tool != nil {
+				r.costs.Tool(ti.Tool)
+			}
+		}
+	}()
+}
+
+// toolCosts counts what each tool's definition costs in tokens, off the
+// loop.
 func (r *Runtime) toolCosts(tools []manager.ToolInfo) []int {
 	costs := make([]int, len(tools))
 	for i, ti := range tools {

@@ -104,8 +104,10 @@ type Runtime struct {
 	opts Options
 	out  io.Writer
 	// costs remembers what tool definitions cost in tokens, for
-	// mcp_tools and mcp_discover; safe from any goroutine.
-	costs tokens.Cache
+	// mcp_tools and mcp_discover; safe from any goroutine. counting is
+	// set while a background count for mcp_tools runs.
+	costs    tokens.Cache
+	counting atomic.Bool
 
 	// Options.Manager, as the piece each part of the API uses.
 	servers   Servers

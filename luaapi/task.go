@@ -161,7 +161,7 @@ func (r *Runtime) resume(t *task, fn *lua.LFunction, args []lua.LValue) {
 	switch {
 	case err != nil && t.overMemory.Load():
 		r.finish(t, nil, r.memory.memoryError(t))
-	case err != nil && context.Cause(ctx) == ErrConfigBudget && t.ctx.Err() == nil:
+	case err != nil && errors.Is(context.Cause(ctx), ErrConfigBudget) && t.ctx.Err() == nil:
 		at := t.stoppedAt
 		if at == "" {
 			at = "config"

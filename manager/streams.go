@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -139,7 +140,7 @@ func (s *taggedStream) Read(p []byte) (int, error) {
 func (s *taggedStream) fill() {
 	line, err := s.r.ReadSlice('\n')
 	switch {
-	case err == bufio.ErrBufferFull:
+	case errors.Is(err, bufio.ErrBufferFull):
 		s.out, s.long = line, true
 		return
 	case s.long:

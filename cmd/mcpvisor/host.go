@@ -103,6 +103,12 @@ func runHost(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	h := startHost(cfg, logger, logOut, outSwap, filepath.Dir(path), tel, hud, prompter)
 	h.logPath = logPath
+	if err := h.gateway.opts.check(); err != nil {
+		h.hud.Stop()
+		fmt.Fprintf(stderr, "mcpvisor: --mode: %v\n", err)
+		_ = h.shutdown()
+		return 2
+	}
 	hudShown.Store(h.hud)
 	// Signals are handled until the very end, so one during the graceful
 	// shutdown still forces exit rather than killing us half-way.
@@ -171,13 +177,14 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 	var hudAPI luaapi.HUD // nil without a terminal: mcp_hud says so
 	if hud != nil {
 		hud.Bus = h.bus
+		hud.Costs = toolCosts(h.mgr)
 		h.hud = startHUD(*hud)
 		hudAPI = h.hud
 	}
 	h.gateway.h = h
 	h.gateway.opts = gatewayOptions{maxSessions: cfg.maxSessions, maxClientCalls: cfg.maxClientCalls,
 		sessionIdle: cfg.sessionIdle, grace: cfg.shutdownGrace,
-		wait: cfg.wait, nameBudget: cfg.nameBudget, statusTool: !cfg.noStatusTool}
+		wait: cfg.wait, nameBudget: cfg.nameBudget, statusTool: !cfg.noStatusTool, mode: cfg.mode, metaPrefix: cfg.metaPrefix}
 	opts := luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts"), Logger: logger, HUD: hudAPI,
 		ConfigBudget: cfg.configBudget,
 		Gateway:      gatewayAPI{&h.gateway}}

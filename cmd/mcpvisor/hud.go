@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/events/hud"
+	"github.com/mcpvisor/mcpvisor/internal/tokens"
+	"github.com/mcpvisor/mcpvisor/manager"
 )
 
 // The HUD is a block pinned at the top of the terminal: a summary line, a
@@ -83,6 +86,17 @@ type hudOptions struct {
 	// Config is the config file the login commands shown must name ("":
 	// the default).
 	Config string
+	// Costs, if set, counts what a server's tool definitions cost a model
+	// in tokens, for the tokens column. It may be slow (the first count
+	// loads the vocabulary), so the display calls it on a goroutine of its
+	// own, once per change of the server's tools. Set by startHost.
+	Costs func(server string) int
+}
+
+// tokenCount is what hudOptions.Costs said of a server.
+type tokenCount struct {
+	server string
+	tokens int
 }
 
 // hudDisplay draws the HUD. Its goroutine (run) owns the model and
@@ -97,12 +111,18 @@ type hudDisplay struct {
 	done     chan struct{}  // closed when run has returned
 	stopOnce sync.Once
 	winch    chan os.Signal // SIGWINCH, when opts.Resized is nil
+	// count hands the counter goroutine a server to count; counted brings
+	// its answer back; counterDone is closed when it has returned.
+	count       chan string
+	counted     chan tokenCount
+	counterDone chan struct{}
 
 	// Owned by the run goroutine.
 	model      hud.Model
-	shown      int    // rows the block occupies; 0: none, no scroll region
-	cols, rows int    // the size the block was laid out for
-	last       string // the last frame written
+	toCount    []string // servers whose tools changed since they were counted
+	shown      int      // rows the block occupies; 0: none, no scroll region
+	cols, rows int      // the size the block was laid out for
+	last       string   // the last frame written
 }
 
 // startHUD subscribes to the bus and starts the display's goroutine.
@@ -116,6 +136,10 @@ func startHUD(opts hudOptions) *hudDisplay {
 		clearReq: make(chan chan bool),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+
+		count:       make(chan string),
+		counted:     make(chan tokenCount),
+		counterDone: make(chan struct{}),
 	}
 	if d.opts.Resized == nil {
 		d.winch = make(chan os.Signal, 1)
@@ -126,9 +150,34 @@ func startHUD(opts hudOptions) *hudDisplay {
 	d.model.LoginCommand = func(server string) string { return loginCommand(opts.Config, server) }
 	// Subscribe before reading the history: the model skips the overlap.
 	d.sub = opts.Bus.Subscribe(events.SubscribeOptions{})
-	d.model.ApplyAll(opts.Bus.History(0))
+	for _, e := range opts.Bus.History(0) {
+		d.apply(e)
+	}
 	go d.run()
+	go d.counter()
 	return d
+}
+
+// counter is the goroutine that counts tokens, so that a slow count never
+// holds up a frame; without hudOptions.Costs it returns at once.
+func (d *hudDisplay) counter() {
+	defer close(d.counterDone)
+	if d.opts.Costs == nil {
+		return
+	}
+	for {
+		select {
+		case <-d.stop:
+			return
+		case server := <-d.count:
+			c := tokenCount{server, d.opts.Costs(server)}
+			select {
+			case d.counted <- c:
+			case <-d.stop:
+				return
+			}
+		}
+	}
 }
 
 // showing reports whether the block is on (false without a HUD).
@@ -157,9 +206,13 @@ func (d *hudDisplay) Stop() {
 		return
 	}
 	d.stopOnce.Do(func() { close(d.stop) })
-	select {
-	case <-d.done:
-	case <-time.After(hudStopWait):
+	deadline := time.After(hudStopWait)
+	for _, done := range []chan struct{}{d.done, d.counterDone} {
+		select {
+		case <-done:
+		case <-deadline:
+			return
+		}
 	}
 }
 
@@ -213,6 +266,10 @@ func (d *hudDisplay) run() {
 		resized  bool
 	)
 	for {
+		var count chan string // d.count while a server waits to be counted
+		if len(d.toCount) > 0 && d.opts.Costs != nil {
+			count = d.count
+		}
 		if dirty && wait == nil {
 			if gap := hudFrameGap - d.opts.Now().Sub(lastDraw); gap > 0 {
 				throttle.Reset(gap)
@@ -235,6 +292,11 @@ func (d *hudDisplay) run() {
 			dirty, resized = true, true
 		case <-d.poke:
 			dirty = true
+		case count <- d.firstToCount():
+			d.toCount = d.toCount[1:]
+		case c := <-d.counted:
+			d.model.SetTokens(c.server, c.tokens)
+			dirty = true
 		case reply := <-d.clearReq:
 			reply <- d.clearBelow()
 			lastDraw = d.opts.Now()
@@ -251,8 +313,35 @@ func (d *hudDisplay) drain() {
 		if !ok || err != nil {
 			return
 		}
-		d.model.Apply(e)
+		d.apply(e)
 	}
+}
+
+// apply applies e to the model and, when it changed a server's tools,
+// puts the server in line to be counted.
+func (d *hudDisplay) apply(e events.Event) {
+	d.model.Apply(e)
+	switch p := e.Payload.(type) {
+	case manager.Connected:
+	case manager.ItemsChanged:
+		if p.Of != events.KindToolsChanged {
+			return
+		}
+	default:
+		return
+	}
+	if !slices.Contains(d.toCount, e.Server) {
+		d.toCount = append(d.toCount, e.Server)
+	}
+}
+
+// firstToCount is the server next in line to be counted ("" for none:
+// the send is then disabled).
+func (d *hudDisplay) firstToCount() string {
+	if len(d.toCount) == 0 {
+		return ""
+	}
+	return d.toCount[0]
 }
 
 // frame renders the block for a terminal of cols×rows: at most half the
@@ -382,5 +471,24 @@ func terminalHUD(cfg config, interactive bool, stdout, stderr io.Writer) (io.Wri
 		Size:    func() (int, int, error) { return term.GetSize(fd) },
 		Enabled: cfg.hud == hudOn || (cfg.hud == hudAuto && interactive),
 		Config:  configHint(cfg.file),
+	}
+}
+
+// toolCosts counts what the definitions of a server's tools cost a model
+// in tokens, remembering each definition's count.
+func toolCosts(mgr *manager.Manager) func(server string) int {
+	var cache tokens.Cache
+	return func(server string) int {
+		tools, err := mgr.Tools(server)
+		if err != nil {
+			return 0
+		}
+		n := 0
+		for _, t := range tools {
+			if t.Tool != nil {
+				n += cache.Tool(t.Tool)
+			}
+		}
+		return n
 	}
 }

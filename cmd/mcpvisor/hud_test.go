@@ -387,3 +387,43 @@ func TestHUDFlags(t *testing.T) {
 	_, err := parseFlags([]string{"--hud", "--no-hud"}, io.Discard)
 	require.ErrorContains(t, err, "--hud and --no-hud contradict")
 }
+
+// A server's row says what its tools' definitions cost a model, counted
+// off the display's goroutine when it connects and again when its tools
+// change; the count in progress never holds up a frame.
+func TestHUDDisplayShowsTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tty := newFakeTTY(70, 10)
+		bus := events.NewBus(events.Options{})
+		defer bus.Close()
+		costs := map[string]int{"demo": 842}
+		var mu sync.Mutex // guards costs: the counter goroutine reads it
+		slow := make(chan struct{})
+		d := startHUD(hudOptions{Out: tty, Size: tty.Size, Bus: bus, Enabled: true, Resized: make(chan os.Signal),
+			Costs: func(server string) int {
+				<-slow // a first count that loads the vocabulary
+				mu.Lock()
+				defer mu.Unlock()
+				return costs[server]
+			}})
+		t.Cleanup(d.Stop)
+		bus.Emit("demo", "", manager.Added{Transport: manager.TransportStdio})
+		bus.Emit("demo", "", manager.Connected{Attempt: 1, Tools: 4})
+		settle()
+		rows, _ := tty.screen()
+		require.Equal(t, "● demo  stdio  4 tools", rows[1], "drawn while the count is still going")
+
+		close(slow)
+		settle()
+		rows, _ = tty.screen()
+		require.Equal(t, "● demo  stdio  4 tools  842 tok", rows[1])
+
+		mu.Lock()
+		costs["demo"] = 1234
+		mu.Unlock()
+		bus.Emit("demo", "", manager.ItemsChanged{Of: events.KindToolsChanged, Added: []string{"more"}})
+		settle()
+		rows, _ = tty.screen()
+		require.Equal(t, "● demo  stdio  5 tools  1.2k tok", rows[1], "counted again when the tools change")
+	})
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/demo"
+	"github.com/mcpvisor/mcpvisor/internal/expose"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/mcpvisor/mcpvisor/luaapi"
 )
@@ -129,6 +130,13 @@ Flags:
                         in flight may finish before they are cancelled and
                         answered with an error (default 10s); then the
                         servers stop
+  --mode MODE           how the gateway offers tools to clients: direct (every
+                        tool, the default), search (search_tools,
+                        describe_tools, call_tool and pinned tools instead of
+                        the catalogue) or code (one run_lua tool whose Lua
+                        chunk calls the tools); see docs/gateway.md
+  --meta-prefix P       start the names of those meta-tools with P (e.g.
+                        "mcpvisor_"), for clients that need them told apart
   --server NAME         (serve) serve one server under its own names
   --toolset NAME        (serve) serve one toolset (mcp_toolset)
 
@@ -294,6 +302,10 @@ type config struct {
 	nameBudget int
 	// noStatusTool leaves the tool mcpvisor_status off the gateway.
 	noStatusTool bool
+	// mode is how the gateway offers its tools to clients by default;
+	// metaPrefix starts the names of its meta-tools.
+	mode       gateway.Mode
+	metaPrefix string
 	// script is `run FILE [args]`: the file ("-" for stdin) and the whole
 	// command line with the file's index in it, for the script's arg.
 	script      string
@@ -342,6 +354,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.configBudget, "config-budget", luaapi.DefaultConfigBudget, "")
 	fs.IntVar(&c.nameBudget, "name-budget", gateway.DefaultNameBudget, "")
 	fs.BoolVar(&c.noStatusTool, "no-status-tool", false, "")
+	mode := fs.String("mode", string(gateway.ModeDirect), "")
+	fs.StringVar(&c.metaPrefix, "meta-prefix", "", "")
 	fs.IntVar(&c.maxSessions, "max-sessions", gateway.DefaultMaxSessions, "")
 	fs.IntVar(&c.maxClientCalls, "max-client-calls", gateway.DefaultMaxClientCalls, "")
 	fs.DurationVar(&c.sessionIdle, "session-idle", gateway.DefaultSessionTimeout, "")
@@ -393,6 +407,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.wait < 0 {
 		return c, fmt.Errorf("--wait must be 0 (start at once) or more, got %v", c.wait)
+	}
+	var err error
+	if c.mode, err = gateway.ParseMode(*mode); err != nil {
+		return c, fmt.Errorf("--mode: %w", err)
+	}
+	if c.metaPrefix != "" && (!expose.ValidName(c.metaPrefix) || len(c.metaPrefix) > 16) {
+		return c, fmt.Errorf("--meta-prefix must be 1 to 16 of the characters a-z A-Z 0-9 _ -, got %q", c.metaPrefix)
 	}
 	switch {
 	case c.maxSessions < 1:

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpvisor/mcpvisor/gateway"
 )
 
@@ -42,6 +44,11 @@ func runServe(cfg config, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	h := startHost(cfg, logger, logOut, &swapWriter{w: stderr}, filepath.Dir(path), tel, nil, nil)
+	if err := h.gateway.opts.check(); err != nil {
+		fmt.Fprintf(stderr, "mcpvisor serve: --mode: %v\n", err)
+		_ = h.shutdown()
+		return 2
+	}
 	ctx, stopSignals := h.handleSignals(false, stderr)
 	defer stopSignals()
 	code := h.serve(ctx, cfg, token, path, src, stdin, stdout, stderr)
@@ -154,7 +161,8 @@ func (g *gatewayHost) get() *gateway.Gateway {
 	// Made outside the lock; of two made at once, the first stored wins.
 	made := gateway.New(gateway.Options{Source: g.h.mgr, Logger: g.h.log, Version: version(),
 		MaxSessions: g.opts.maxSessions, MaxClientCalls: g.opts.clientCalls(),
-		Wait: g.opts.wait, NameBudget: g.opts.nameBudget, StatusTool: g.opts.statusTool})
+		Wait: g.opts.wait, NameBudget: g.opts.nameBudget, StatusTool: g.opts.statusTool,
+		Mode: g.opts.mode, Code: g.opts.code, MetaPrefix: g.opts.metaPrefix})
 	g.mu.Lock()
 	if g.gw == nil {
 		g.gw, made = made, nil
@@ -292,6 +300,17 @@ type gatewayOptions struct {
 	wait                        time.Duration
 	nameBudget                  int
 	statusTool                  bool
+	// mode is the clients' default mode; code, if set, runs the chunks of
+	// clients in code mode (without it, code mode is refused).
+	mode       gateway.Mode
+	metaPrefix string
+	code       func(ctx context.Context, code string, env gateway.CodeEnv) (*mcp.CallToolResult, error)
+}
+
+// check reports a gateway setting that cannot be served (code mode with
+// nothing to run Lua chunks), before anything starts.
+func (o gatewayOptions) check() error {
+	return gateway.Options{Mode: o.mode, Code: o.code}.Check()
 }
 
 // clientCalls is maxClientCalls as gateway.Options takes it: 0 there is

@@ -222,3 +222,36 @@ func TestServeStdioChoosesWhatToServe(t *testing.T) {
 		})
 	}
 }
+
+// `mcpvisor serve --mode search`: the client lists the meta-tools and the
+// tool the spec pins, finds a tool by the user's tag for it (declared in
+// startup.lua) and calls it through call_tool.
+func TestServeSearchMode(t *testing.T) {
+	noLeftovers(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "startup.lua")
+	writeConfig(t, path, `mcp_add("demo", {command = {MCPVISOR, "demo-server"}, expose = {pin = {"echo"}, tags = {add = {"arithmetic"}}}})`+"\n")
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := command(ctx, t, invocation{dir: dir, args: []string{"serve", "-c", path, "--mode", "search", "--log-level", "error"}})
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	defer func() {
+		t.Logf("mcpvisor serve stderr:\n%s", stderr.String())
+		checkNoRace(t, stderr.String())
+	}()
+	cs := serveClient(t, ctx, &mcp.CommandTransport{Command: cmd}, make(chan struct{}, 100))
+	ownPIDs.Store(cmd.Process.Pid, struct{}{})
+
+	listedTools(t, ctx, cs, 20*time.Second, "the meta-tools and the pinned tool", func(n []string) bool {
+		return slices.Equal(n, []string{"search_tools", "describe_tools", "call_tool", "demo__echo", "mcpvisor_status"})
+	})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "arithmetic", "limit": 1}})
+	require.NoError(t, err)
+	require.Contains(t, res.Content[0].(*mcp.TextContent).Text, "demo__add (demo)")
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "demo__add", "arguments": map[string]any{"a": 20, "b": 22}}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	require.Equal(t, "42", res.Content[0].(*mcp.TextContent).Text)
+	require.NoError(t, cs.Close())
+}

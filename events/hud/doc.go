@@ -29,6 +29,10 @@
 // in the summary: each row is corrected by that server's next event.
 // Removed servers disappear.
 //
+// What a server's tools cost a model in tokens is not in any event (the
+// count is too slow to make as events are applied): the model's owner
+// counts it and hands it over with [Model.SetTokens].
+//
 // The model reads each event's typed payload (manager.Connected,
 // manager.BackingOff, …), never field names; an event without one (a
 // gateway client's arrival and departure excepted, counted by kind) is

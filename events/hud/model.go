@@ -32,6 +32,7 @@ type server struct {
 	state       State
 	transport   string
 	tools       int
+	tokens      int     // what the tools' definitions cost, as SetTokens last said
 	latency     float64 // milliseconds, moving average
 	calls       int
 	failedCalls int
@@ -136,6 +137,16 @@ func (m *Model) Missed() uint64 { return m.missed }
 // Clients is how many MCP clients the gateway serves (client_connected
 // events less client_disconnected ones).
 func (m *Model) Clients() int { return m.clients }
+
+// SetTokens records what the definitions of server's tools cost a model in
+// tokens, as its owner counted them (the count is too slow to make from
+// events as they are applied); a server the model does not show is
+// ignored.
+func (m *Model) SetTokens(server string, n int) {
+	if s := m.servers[server]; s != nil {
+		s.tokens = max(n, 0)
+	}
+}
 
 // Len is the number of servers the model shows.
 func (m *Model) Len() int { return len(m.servers) }

@@ -35,7 +35,8 @@ func Render(rows []Row, width int) string {
 
 // Lines lays rows out as lines of at most l.Width columns each: the summary
 // (`mcpvisor: 3 servers · 2 connected · 1 retrying`), then one line per
-// server with aligned columns (glyph, name, transport, tools, latency)
+// server with aligned columns (glyph, name, transport, tools, the tokens
+// their definitions cost, latency)
 // followed by its status and last error, cut with "…" where the width ends.
 // Lines never hold control or invisible format characters.
 func Lines(rows []Row, l Layout) []string {
@@ -123,21 +124,34 @@ func summary(rows []Row, l Layout, compact bool) string {
 // columns are the widths of the aligned columns of one block; a zero
 // width leaves that column out.
 type columns struct {
-	name, transport, tools, latency int
+	name, transport, tools, tokens, latency int
+}
+
+// tokens is the row's token estimate as shown ("840 tok", "12.3k tok"),
+// "" when not counted.
+func tokens(r Row) string {
+	switch {
+	case r.Tokens <= 0:
+		return ""
+	case r.Tokens < 1000:
+		return fmt.Sprintf("%d tok", r.Tokens)
+	}
+	return fmt.Sprintf("%.1fk tok", float64(r.Tokens)/1000)
 }
 
 // minStatus is the room measure tries to leave for the status and error.
 const minStatus = 28
 
 // measure sizes the columns for rows. When width leaves the status less than
-// minStatus columns, it gives up, in turn, the transport, name columns over
-// 12, the latency, the tool count and name columns over 8.
+// minStatus columns, it gives up, in turn, the tokens, the transport, name
+// columns over 12, the latency, the tool count and name columns over 8.
 func measure(rows []Row, width int) columns {
 	var c columns
 	for _, r := range rows {
 		c.name = max(c.name, min(Width(textsafe.Line(r.Name)), maxNameWidth))
 		c.transport = max(c.transport, Width(textsafe.Line(r.Transport)))
 		c.tools = max(c.tools, len(fmt.Sprint(r.Tools)))
+		c.tokens = max(c.tokens, len(tokens(r)))
 		c.latency = max(c.latency, len(latency(r)))
 	}
 	narrow := func(floor int) {
@@ -146,6 +160,7 @@ func measure(rows []Row, width int) columns {
 		}
 	}
 	for _, step := range []func(){
+		func() { c.tokens = 0 },
 		func() { c.transport = 0 },
 		func() { narrow(12) },
 		func() { c.latency = 0 },
@@ -169,6 +184,9 @@ func (c columns) fixed() int {
 	if c.tools > 0 {
 		n += 2 + c.tools + 6 // " tools"
 	}
+	if c.tokens > 0 {
+		n += 2 + c.tokens
+	}
 	if c.latency > 0 {
 		n += 2 + c.latency
 	}
@@ -190,6 +208,10 @@ func (c columns) line(r Row) string {
 		b.WriteString(padLeft(fmt.Sprint(r.Tools), c.tools))
 		b.WriteString(" ")
 		b.WriteString(padRight(plural(r.Tools, "tool", "tools"), 5))
+	}
+	if c.tokens > 0 {
+		b.WriteString("  ")
+		b.WriteString(padLeft(tokens(r), c.tokens))
 	}
 	if c.latency > 0 {
 		b.WriteString("  ")

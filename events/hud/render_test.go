@@ -44,7 +44,11 @@ func fleet() *hud.Model {
 	s.at(0, "東京-files", manager.ToolCall{Tool: "read", Duration: 1250 * time.Millisecond, IsError: true})
 	s.at(0, "a-server-with-a-very-long-name", manager.Added{Transport: manager.TransportHTTP})
 	s.at(0, "a-server-with-a-very-long-name", manager.Connecting{Attempt: 2})
-	return s.model()
+	m := s.model()
+	m.SetTokens("demo", 842)
+	m.SetTokens("東京-files", 12345)
+	m.SetTokens("never-declared", 99) // ignored: no row
+	return m
 }
 
 // now is when the golden files are rendered: the backoff and the circuit

@@ -19,6 +19,9 @@ type Row struct {
 	Glyph     string // State.Glyph()
 	Transport string // "stdio", "http", "sse", or "" if the model missed added
 	Tools     int
+	// Tokens estimates what the tools' definitions cost a model on every
+	// turn they are listed ([Model.SetTokens]); zero when not counted.
+	Tokens int
 	// Latency is the moving average of tool-call durations; zero before
 	// the first call.
 	Latency time.Duration
@@ -59,6 +62,7 @@ func (m *Model) View(now time.Time) []Row {
 			Glyph:       s.state.Glyph(),
 			Transport:   s.transport,
 			Tools:       s.tools,
+			Tokens:      s.tokens,
 			Latency:     time.Duration(s.latency * float64(time.Millisecond)),
 			Calls:       s.calls,
 			FailedCalls: s.failedCalls,

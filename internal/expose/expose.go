@@ -20,6 +20,17 @@ type Rules struct {
 	// Rename maps a tool's own name to the name offered after the prefix
 	// on /mcp.
 	Rename map[string]string
+	// Pin lists patterns of the server's own tool names that stay listed
+	// directly for clients offered the search meta-tools instead of the
+	// catalogue.
+	Pin []string
+	// Describe maps a tool's own name to the description offered instead
+	// of the server's.
+	Describe map[string]string
+	// Tags and Aliases map a tool's own name to the user's words for it,
+	// which tool search matches as strongly as the tool's name.
+	Tags    map[string][]string
+	Aliases map[string][]string
 }
 
 // Rune reports whether r may appear in a tool name every MCP client
@@ -42,6 +53,24 @@ func (e Rules) Hidden(tool string) bool {
 	})
 }
 
+// Pinned reports whether the tool named tool is pinned.
+func (e Rules) Pinned(tool string) bool {
+	return slices.ContainsFunc(e.Pin, func(p string) bool {
+		ok, _ := path.Match(p, tool)
+		return ok
+	})
+}
+
+// Words are the user's tags and aliases of the tool named tool, tags
+// first.
+func (e Rules) Words(tool string) []string {
+	tags, aliases := e.Tags[tool], e.Aliases[tool]
+	if len(tags)+len(aliases) == 0 {
+		return nil
+	}
+	return slices.Concat(tags, aliases)
+}
+
 // Problem is what is wrong with one field of Rules.
 type Problem struct {
 	Field string // as declared: "expose.prefix"
@@ -61,6 +90,23 @@ func (e Rules) Problems() []Problem {
 	for i, h := range e.Hide {
 		if _, err := path.Match(h, ""); err != nil || strings.TrimSpace(h) == "" {
 			add("expose.hide", "item %d: %q is not a usable pattern (use * and ?, e.g. \"delete_*\")", i+1, h)
+		}
+	}
+	for i, h := range e.Pin {
+		if _, err := path.Match(h, ""); err != nil || strings.TrimSpace(h) == "" {
+			add("expose.pin", "item %d: %q is not a usable pattern (use * and ?, e.g. \"get_*\")", i+1, h)
+		}
+	}
+	for _, field := range []struct {
+		name  string
+		words map[string][]string
+	}{{"expose.tags", e.Tags}, {"expose.aliases", e.Aliases}} {
+		for _, tool := range slices.Sorted(maps.Keys(field.words)) {
+			for i, w := range field.words[tool] {
+				if strings.TrimSpace(w) == "" {
+					add(field.name, "%q: item %d is empty; give words a user would search for", tool, i+1)
+				}
+			}
 		}
 	}
 	for _, from := range slices.Sorted(maps.Keys(e.Rename)) {

@@ -212,32 +212,46 @@ func (p *Process) drainStderr(logger *slog.Logger) {
 	defer close(p.drained)
 	lines := stderrLogger{logger: logger, server: p.server, secrets: p.secrets}
 	defer lines.flush()
-	// A very long line is logged in pieces that overlap by less than the
-	// longest secret, so no piece shows part of one.
-	overlap := max(p.secrets.Longest()-1, 0)
+	readLines(p.stderr, p.tail, &lines)
+}
+
+// longLine is where a line without its end yet is logged: its start, as
+// far as the log shows one, and the rest of it is not.
+const longLine = 4 << 10
+
+// readLines reads r until it fails, copying what it reads to tail and
+// logging each line. Of a line longer than longLine only the start is
+// logged, once: logging its rest in pieces would cut a secret value at a
+// piece's start, where it is no longer recognised.
+func readLines(r io.Reader, tail io.Writer, lines *stderrLogger) {
 	buf := make([]byte, 32<<10)
 	var partial []byte
+	skipping := false // the rest of a long line, logged already
 	for {
-		n, err := p.stderr.Read(buf)
+		n, err := r.Read(buf)
 		if n > 0 {
-			p.tail.Write(buf[:n])
+			_, _ = tail.Write(buf[:n])
 			partial = append(partial, buf[:n]...)
 			for {
 				i := bytes.IndexByte(partial, '\n')
 				if i < 0 {
 					break
 				}
-				lines.log(partial[:i])
-				partial = partial[i+1:]
+				if !skipping {
+					lines.log(partial[:i])
+				}
+				partial, skipping = partial[i+1:], false
 			}
-			if len(partial) > 4<<10+overlap { // a very long line: log what we have
-				lines.log(partial)
-				partial = partial[len(partial)-overlap:]
+			if len(partial) > longLine {
+				if !skipping {
+					lines.log(partial)
+				}
+				partial, skipping = partial[:0], true
 			}
 			partial = append([]byte(nil), partial...)
 		}
 		if err != nil {
-			if len(partial) > 0 {
+			if len(partial) > 0 && !skipping {
 				lines.log(partial)
 			}
 			return

@@ -31,19 +31,14 @@ type Cache struct {
 
 // Tool is what Tool(t) is, counted at most once per definition.
 func (c *Cache) Tool(t *mcp.Tool) int {
-	b, ok := definition(t)
+	key, b, ok := c.key(t)
 	if !ok {
 		return 0
 	}
-	c.seedOnce.Do(func() { c.seed = maphash.MakeSeed() })
-	key := maphash.Bytes(c.seed, b)
-	c.mu.Lock()
-	n, hit := c.costs[key]
-	c.mu.Unlock()
-	if hit {
+	if n, hit := c.lookup(key); hit {
 		return n
 	}
-	n = Count(string(b))
+	n := Count(string(b))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	size := c.Size
@@ -55,6 +50,33 @@ func (c *Cache) Tool(t *mcp.Tool) int {
 	}
 	c.costs[key] = n
 	return n
+}
+
+// Counted is what Tool(t) would answer if c has counted t's definition
+// already; it never counts, so it is cheap enough for any goroutine.
+func (c *Cache) Counted(t *mcp.Tool) (int, bool) {
+	key, _, ok := c.key(t)
+	if !ok {
+		return 0, true // a definition that cannot be encoded costs nothing
+	}
+	return c.lookup(key)
+}
+
+// key is the hash t's definition is remembered by, and the definition.
+func (c *Cache) key(t *mcp.Tool) (uint64, []byte, bool) {
+	b, ok := definition(t)
+	if !ok {
+		return 0, nil, false
+	}
+	c.seedOnce.Do(func() { c.seed = maphash.MakeSeed() })
+	return maphash.Bytes(c.seed, b), b, true
+}
+
+func (c *Cache) lookup(key uint64) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, hit := c.costs[key]
+	return n, hit
 }
 
 // Tools is the sum of c.Tool over ts.

@@ -31,3 +31,16 @@ func TestCacheStaysWithinItsSize(t *testing.T) {
 		assert.LessOrEqual(t, c.Len(), 3)
 	}
 }
+
+// Counted answers only what has been counted: it never encodes.
+func TestCountedNeverCounts(t *testing.T) {
+	var c tokens.Cache
+	tool := &mcp.Tool{Name: "echo", Description: "say it back", InputSchema: map[string]any{"type": "object"}}
+	_, ok := c.Counted(tool)
+	assert.False(t, ok, "not counted yet")
+	assert.Zero(t, c.Len())
+	n := c.Tool(tool)
+	got, ok := c.Counted(tool)
+	assert.True(t, ok)
+	assert.Equal(t, n, got)
+}

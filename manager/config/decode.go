@@ -25,7 +25,7 @@ type DecodeOptions struct {
 // errors and did-you-mean suggestions.
 var specFields = map[string][]string{
 	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "breaker", "max_retries", "max_frame_bytes", "expose", "session", "max_sessions", "questions", "roots", "auth"},
-	"expose":   {"prefix", "hide", "rename"},
+	"expose":   {"prefix", "hide", "rename", "pin", "describe", "tags", "aliases"},
 	"auth":     {"client_id", "client_secret", "scopes", "redirect_port", "client_metadata_url"},
 	"timeouts": {"connect", "request", "health_interval", "health_timeout", "keepalive", "server", "idle"},
 	"breaker":  {"failures", "window", "open_for"},
@@ -213,6 +213,18 @@ func (d *decoder) spec(raw map[string]any) manager.Spec {
 		if v, ok := e["rename"]; ok {
 			s.Expose.Rename = d.stringMap("expose.rename", v)
 		}
+		if v, ok := e["pin"]; ok {
+			s.Expose.Pin = d.strings("expose.pin", v)
+		}
+		if v, ok := e["describe"]; ok {
+			s.Expose.Describe = d.stringMap("expose.describe", v)
+		}
+		if v, ok := e["tags"]; ok {
+			s.Expose.Tags = d.wordsMap("expose.tags", v)
+		}
+		if v, ok := e["aliases"]; ok {
+			s.Expose.Aliases = d.wordsMap("expose.aliases", v)
+		}
 	}
 	if a, ok := d.table("auth", raw["auth"]); ok {
 		if v, ok := a["client_id"]; ok {
@@ -377,6 +389,28 @@ func (d *decoder) stringMap(field string, v any) map[string]string {
 		default:
 			d.probs.add(field+"."+k, "must be a string, got %s", describe(e))
 		}
+	}
+	return out
+}
+
+// wordsMap reads a table of tool names to lists of words, such as
+// {search_issues = {"bugs", "tickets"}}; a lone string is a list of one.
+func (d *decoder) wordsMap(field string, v any) map[string][]string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		if l, isList := v.([]any); isList && len(l) == 0 {
+			return map[string][]string{}
+		}
+		d.probs.add(field, "must be a table of tool names to lists of words like {search_issues = {\"bugs\", \"tickets\"}}, got %s", describe(v))
+		return nil
+	}
+	out := make(map[string][]string, len(m))
+	for k, e := range m {
+		if s, isStr := e.(string); isStr {
+			out[k] = []string{d.expand(field+"."+k, s)}
+			continue
+		}
+		out[k] = d.strings(field+"."+k, e)
 	}
 	return out
 }

@@ -210,6 +210,17 @@ func TestDecodeSpecInvalid(t *testing.T) {
 			},
 		},
 		{
+			name: "expose for search",
+			raw: map[string]any{"command": cmd, "expose": map[string]any{
+				"pin": []any{"[x"}, "tags": map[string]any{"search": []any{"bugs", " "}}, "aliases": "x", "describe": map[string]any{"a": []any{}}}},
+			want: []string{
+				`expose.describe.a: must be a string, got a list`,
+				`expose.aliases: must be a table of tool names to lists of words like {search_issues = {"bugs", "tickets"}}, got string "x"`,
+				`expose.pin: item 1: "[x" is not a usable pattern (use * and ?, e.g. "get_*")`,
+				`expose.tags: "search": item 2 is empty; give words a user would search for`,
+			},
+		},
+		{
 			name: "nested unknown field",
 			raw:  map[string]any{"command": cmd, "timeouts": map[string]any{"conect": "1s"}},
 			want: []string{`timeouts.conect: unknown field; did you mean "connect"?`},
@@ -500,4 +511,18 @@ func TestDecodeAuth(t *testing.T) {
 	}
 	_, err = config.DecodeSpec("local", map[string]any{"command": []any{"x"}, "auth": map[string]any{"client_id": "a"}}, config.DecodeOptions{})
 	require.ErrorContains(t, err, "auth: only an http or sse server logs in")
+}
+
+func TestDecodeExposeForSearch(t *testing.T) {
+	s, err := config.DecodeSpec("gh", map[string]any{"command": []any{"gh-mcp"}, "expose": map[string]any{
+		"pin":      []any{"get_*"},
+		"describe": map[string]any{"search_issues": "Find issues and pull requests."},
+		"tags":     map[string]any{"search_issues": []any{"bugs", "tickets"}},
+		"aliases":  map[string]any{"search_issues": "find_bugs"},
+	}}, config.DecodeOptions{})
+	require.NoError(t, err)
+	require.True(t, s.Expose.Pinned("get_me"))
+	require.False(t, s.Expose.Pinned("search_issues"))
+	require.Equal(t, "Find issues and pull requests.", s.Expose.Describe["search_issues"])
+	require.Equal(t, []string{"bugs", "tickets", "find_bugs"}, s.Expose.Words("search_issues"))
 }

@@ -122,6 +122,7 @@ func (r *Requests) Answerers(trusted bool) (out []ask.Candidate, withheld int) {
 	return out, len(left)
 }
 
+// Abandoned reports whether request id was abandoned.
 func (r *Requests) Abandoned(id uint64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
