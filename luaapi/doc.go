@@ -50,6 +50,15 @@
 // whenever an event says the tools changed or the toolset is declared,
 // and the tools it chose are handed over as a versioned snapshot.
 //
+// [RunChunk] is apart from all this: it runs a chunk sent by a gateway
+// client (the code mode's run_lua) in a Lua state made for that run, owned
+// by the calling goroutine until it returns, and closed then. It needs no
+// Runtime and shares nothing with the loop or with other runs, which may
+// go on concurrently. Its tool calls are plain Go calls of
+// [ChunkEnv.Call] on that goroutine, with a context that ends with the
+// run; the only other goroutines it starts are a memory watchdog and a
+// timer, both stopped before it returns.
+//
 // Yielding cannot work across a Go frame (pcall, table.sort comparators,
 // string.gsub callbacks) or inside a coroutine the script made itself; the
 // waiting builtins detect both and raise a clear error instead of losing a

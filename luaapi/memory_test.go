@@ -55,3 +55,15 @@ func runMemoryChild(src string) int {
 func TestTableArrayLayout(t *testing.T) {
 	require.True(t, luaapi.ArraysReadable)
 }
+
+// The wrapped instruction handlers (sizes.go) rely on gopher-lua's
+// instruction encoding and on its handlers' signature, which no API
+// promises: they were checked against one version. An upgrade fails here
+// until someone has checked them again and named the new version.
+func TestWrappedHandlersMatchTheirGopherLua(t *testing.T) {
+	const checked = "github.com/yuin/gopher-lua v1.1.2"
+	mod, err := os.ReadFile("../go.mod")
+	require.NoError(t, err)
+	require.Contains(t, string(mod), checked,
+		"gopher-lua changed: check OP_CONCAT, OP_SETTABLE, OP_SETTABLEKS and OP_SETLIST's operands and the handlers' signature in sizes.go, then name the new version here")
+}

@@ -15,6 +15,11 @@ const (
 	maxRepBytes     = 16 << 20 // string.rep result
 	maxSubjectBytes = 1 << 20  // subject of find/match/gmatch/gsub
 	maxPatternBytes = 4 << 10
+	// maxResults bounds the values one call of unpack or string.byte
+	// returns, as standard Lua's stack does (8000): gopher-lua grows its
+	// value stack a few slots at a time, so unpack({}, 1, 1e8) took
+	// minutes before failing.
+	maxResults = 8000
 )
 
 // capBuiltins wraps string.rep with a size check and replaces the pattern
@@ -35,12 +40,49 @@ func capBuiltins(L *lua.LState) {
 		}
 		return callThrough(L, rep)
 	}))
+	byteFn := str.RawGetString("byte").(*lua.LFunction)
+	str.RawSetString("byte", L.NewFunction(func(L *lua.LState) int {
+		checkResults(L, "string.byte", byteCount(L))
+		return callThrough(L, byteFn)
+	}))
+	if unpack, ok := L.GetGlobal("unpack").(*lua.LFunction); ok {
+		L.SetGlobal("unpack", L.NewFunction(func(L *lua.LState) int {
+			t := L.CheckTable(1)
+			checkResults(L, "unpack", L.OptInt(3, t.Len())-L.OptInt(2, 1)+1)
+			return callThrough(L, unpack)
+		}))
+	}
 	str.RawSetString("find", L.NewFunction(strFind))
 	str.RawSetString("match", L.NewFunction(strMatch))
 	gmatch := L.NewFunction(strGmatch)
 	str.RawSetString("gmatch", gmatch)
 	str.RawSetString("gfind", gmatch) // gopher-lua's alias, which kept its own gmatch
 	str.RawSetString("gsub", L.NewFunction(strGsub))
+}
+
+// checkResults raises the error of a builtin asked for n values, over
+// maxResults.
+func checkResults(L *lua.LState, what string, n int) {
+	if n > maxResults {
+		L.RaiseError("%s: %d values asked for; at most %d can be returned at once, take a range (unpack(t, i, j), s:byte(i, j))", what, n, maxResults)
+	}
+}
+
+// byteCount is how many values string.byte(s, i, j) returns, by
+// gopher-lua's rules: with s alone, every byte.
+func byteCount(L *lua.LState) int {
+	n := len(L.CheckString(1))
+	i, j := L.OptInt(2, 1), L.OptInt(3, -1)
+	if L.GetTop() == 2 {
+		return 1
+	}
+	if i < 0 {
+		i = n + i + 1
+	}
+	if j < 0 {
+		j = n + j + 1
+	}
+	return min(j, n) - max(i, 1) + 1
 }
 
 // checkPattern reports why a subject or pattern is too large, or "". The

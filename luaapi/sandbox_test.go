@@ -54,6 +54,25 @@ func TestStringRepCap(t *testing.T) {
 		return string.rep("x", 3), string.rep("x", 0), string.rep("x", -5), #("ab"):rep(1000), #string.rep("y", 16 * 1024 * 1024)`))
 }
 
+// Builtins that return many values are capped as standard Lua's stack
+// caps them: gopher-lua grew its stack for unpack({}, 1, 1e8) for minutes
+// before failing, with the loop held all along.
+func TestManyResultsCap(t *testing.T) {
+	r := newTestRuntime(t, nil)
+	for _, src := range []string{
+		`return select("#", unpack({}, 1, 1e8))`,
+		`return select("#", string.byte(string.rep("x", 1e7)))`,
+		`return select("#", ("x"):rep(1e7):byte(1, -1))`,
+	} {
+		require.Contains(t, quickFail(t, r, src), "at most 8000 can be returned at once", src)
+	}
+	require.Equal(t, []string{"8000", "3", "1", "8000", "2", "0"}, r.run(t, `
+		local t = {} for i = 1, 9000 do t[i] = i end
+		local s = ("x"):rep(9000)
+		return select("#", unpack(t, 1, 8000)), select("#", unpack({1, 2, 3})), select("#", s:byte(5)),
+			select("#", s:byte(1001, -1)), select("#", ("ab"):byte(1, 2)), select("#", unpack({}, 5, 1))`))
+}
+
 // pathological is a pattern that backtracks exponentially against 20 a's
 // and a b: gopher-lua's matcher runs through it for hours; the sandbox's
 // stops at the slice budget or when the chunk is cancelled

@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -35,4 +37,21 @@ func TestServeWithALoopingConfig(t *testing.T) {
 
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.True(t, p.wait(shutdownGrace+2*time.Second), "mcpvisor serve --http still runs after SIGTERM")
+}
+
+// A config stopped at its budget after its mcp_serve listener failed to
+// start stops the host, as that failure alone does: the budget lets the
+// host go on only when it is all that went wrong.
+func TestLoopingConfigWhoseListenerFailedStops(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "startup.lua")
+	writeConfig(t, path, fmt.Sprintf("mcp_serve{http = %q}\nwhile true do end\n", busy.Addr().String()))
+	out := runBinary(t, invocation{dir: dir, args: []string{"-c", path, "--config-budget", "300ms", "-e", `print("ran")`}})
+	require.Equal(t, 1, out.code, "stderr: %s", out.stderr)
+	require.NotContains(t, out.stdout, "ran")
+	require.Contains(t, out.stderr, "stopped: the config ran for 300ms")
+	require.Contains(t, out.stderr, "mcp_serve(http =")
 }

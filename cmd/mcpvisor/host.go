@@ -184,7 +184,7 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 	h.gateway.h = h
 	h.gateway.opts = gatewayOptions{maxSessions: cfg.maxSessions, maxClientCalls: cfg.maxClientCalls,
 		sessionIdle: cfg.sessionIdle, grace: cfg.shutdownGrace,
-		wait: cfg.wait, nameBudget: cfg.nameBudget, statusTool: !cfg.noStatusTool, mode: cfg.mode, metaPrefix: cfg.metaPrefix}
+		wait: cfg.wait, nameBudget: cfg.nameBudget, statusTool: !cfg.noStatusTool, mode: cfg.mode, metaPrefix: cfg.metaPrefix, code: runLua}
 	opts := luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts"), Logger: logger, HUD: hudAPI,
 		ConfigBudget: cfg.configBudget,
 		Gateway:      gatewayAPI{&h.gateway}}
@@ -254,7 +254,10 @@ func (h *host) startConfig(ctx context.Context, path, src string, stderr io.Writ
 		return true
 	}
 	printError(stderr, err)
-	return errors.Is(err, luaapi.ErrConfigBudget)
+	// Only when the budget is all that went wrong: a listener that could
+	// not start as well (joined to it) stops the host as it would alone.
+	var joined interface{ Unwrap() []error }
+	return errors.Is(err, luaapi.ErrConfigBudget) && !errors.As(err, &joined)
 }
 
 // watch reloads the config on every saved change until ctx ends or the

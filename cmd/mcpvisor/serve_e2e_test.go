@@ -255,3 +255,52 @@ func TestServeSearchMode(t *testing.T) {
 	require.Equal(t, "42", res.Content[0].(*mcp.TextContent).Text)
 	require.NoError(t, cs.Close())
 }
+
+// serve --mode code lists run_lua alone; a chunk
+// composes two of the demo server's tools in one call; a chunk that never
+// ends is stopped with an error and the next one runs; a chunk has no io.
+func TestServeCodeMode(t *testing.T) {
+	noLeftovers(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "startup.lua")
+	writeConfig(t, path, demoDecl("demo"))
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := command(ctx, t, invocation{dir: dir, args: []string{"serve", "-c", path, "--mode", "code", "--log-level", "error"}})
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	defer func() {
+		t.Logf("mcpvisor serve stderr:\n%s", stderr.String())
+		checkNoRace(t, stderr.String())
+	}()
+	cs := serveClient(t, ctx, &mcp.CommandTransport{Command: cmd}, make(chan struct{}, 100))
+	ownPIDs.Store(cmd.Process.Pid, struct{}{})
+
+	listedTools(t, ctx, cs, 20*time.Second, "run_lua alone", func(n []string) bool {
+		return slices.Equal(n, []string{"run_lua"})
+	})
+	run := func(code string) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_lua", Arguments: map[string]any{"code": code}})
+		require.NoError(t, err)
+		return res
+	}
+	text := func(res *mcp.CallToolResult) string { return res.Content[0].(*mcp.TextContent).Text }
+
+	res := run(`local sum = tools.demo.add{a = 2, b = 3}
+return tools.demo.echo{text = "sum " .. sum.sum}`)
+	require.False(t, res.IsError, "%v", res.Content)
+	require.Equal(t, "sum 5", text(res))
+
+	res = run(`while true do end`)
+	require.True(t, res.IsError)
+	require.Contains(t, text(res), "stopped")
+	res = run(`return tools.demo.echo{text = "after"}`)
+	require.False(t, res.IsError, "%v", res.Content)
+	require.Equal(t, "after", text(res))
+
+	res = run(`return io.open("/etc/passwd"):read("*a")`)
+	require.True(t, res.IsError)
+	require.NotContains(t, text(res), "root:")
+	require.NoError(t, cs.Close())
+}

@@ -41,8 +41,6 @@ func TestServeBadUsage(t *testing.T) {
 			"mcpvisor serve: --name-budget must be from 16 to 128 characters, got 10\nRun 'mcpvisor --help' for usage.\n"},
 		{"an unknown mode", []string{"serve", "--mode", "lazy"},
 			"mcpvisor serve: --mode: mode \"lazy\": unknown; the modes are direct, search and code\nRun 'mcpvisor --help' for usage.\n"},
-		{"code mode with nothing to run Lua chunks", []string{"serve", "--mode", "code", "--log-level", "error"},
-			"mcpvisor serve: --mode: mode code: this gateway has nothing to run Lua chunks with; use direct or search\n"},
 		{"a meta-prefix no client accepts", []string{"serve", "--mode", "search", "--meta-prefix", "mv."},
 			"mcpvisor serve: --meta-prefix must be 1 to 16 of the characters a-z A-Z 0-9 _ -, got \"mv.\"\nRun 'mcpvisor --help' for usage.\n"},
 		{"an undeclared server", []string{"serve", "--server", "nope", "--log-level", "error"},
