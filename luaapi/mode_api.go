@@ -173,11 +173,12 @@ func (r *Runtime) askMode(q ModeQuery) string {
 	return mode
 }
 
-// modeQueryTable is the client as the mode function sees it.
+// modeQueryTable is the client as the mode function sees it; toolset is
+// nil off a toolset's endpoint.
 func modeQueryTable(L *lua.LState, q ModeQuery) *lua.LTable {
 	t := L.CreateTable(0, 5)
-	setString(t, "name", q.Client)
-	setString(t, "version", q.Version)
+	t.RawSetString("name", lua.LString(q.Client)) // "" rather than nil: client.name:match(…) works
+	t.RawSetString("version", lua.LString(q.Version))
 	t.RawSetString("endpoint", lua.LString(q.Endpoint))
 	setString(t, "toolset", q.Toolset)
 	setString(t, "default", q.Default)
