@@ -117,6 +117,21 @@ func TestHandleElicitation(t *testing.T) {
 			want:   &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "forms", "age": 36.0}},
 		},
 		{
+			name:    "fields left out take the form's defaults",
+			handler: `function() return {action = "accept", content = {name = "Ada"}} end`,
+			params: &mcp.ElicitParams{Message: "Settings", RequestedSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"name":     map[string]any{"type": "string", "default": "John Doe"},
+					"age":      map[string]any{"type": "integer", "default": 30},
+					"status":   map[string]any{"type": "string", "enum": []any{"active", "pending"}, "default": "active"},
+					"verified": map[string]any{"type": "boolean", "default": true},
+				},
+				"required": []any{"name", "age", "status", "verified"},
+			}},
+			want: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "age": 30.0, "status": "active", "verified": true}},
+		},
+		{
 			name:    "decline drops content",
 			handler: `function() return {action = "decline", content = {name = "x"}} end`,
 			params:  nameForm(),

@@ -64,14 +64,22 @@ func elicitResult(v lua.LValue, p *mcp.ElicitParams) (*mcp.ElicitResult, error) 
 	default:
 		return nil, fmt.Errorf("action must be \"accept\", \"decline\" or \"cancel\", got %s", lua.LVAsString(t.RawGetString("action")))
 	}
-	if res.Action != "accept" || content == lua.LNil {
+	if res.Action != "accept" {
 		return res, nil
 	}
-	obj, err := contentObject(content)
-	if err != nil {
-		return nil, err
+	if content != lua.LNil {
+		obj, err := contentObject(content)
+		if err != nil {
+			return nil, err
+		}
+		res.Content = obj
 	}
-	res.Content = obj
+	// Fields the handler leaves out take the form's defaults, as the host
+	// would fill them in anyway; the check is of what is sent.
+	res = ask.WithDefaults(p, res)
+	if res.Content == nil {
+		return res, nil
+	}
 	if err := ask.CheckElicitation(p, res); err != nil {
 		return nil, err
 	}

@@ -182,6 +182,7 @@ func (s *supervisor) elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.Elic
 		by, err = ask.First(who.line, ask.Elicitation, func(c ask.Candidate) (err error) {
 			res, err = c.Answerer.Elicit(ctx, s.from(c), p)
 			if err == nil {
+				res = ask.WithDefaults(p, res)
 				err = ask.CheckElicitation(p, res)
 			}
 			return err

@@ -76,7 +76,8 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 	ctx = s.asking(ctx, req, opts)
 
 	start := time.Now()
-	err = s.request(ctx, op, opts.FailFast, func(ctx context.Context, snap *snapshot) (bool, error) {
+	var sentOn *mcp.ClientSession // the session the call was last sent on
+	call := func(ctx context.Context, snap *snapshot) (bool, error) {
 		t := snap.cat.tool(tool)
 		if t == nil {
 			return false, toolNotFound(s.name, tool, snap.cat.toolNames())
@@ -100,12 +101,26 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 			params.SetProgressToken(token)
 		}
 		span.inject(ctx, params)
+		sentOn = snap.session
 		res, err = snap.session.CallTool(ctx, params)
 		if err != nil {
 			return false, invocationFailed(s.name, op, s.callFailure(ctx, req, err, snap.conn))
 		}
 		return res.IsError, nil
-	})
+	}
+	err = s.request(ctx, op, opts.FailFast, call)
+	if scopes := stepUpScopes(err); scopes != nil {
+		// The call asked for a login (see stepup.go): once one brings a
+		// new session, it is sent again, once.
+		if cause := s.awaitLogin(ctx, sentOn); cause == nil {
+			res = nil
+			err = s.request(ctx, op, opts.FailFast, call)
+		} else {
+			var login *oauth.LoginRequiredError
+			errors.As(err, &login)
+			err = invocationFailed(s.name, op, &stepUpError{tool: tool, scopes: scopes, login: login, cause: cause})
+		}
+	}
 	s.callEvent(tool, opts.Client, start, res, err)
 	if err != nil {
 		return nil, err

@@ -141,6 +141,12 @@ func (s *supervisor) connect() (*conn, error) {
 		if exit := c.awaitExit(s.ctx); exit != nil {
 			err = exit
 		}
+		if c.loginNeeded() {
+			// A request of the attempt (the event stream, a list) was
+			// refused for want of a login: whatever the SDK made of that
+			// refusal, only a login helps.
+			err = c.loginError()
+		}
 		return nil, newError(CodeConnectionFailed, s.name, op, explainReach(err, s.spec))
 	}
 
@@ -353,6 +359,20 @@ func explainReach(err error, spec Spec) error {
 		return &reachError{msg: fmt.Sprintf("no such host %q (check the url)", dns.Name), err: err}
 	}
 	return err
+}
+
+// loginNeeded reports whether only a login helps the connection now: a
+// request refused for want of one closed the channel it took at its start.
+func (c *conn) loginNeeded() bool {
+	if c.needLogin == nil {
+		return false
+	}
+	select {
+	case <-c.needLogin:
+		return true
+	default:
+		return false
+	}
 }
 
 // loginError is why the connection's login no longer helps.

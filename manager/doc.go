@@ -119,7 +119,10 @@
 // for). A remote server behind OAuth (package manager/oauth) gets its
 // token from a transport under the HTTP client; without one it is
 // unauthorized (not retried) until [Manager.Login], and an unauthorized
-// supervisor watches the stored token for a login made elsewhere.
+// supervisor watches the stored token for a login made elsewhere. A
+// refusal on any request of a session, not only the first, ends it the
+// same way. A call refused for want of scopes waits, within its time, for
+// the login that asks for them and is then sent again, once (stepup.go).
 //
 // # Processes
 //

@@ -171,29 +171,6 @@ func TestOAuthRefreshThenRevoked(t *testing.T) {
 	requireNoSecrets(t, h, g)
 }
 
-// A call that needs more scopes fails saying so, the server waits for a
-// login, and the next login asks for those scopes and those granted before.
-func TestOAuthStepUp(t *testing.T) {
-	ctx := oauthContext(t)
-	h := newOAuthHost(t, nil)
-	h.login(t, ctx)
-	_, err := h.m.Call(ctx, "saas.admin", nil, manager.CallOptions{})
-	require.ErrorContains(t, err, `needs scopes "`+oauthtest.ScopeTools+" "+oauthtest.ScopeAdmin+`"`)
-	requireRemedy(t, err, manager.RemedyLogin, "saas")
-	st, err := h.m.Wait(ctx, "saas", manager.StateUnauthorized)
-	require.NoError(t, err)
-	require.Equal(t, manager.RemedyLogin, st.Remedy.Kind)
-
-	granted := h.grant(t, "saas").Scopes
-	h.login(t, ctx)
-	require.Contains(t, h.grant(t, "saas").Scopes, oauthtest.ScopeAdmin)
-	require.Subset(t, h.grant(t, "saas").Scopes, granted, "the step-up login asks for what was granted too")
-	res, err := h.m.Call(ctx, "saas.admin", nil, manager.CallOptions{})
-	require.NoError(t, err)
-	require.False(t, res.IsError)
-	require.Equal(t, 1, h.as.Stats().Registrations, "the second login reuses the registration")
-}
-
 // A call that needs more scopes than the host's token has, when a login
 // made meanwhile (here by another process, as `mcpvisor login` beside the
 // running host) granted them, is answered with that login's token from the
@@ -295,7 +272,10 @@ func TestOAuthWrongIssuerRejected(t *testing.T) {
 	err = h.m.Login(ctx, "saas", manager.LoginOptions{Browser: h.open})
 	requireCode(t, err, manager.ErrConnectionFailed, "saas", "login")
 	require.ErrorContains(t, err, "does not match expected issuer")
-	require.NoFileExists(t, filepath.Join(h.dir, "oauth", "saas.json"))
+	rec, err := oauth.NewStore(h.dir).Load(manager.NameKey("saas"))
+	require.NoError(t, err)
+	require.Empty(t, rec.Grants, "a failed login stores no grant")
+	require.NotNil(t, rec.Challenge, "the server's challenge is kept for the next login")
 	require.Equal(t, 0, h.as.Stats().CodeExchanges)
 	require.Equal(t, manager.StateUnauthorized, state(t, h.m, "saas"))
 }

@@ -82,6 +82,7 @@ func (s *AuthServer) authorizeLocked(q url.Values) (redirect, page string) {
 		return fail("access_denied", "the user refused")
 	}
 
+	scopes = slices.DeleteFunc(scopes, func(sc string) bool { return slices.Contains(s.withheld, sc) })
 	code := newToken("code")
 	s.codes[code] = &authCode{
 		client:      clientID,

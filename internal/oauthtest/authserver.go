@@ -123,6 +123,7 @@ type AuthServer struct {
 	registration bool
 	iss          IssBehavior
 	deny         bool
+	withheld     []string        // scopes the user leaves out of a consent
 	resources    map[string]bool // resource indicators it issues tokens for
 	clients      map[string]*Client
 	documents    map[string]*Client // published client ID metadata documents, by URL
@@ -222,6 +223,15 @@ func (s *AuthServer) SetDenyConsent(deny bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.deny = deny
+}
+
+// SetWithheldScopes makes the user leave the given scopes out of later
+// consents (nil: grant all asked for): the authorization code, and so the
+// token, carries only the others.
+func (s *AuthServer) SetWithheldScopes(scopes []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.withheld = slices.Clone(scopes)
 }
 
 // AllowResource lets clients ask for tokens for the resource (an RFC 8707

@@ -42,7 +42,12 @@
 // [AuthServer.ExpireAccessTokens], [AuthServer.ForgetClients], and the
 // counts in [Stats] and [ResourceStats] for checking what a client did.
 // [ResourceServerOptions].SSE serves the same over the legacy HTTP+SSE
-// transport.
+// transport. [ResourceServerOptions].OpenHandshake answers the handshake
+// without a token and challenges only what comes after (tools/list, a
+// call), as servers that let anyone see who they are do;
+// [ResourceServer.SetAuthServer] moves the server to another
+// authorization server; [ResourceServer.Unversioned] lists the requests
+// that came without the MCP-Protocol-Version header.
 //
 // # Why the authorization server is written here
 //

@@ -54,6 +54,11 @@ type ResourceServerOptions struct {
 	// hand such a session the token's details, so the whoami tool answers
 	// an empty [Identity].
 	SSE bool
+	// OpenHandshake answers the MCP handshake (initialize and its
+	// notifications/initialized) without a token: the server asks for a
+	// login only on what comes after (tools/list, a call, the event
+	// stream), so a client that probes initialize is never challenged.
+	OpenHandshake bool
 }
 
 // Identity is the answer of the whoami and admin tools: what the resource
@@ -86,6 +91,10 @@ type ResourceServer struct {
 	mu    sync.Mutex // guards the following
 	as    *AuthServer
 	stats ResourceStats
+	// unversioned are the session requests that came without an
+	// MCP-Protocol-Version header (see Unversioned).
+	unversioned []string
+	versions    []string // MCP-Protocol-Version headers seen (ProtocolVersions)
 }
 
 // NewResourceServer starts a resource server on 127.0.0.1 that trusts as,
@@ -127,7 +136,11 @@ func NewResourceServer(t testing.TB, as *AuthServer, opts *ResourceServerOptions
 	requireToken := auth.RequireBearerToken(rs.verify, &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: rs.MetadataURL(),
 	})
-	mux.Handle(MCPPath, rs.countUnauthorized(requireToken(rs.requireScopes(endpoint))))
+	var guarded http.Handler = rs.countUnauthorized(requireToken(rs.requireScopes(endpoint)))
+	if o.OpenHandshake {
+		guarded = openHandshake(endpoint, guarded)
+	}
+	mux.Handle(MCPPath, rs.recordVersions(guarded))
 	rs.srv.Start()
 
 	rs.SetAuthServer(as)

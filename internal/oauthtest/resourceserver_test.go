@@ -152,3 +152,16 @@ func TestResourceServerWhoAmI(t *testing.T) {
 	assert.Error(t, err, "no handler to step up with")
 	assert.Equal(t, ResourceStats{InsufficientScope: 1, ToolCalls: 1}, rs.Stats())
 }
+
+// With OpenHandshake the handshake is answered without a token and what
+// comes after asks for one.
+func TestResourceServerOpenHandshake(t *testing.T) {
+	as := NewAuthServer(t, nil)
+	rs := NewResourceServer(t, as, &ResourceServerOptions{OpenHandshake: true})
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`
+	assert.Equal(t, http.StatusOK, post(t, rs, "", init).StatusCode)
+	resp := post(t, rs, "", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	assert.Equal(t, map[string]string{"resource_metadata": rs.MetadataURL()}, challenge(t, resp))
+	assert.Equal(t, []string{"POST tools/list"}, rs.Unversioned())
+}

@@ -70,11 +70,12 @@ func TestCheckElicitation(t *testing.T) {
 	require.NoError(t, ask.CheckElicitation(url, &mcp.ElicitResult{Action: "accept"}))
 }
 
-// A server's requested schema and an answer are untrusted: checking never
-// panics nor hangs, whatever they are.
+// A server's requested schema and an answer are untrusted: filling in the
+// defaults and checking never panic nor hang, whatever they are.
 func FuzzCheckElicitation(f *testing.F) {
 	f.Add(`{"type":"object","properties":{"a":{"type":"string"}}}`, `{"a":"x"}`)
 	f.Add(`{"$ref":"#"}`, `{}`)
+	f.Add(`{"type":"object","properties":{"a":{"type":"integer","default":"x"},"b":{"default":null}}}`, `{}`)
 	f.Add(`{"type":"object","properties":{"c":{"type":"string","oneOf":[{"const":"r"}]}}}`, `{"c":"b"}`)
 	f.Fuzz(func(t *testing.T, schema, content string) {
 		var s any
@@ -83,6 +84,7 @@ func FuzzCheckElicitation(f *testing.F) {
 		}
 		var c map[string]any
 		_ = json.Unmarshal([]byte(content), &c)
-		_ = ask.CheckElicitation(&mcp.ElicitParams{RequestedSchema: s}, &mcp.ElicitResult{Action: "accept", Content: c})
+		p := &mcp.ElicitParams{RequestedSchema: s}
+		_ = ask.CheckElicitation(p, ask.WithDefaults(p, &mcp.ElicitResult{Action: "accept", Content: c}))
 	})
 }

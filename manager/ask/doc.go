@@ -9,6 +9,7 @@
 // [SoleClient]), the server's own roots from its spec, and the host's
 // answerer (Lua handlers, then the person at the REPL). An answerer that cannot answer returns [ErrNoAnswer] and the next
 // one is tried; when none can, the server gets the protocol's error.
-// Answers to a form elicitation are checked against the requested schema
-// before they are sent.
+// An accepted answer to a form elicitation takes the form's defaults for
+// the fields it leaves out ([WithDefaults]), and is checked against the
+// requested schema before it is sent ([CheckElicitation]).
 package ask

@@ -27,6 +27,13 @@
 //     [Source.LoginNeeded] so that a connected session is ended rather
 //     than left answering errors.
 //
+// A server may ask for a login on any request, not only the first (some
+// answer the handshake to anyone and challenge tools/list or a call). Each
+// refusal that needs a login is kept in the Store as the record's
+// [Challenge], and a login follows the one kept, whichever process met it;
+// with none kept it opens a session without a token and goes as far as it
+// takes to be challenged. A login that lands forgets the challenge.
+//
 // Nothing here ever waits for a person: only [Keeper.Login] opens a browser
 // and waits for the redirect, and only when a user asked for it (mcpvisor
 // login, mcp_login). Login uses the go-sdk's auth.AuthorizationCodeHandler

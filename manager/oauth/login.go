@@ -58,12 +58,12 @@ func (k *Keeper) Login(ctx context.Context, req LoginRequest) error {
 		out = io.Discard
 	}
 	src := k.Source(req.Key, req.Name, req.Config)
-	src.load()
+	recorded := src.challenge(req.URL)
 	src.mu.Lock()
 	prev := src.rec.clone()
 	src.mu.Unlock()
 
-	probeReq, probeResp, err := k.probe(ctx, req)
+	probeReq, probeResp, err := k.challenged(ctx, req, recorded)
 	if err != nil {
 		return err
 	}
@@ -179,6 +179,7 @@ func (k *Keeper) Login(ctx context.Context, req LoginRequest) error {
 	}
 	rec.Grants[issuer] = g
 	rec.Current = issuer
+	rec.Challenge = nil // answered
 	if err := k.store.Save(req.Key, rec); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -117,16 +118,72 @@ func (s *Source) Reload() bool {
 }
 
 // land makes rec (just saved or read) the grant in use: the token is new,
-// and whatever needed a login is over.
+// and whatever needed a login is over. A record whose grant in use is the
+// one held already (another process only noted a challenge) changes
+// neither.
 func (s *Source) land(rec *Record, st fileStamp) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	same := s.loaded && sameGrant(s.rec, rec)
 	s.rec, s.stamp, s.loaded = rec, st, true
+	if same {
+		return
+	}
 	s.gen++
 	s.retried = 0
 	if s.needClosed {
 		s.needLogin, s.needClosed, s.needMessage = make(chan struct{}), false, nil
 	}
+}
+
+// sameGrant reports whether a and b use the same grant with the same
+// tokens.
+func sameGrant(a, b *Record) bool {
+	ga, gb := a.current(), b.current()
+	if ga == nil || gb == nil {
+		return ga == nil && gb == nil
+	}
+	return ga.Issuer == gb.Issuer && ga.Token.Access == gb.Token.Access && ga.Token.Refresh == gb.Token.Refresh
+}
+
+// noteIfLogin keeps the server's request for a login, met by a request
+// to u, for the next login to follow (see [Record].Challenge), when err
+// says that only a login helps. The Store is written only when it is news,
+// and over what it holds now (a login made meanwhile by another process
+// is kept).
+func (s *Source) noteIfLogin(err error, status int, header string, u *url.URL) {
+	var login *LoginRequiredError
+	if !errors.As(err, &login) {
+		return
+	}
+	c := &Challenge{URL: u.String(), Status: status, Header: header}
+	s.Reload()
+	s.mu.Lock()
+	if s.rec != nil && s.rec.Challenge != nil && *s.rec.Challenge == *c {
+		s.mu.Unlock()
+		return
+	}
+	rec := s.rec.clone()
+	if rec == nil {
+		rec = &Record{Grants: map[string]*Grant{}}
+	}
+	rec.Challenge = c
+	s.rec = rec
+	s.mu.Unlock()
+	_ = s.save(rec)
+}
+
+// challenge is the server's last request for a login to serverURL that no
+// login has answered, as this process or another last saw it; nil if none.
+func (s *Source) challenge(serverURL string) *Challenge {
+	s.load()
+	s.Reload()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rec == nil || s.rec.Challenge == nil || s.rec.Challenge.URL != serverURL {
+		return nil
+	}
+	return s.rec.Challenge
 }
 
 // save writes rec, made from the state at gen, unless a newer state has

@@ -29,6 +29,20 @@ func DefaultDir() (string, error) {
 type Record struct {
 	Current string            `json:"current"` // issuer of the grant in use
 	Grants  map[string]*Grant `json:"grants"`  // by issuer
+	// Challenge is the server's last request for a login that no login
+	// has answered yet, if any: the next login follows it, in this
+	// process or another.
+	Challenge *Challenge `json:"challenge,omitempty"`
+}
+
+// Challenge is a refusal that asked for an OAuth login: a 401, or a 403
+// insufficient_scope, with its Bearer WWW-Authenticate header, met by a
+// request to URL (any request of a session, not only the first). It holds
+// no secret: the header names the metadata and the scopes.
+type Challenge struct {
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+	Header string `json:"www_authenticate"`
 }
 
 // Grant is one authorization of the host by one authorization server for
@@ -77,7 +91,7 @@ func (r *Record) clone() *Record {
 	if r == nil {
 		return nil
 	}
-	c := &Record{Current: r.Current, Grants: make(map[string]*Grant, len(r.Grants))}
+	c := &Record{Current: r.Current, Grants: make(map[string]*Grant, len(r.Grants)), Challenge: r.Challenge}
 	for k, g := range r.Grants {
 		cg := *g
 		c.Grants[k] = &cg

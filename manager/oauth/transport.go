@@ -82,15 +82,19 @@ func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		discard(resp)
 		unauthorized := &endpoint.UnauthorizedError{Challenge: challenge}
-		if err, handled := t.src.follow(r.Context(), gen, r.URL, unauthorized); handled {
-			return nil, err
+		err, handled := t.src.follow(r.Context(), gen, r.URL, unauthorized)
+		switch {
+		case handled:
+		case access == "":
+			err = t.src.notLoggedIn(unauthorized)
+		default:
+			err = t.src.rejected(r.Context(), gen, unauthorized)
 		}
-		if access == "" {
-			return nil, t.src.notLoggedIn(unauthorized)
-		}
-		return nil, t.src.rejected(r.Context(), gen, unauthorized)
+		t.src.noteIfLogin(err, resp.StatusCode, challenge, r.URL)
+		return nil, err
 	case http.StatusForbidden:
-		c := bearer(resp.Header.Get("WWW-Authenticate"))
+		header := resp.Header.Get("WWW-Authenticate")
+		c := bearer(header)
 		if c == nil || c.Params["error"] != "insufficient_scope" {
 			return resp, nil
 		}
@@ -99,7 +103,9 @@ func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		if err := t.src.covered(gen, scopes); err != nil {
 			return nil, err
 		}
-		return nil, t.src.stepUp(scopes)
+		err := t.src.stepUp(scopes)
+		t.src.noteIfLogin(err, resp.StatusCode, header, r.URL)
+		return nil, err
 	}
 	if access != "" {
 		t.src.accepted(gen)
