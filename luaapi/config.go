@@ -20,16 +20,17 @@ import (
 // truth for those servers: mcp_add records here instead of acting, and the
 // result is applied as a difference only if the whole file succeeds.
 type desired struct {
-	file     string
-	order    []string                 // name keys in declaration order
-	servers  map[string]declaration   // by lower-cased name
-	serve    *serveDecl               // mcp_serve, if declared
-	toolsets map[string]toolsetDecl   // mcp_toolset, by name
-	budgets  []nameBudgetDecl         // mcp_name_budget, in order
-	luaTools map[string]luaToolDecl   // mcp_tool, by lower-cased server "." tool
-	handlers map[ask.Kind]*askHandler // mcp_handle, by kind (a nil function removes)
-	roots    *rootsDecl               // mcp_roots, if declared
-	gen      int                      // the config generation evaluating it
+	file       string
+	order      []string                 // name keys in declaration order
+	servers    map[string]declaration   // by lower-cased name
+	serve      *serveDecl               // mcp_serve, if declared
+	toolsets   map[string]toolsetDecl   // mcp_toolset, by name
+	budgets    []nameBudgetDecl         // mcp_name_budget, in order
+	clientMode *clientModeDecl          // mcp_client_mode, if set
+	luaTools   map[string]luaToolDecl   // mcp_tool, by lower-cased server "." tool
+	handlers   map[ask.Kind]*askHandler // mcp_handle, by kind (a nil function removes)
+	roots      *rootsDecl               // mcp_roots, if declared
+	gen        int                      // the config generation evaluating it
 	// checking is set when the evaluation only checks the file: what
 	// needs the gateway may be declared without one.
 	checking bool
@@ -294,6 +295,7 @@ func (r *Runtime) apply(want *desired) ConfigResult {
 	res.serve = r.applyServe(want.serve)
 	r.applyToolsets(want)
 	r.applyBudgets(want)
+	r.applyClientMode(want)
 	r.applyLuaTools(want)
 	r.applyAsk(want)
 	return res
