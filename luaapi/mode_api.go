@@ -9,8 +9,6 @@ import (
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
-
-	"github.com/mcpvisor/mcpvisor/events"
 )
 
 // ModeQuery is what the gateway tells the mode function (mcp_client_mode)
@@ -212,10 +210,10 @@ func (r *Runtime) modeFailed(who string, q ModeQuery, err error) {
 	if r.base.Err() != nil {
 		return // shutting down
 	}
-	fields := events.Fields{"hook": who, "client": q.Client, "endpoint": q.Endpoint, "error": err.Error()}
+	p := HookError{Hook: who, Client: q.Client, Endpoint: q.Endpoint, Error: err.Error()}
 	var le *Error
-	if errors.As(err, &le) && le.Traceback != "" {
-		fields["traceback"] = le.Traceback
+	if errors.As(err, &le) {
+		p.Traceback = le.Traceback
 	}
-	r.bus.Publish(events.KindHookError, "", fields)
+	r.bus.Emit("", "", p)
 }
