@@ -13,6 +13,12 @@
 // and /sse, /servers/NAME/sse, /toolsets/NAME/sse for legacy clients. Each
 // endpoint is an mcp.Server made on first use.
 //
+// HTTPOptions.Console, when set (the web console, package
+// gateway/console), is served at /ui and below: behind the Host and
+// Origin checks but not the bearer token check, since a browser cannot
+// send the header; it asks for the token itself, and reports the
+// requests it lets in with Authenticated.
+//
 // On stdio, what the client writes cannot end its session: a line that is
 // not JSON is answered with a parse error (-32700), one that is JSON but
 // no JSON-RPC message, a batch, or longer than 16 MiB (read to its end

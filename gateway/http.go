@@ -65,6 +65,11 @@ type HTTPOptions struct {
 	// Control, if set, is served under /control/ behind the token (the
 	// shell's `mcpvisor status --addr`).
 	Control http.Handler
+	// Console, if set, is served at /ui and under /ui/ (the web console).
+	// It passes the Host and Origin checks but not the token check: a
+	// browser cannot send a bearer header, so the console asks for the
+	// token itself and keeps the login in a cookie.
+	Console http.Handler
 }
 
 // withDefaults fills in the zero fields.
@@ -168,7 +173,15 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	if opts.Control != nil {
 		mux.Handle("/control/", opts.Control)
 	}
-	return guard(crossOrigin(withHealth(g.requireToken(mux, opts.Token), opts.Ready)), opts)
+	var next http.Handler = g.requireToken(mux, opts.Token)
+	if opts.Console != nil {
+		top := http.NewServeMux()
+		top.Handle("/", next)
+		top.Handle("/ui", opts.Console)
+		top.Handle("/ui/", opts.Console)
+		next = top
+	}
+	return guard(crossOrigin(withHealth(next, opts.Ready)), opts)
 }
 
 // endpointHandler serves one kind of endpoint. Only requests that passed

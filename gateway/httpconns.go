@@ -85,6 +85,12 @@ type limitedConn struct {
 	closed bool
 }
 
+// Authenticated counts the connection of r, a request to a handler served
+// beside the gateway that checks the token itself (HTTPOptions.Console),
+// as authenticated, as the gateway does for a request with the token: it
+// no longer counts against HTTPOptions.MaxUnauthConns.
+func Authenticated(r *http.Request) { authenticated(r) }
+
 // authenticated moves the connection of r, if it is counted, from the
 // unauthenticated ones to the others: a request on it passed the checks.
 func authenticated(r *http.Request) {

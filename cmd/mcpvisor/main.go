@@ -176,7 +176,8 @@ In Lua (see docs/lua-api.md):
   use      mcp_tools, mcp_call, mcp_call_cb, mcp_discover, mcp_resources,
            mcp_read, mcp_prompts, mcp_prompt
   react    mcp_on, mcp_off, mcp_after, mcp_every, sleep
-  serve    mcp_serve, mcp_toolset, mcp_name_budget, mcp_clients, mcp_tool
+  serve    mcp_serve, mcp_toolset, mcp_name_budget, mcp_client_mode,
+           mcp_clients, mcp_tool
   answer   mcp_handle, mcp_roots (what servers ask: forms, completions, roots)
   data     json.encode, json.decode, json.null, MCPVISOR
 `

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpvisor/mcpvisor/gateway"
+	webui "github.com/mcpvisor/mcpvisor/gateway/console"
 )
 
 // runServe is `mcpvisor serve`: the servers of the config served to MCP
@@ -147,9 +148,10 @@ type gatewayHost struct {
 	changing sync.Mutex
 
 	mu sync.Mutex
-	// mu guards gw, http, addr and token; nothing is called under it.
+	// mu guards gw, http, ui, addr and token; nothing is called under it.
 	gw    *gateway.Gateway
 	http  *gateway.HTTPServer
+	ui    *webui.Console // the web console served with http
 	addr  string
 	token string
 }
@@ -197,9 +199,12 @@ func (g *gatewayHost) serveHTTP(addr, token string) error {
 		g.mu.Unlock()
 		return nil
 	}
-	old := g.http
-	g.http, g.addr, g.token = nil, "", ""
+	old, oldUI := g.http, g.ui
+	g.http, g.ui, g.addr, g.token = nil, nil, "", ""
 	g.mu.Unlock()
+	if oldUI != nil {
+		oldUI.Close()
+	}
 	if old != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		_ = old.Close(ctx)
@@ -208,15 +213,18 @@ func (g *gatewayHost) serveHTTP(addr, token string) error {
 	if addr == "" {
 		return nil
 	}
+	ui := g.h.webConsole(gw, token)
 	srv, err := gw.Listen(gateway.HTTPOptions{Addr: addr, Token: token, SessionTimeout: g.opts.sessionIdle,
-		Ready: g.h.settled, Control: control.Handler(controlBackend{h: g.h})})
+		Ready: g.h.settled, Control: control.Handler(controlBackend{h: g.h}), Console: ui})
 	if err != nil {
+		ui.Close()
 		return err
 	}
 	g.mu.Lock()
-	g.http, g.addr, g.token = srv, addr, token
+	g.http, g.ui, g.addr, g.token = srv, ui, addr, token
 	g.mu.Unlock()
-	g.h.log.Info("serving MCP over HTTP", "url", "http://"+srv.Addr()+"/mcp", "sse", "http://"+srv.Addr()+"/sse", "token", token != "")
+	g.h.log.Info("serving MCP over HTTP", "url", "http://"+srv.Addr()+"/mcp", "sse", "http://"+srv.Addr()+"/sse",
+		"console", "http://"+srv.Addr()+"/ui", "token", token != "")
 	return nil
 }
 
@@ -262,9 +270,12 @@ func (g *gatewayHost) close() {
 	g.changing.Lock()
 	defer g.changing.Unlock()
 	g.mu.Lock()
-	srv := g.http
-	g.http, g.addr, g.token = nil, "", ""
+	srv, ui := g.http, g.ui
+	g.http, g.ui, g.addr, g.token = nil, nil, "", ""
 	g.mu.Unlock()
+	if ui != nil {
+		ui.Close() // its live streams would hold the listener's close up
+	}
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)

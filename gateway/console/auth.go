@@ -1,0 +1,211 @@
+package console
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// cookieName is the console's session cookie.
+const cookieName = "mcpvisor_console"
+
+// What slows a peer that keeps posting wrong tokens to the login form:
+// after freeGuesses each further wrong one shuts it out twice as long as
+// the last, up to maxShutOut; at most maxGuessers peers are remembered.
+const (
+	freeGuesses = 5
+	maxShutOut  = 30 * time.Second
+	maxGuessers = 4096
+)
+
+// session is a visitor's session, read from its cookie or its bearer
+// token.
+type session struct {
+	id       string
+	loggedIn bool // the cookie was set by a login with the token
+	bearer   bool // the request carried the token itself: no CSRF to check
+	csrf     string
+}
+
+// auth checks visitors: their login cookies, bearer tokens and CSRF
+// tokens, and counts wrong logins.
+type auth struct {
+	token []byte // nil: no token, everyone may act
+	key   []byte // signs cookies; made with the console
+	now   func() time.Time
+	log   *slog.Logger
+
+	mu sync.Mutex
+	// mu guards wrong.
+	wrong map[string]*guesser
+}
+
+// guesser is what is remembered of a peer that posted wrong tokens.
+type guesser struct {
+	wrong int
+	until time.Time
+}
+
+func newAuth(token string, now func() time.Time, log *slog.Logger) *auth {
+	a := &auth{key: make([]byte, 32), now: now, log: log, wrong: map[string]*guesser{}}
+	if token != "" {
+		a.token = []byte(token)
+	}
+	_, _ = rand.Read(a.key)
+	return a
+}
+
+// open reports whether no token is needed.
+func (a *auth) open() bool { return a.token == nil }
+
+// visitor is r's session, and whether it may see the console: with no
+// token anyone may (a session cookie is issued on the way, for the CSRF
+// token of its forms); with one, a request carrying it as a bearer token
+// or a cookie from a login may.
+func (a *auth) visitor(w http.ResponseWriter, r *http.Request) (session, bool) {
+	if a.token != nil {
+		if got, ok := bearerToken(r); ok && a.matches(got) {
+			return session{bearer: true}, true
+		}
+	}
+	if s, ok := a.cookie(r); ok && (s.loggedIn || a.open()) {
+		return s, true
+	}
+	if !a.open() {
+		return session{}, false
+	}
+	return a.issue(w, r, false), true
+}
+
+// matches reports whether got is the token, in constant time.
+func (a *auth) matches(got string) bool {
+	return subtle.ConstantTimeCompare([]byte(got), a.token) == 1
+}
+
+// issue sets a new session cookie on w and returns its session.
+func (a *auth) issue(w http.ResponseWriter, r *http.Request, loggedIn bool) session {
+	var raw [25]byte
+	_, _ = rand.Read(raw[:16])
+	binary.BigEndian.PutUint64(raw[16:24], uint64(a.now().Unix()))
+	if loggedIn {
+		raw[24] = 1
+	}
+	body := base64.RawURLEncoding.EncodeToString(raw[:])
+	value := body + "." + base64.RawURLEncoding.EncodeToString(a.mac("cookie", body))
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: "/ui", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(SessionTTL / time.Second)})
+	return a.session(body, loggedIn)
+}
+
+// cookie is the session r's cookie holds, if it is one this console
+// signed and it has not expired.
+func (a *auth) cookie(r *http.Request) (session, bool) {
+	ck, err := r.Cookie(cookieName)
+	if err != nil {
+		return session{}, false
+	}
+	body, sig, ok := strings.Cut(ck.Value, ".")
+	if !ok {
+		return session{}, false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, a.mac("cookie", body)) {
+		return session{}, false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil || len(raw) != 25 {
+		return session{}, false
+	}
+	issued := time.Unix(int64(binary.BigEndian.Uint64(raw[16:24])), 0)
+	if a.now().Sub(issued) > SessionTTL {
+		return session{}, false
+	}
+	return a.session(body, raw[24] == 1), true
+}
+
+func (a *auth) session(id string, loggedIn bool) session {
+	return session{id: id, loggedIn: loggedIn, csrf: base64.RawURLEncoding.EncodeToString(a.mac("csrf", id))}
+}
+
+// mac signs what with the console's key, for purpose.
+func (a *auth) mac(purpose, what string) []byte {
+	m := hmac.New(sha256.New, a.key)
+	m.Write([]byte(purpose + "\x00" + what))
+	return m.Sum(nil)
+}
+
+// csrfOK reports whether r, an action of s, carries s's CSRF token.
+func (a *auth) csrfOK(r *http.Request, s session) bool {
+	if s.bearer {
+		return true // a browser never adds a bearer token by itself
+	}
+	got := r.PostFormValue("csrf")
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) == 1
+}
+
+// shutOut is how long r's peer may not try a token yet.
+func (a *auth) shutOut(r *http.Request) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if g := a.wrong[peerOf(r)]; g != nil {
+		return max(g.until.Sub(a.now()), 0)
+	}
+	return 0
+}
+
+// guessed counts a wrong token from r's peer.
+func (a *auth) guessed(r *http.Request) {
+	peer := peerOf(r)
+	a.mu.Lock()
+	g := a.wrong[peer]
+	if g == nil {
+		if len(a.wrong) >= maxGuessers {
+			clear(a.wrong)
+		}
+		g = &guesser{}
+		a.wrong[peer] = g
+	}
+	g.wrong++
+	var out time.Duration
+	if over := g.wrong - freeGuesses; over > 0 {
+		out = min(time.Second<<min(over-1, 6), maxShutOut)
+		g.until = a.now().Add(out)
+	}
+	n := g.wrong
+	a.mu.Unlock()
+	if out > 0 {
+		a.log.Warn("wrong console tokens again and again from one address: refusing its logins for a while",
+			"peer", peer, "wrong_tokens", n, "refused_for", out)
+	}
+}
+
+// bearerToken is r's bearer token, and whether it sent one.
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
+}
+
+// peerOf is the address r came from: the IP, or an IPv6 address's /64.
+func peerOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || ip.To4() != nil {
+		return host
+	}
+	return (&net.IPNet{IP: ip.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
+}
