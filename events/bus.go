@@ -55,17 +55,13 @@ func NewBus(opts Options) *Bus {
 }
 
 // Publish stamps an event with the next sequence number and the current time
-// and delivers it to every subscriber's queue. It never blocks on a
+// and delivers it to every subscriber's queue. The host publishes typed
+// payloads ([Bus.Emit]); Publish, a kind and plain fields, is for events
+// that need no type (tests, programs that embed the bus). It never blocks on a
 // subscriber. Publishing on a closed bus is a no-op that returns the event
 // with Seq 0.
 func (b *Bus) Publish(kind Kind, server string, fields Fields) Event {
 	return b.publish(Event{Kind: kind, Server: server, Fields: fields})
-}
-
-// PublishFor is Publish for an event of a client's own session of a
-// per-client server: client is set on the event and added to its fields.
-func (b *Bus) PublishFor(kind Kind, server, client string, fields Fields) Event {
-	return b.publish(Event{Kind: kind, Server: server, Client: client, Fields: withClient(fields, client)})
 }
 
 // withClient adds client to fields when set.

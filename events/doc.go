@@ -2,10 +2,11 @@
 // server is published once as an [Event] and delivered to each subscriber —
 // the log, the HUD, Lua hooks and OpenTelemetry.
 //
-// An event's kind says what happened; its Payload, when the publisher has
-// a type for it ([Bus.Emit]), is the typed detail, defined by the package
-// that publishes it (the manager's lifecycle: manager.Connected,
-// manager.BackingOff, …), which a consumer such as the HUD reads by type.
+// An event's kind says what happened; its Payload ([Bus.Emit]) is the
+// typed detail, defined by the package that publishes it (the manager's
+// lifecycle: manager.Connected, manager.BackingOff, …; the gateway's
+// clients: gateway.ClientConnected; the Lua runtime's failures:
+// luaapi.HookError), which a consumer such as the HUD reads by type.
 // Fields is the same detail as plain data, rendered by the payload once at
 // publication, for Lua hooks, the log and the history. The bus carries
 // lifecycle, not data: what servers say (log messages, resource updates)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 )
 
@@ -359,8 +358,7 @@ func (t *clientTable) watch(s *session) {
 	s.mu.Unlock()
 	if listed {
 		c := s.client
-		t.g.bus.Publish(events.KindClientDisconnected, "", events.Fields{"client": s.label, "client_name": c.Name,
-			"transport": c.Transport, "endpoint": c.Endpoint})
+		t.g.bus.Emit("", "", ClientDisconnected{Client: s.label, Name: c.Name, Transport: c.Transport, Endpoint: c.Endpoint})
 	}
 	t.g.src.ReleaseClient(s.label)
 }
@@ -376,8 +374,7 @@ func (t *clientTable) connected(ep *endpoint, ss *mcp.ServerSession) {
 		return // initialized twice: once is enough
 	}
 	c := s.client
-	t.g.bus.Publish(events.KindClientConnected, "", events.Fields{"client": s.label, "client_name": c.Name,
-		"client_version": c.Version, "transport": c.Transport, "endpoint": c.Endpoint})
+	t.g.bus.Emit("", "", ClientConnected{Client: s.label, Name: c.Name, Version: c.Version, Transport: c.Transport, Endpoint: c.Endpoint})
 }
 
 // announce lists a client that never sends initialize: one of the newer

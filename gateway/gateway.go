@@ -239,8 +239,7 @@ func (g *Gateway) refresh() {
 	v, collisions := g.names.build(g.src)
 	g.view.Store(v)
 	for _, c := range collisions {
-		g.bus.Publish(events.KindNameCollision, c.b.server, events.Fields{
-			"tool": c.b.name, "exposed": c.given, "with": c.a.server + "." + c.a.name, "wanted": c.exposed})
+		g.bus.Emit(c.b.server, "", NameCollision{Tool: c.b.name, Exposed: c.given, With: c.a.server + "." + c.a.name, Wanted: c.exposed})
 	}
 	for _, ep := range g.endpoints {
 		ep.apply(v)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	lua "github.com/yuin/gopher-lua"
@@ -202,13 +201,10 @@ func handlerValue[T any](vals []lua.LValue, err error, convert func(lua.LValue) 
 // reportHandlerFailure publishes hook_error for a handler that failed, with
 // its traceback: the server gets the message, the person the stack.
 func (r *Runtime) reportHandlerFailure(h *askHandler, from ask.From, err error) {
-	fields := events.Fields{"hook": h.name(), "error": err.Error()}
+	p := HookError{Hook: h.name(), Error: err.Error(), Client: from.Client}
 	var le *Error
-	if errors.As(err, &le) && le.Traceback != "" {
-		fields["traceback"] = le.Traceback
+	if errors.As(err, &le) {
+		p.Traceback = le.Traceback
 	}
-	if from.Client != "" {
-		fields["client"] = from.Client
-	}
-	r.bus.Publish(events.KindHookError, from.Server, fields)
+	r.bus.Emit(from.Server, "", p)
 }

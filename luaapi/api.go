@@ -41,6 +41,7 @@ func (r *Runtime) install() {
 		"hud_model":   r.luaHUDModel,
 		"toolset":     r.luaToolset,
 		"name_budget": r.luaNameBudget,
+		"client_mode": r.luaClientMode,
 		"clients":     r.luaClients,
 		"tool":        r.luaTool,
 		"handle":      r.luaHandle,

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 	lua "github.com/yuin/gopher-lua"
@@ -20,16 +19,17 @@ import (
 // truth for those servers: mcp_add records here instead of acting, and the
 // result is applied as a difference only if the whole file succeeds.
 type desired struct {
-	file     string
-	order    []string                 // name keys in declaration order
-	servers  map[string]declaration   // by lower-cased name
-	serve    *serveDecl               // mcp_serve, if declared
-	toolsets map[string]toolsetDecl   // mcp_toolset, by name
-	budgets  []nameBudgetDecl         // mcp_name_budget, in order
-	luaTools map[string]luaToolDecl   // mcp_tool, by lower-cased server "." tool
-	handlers map[ask.Kind]*askHandler // mcp_handle, by kind (a nil function removes)
-	roots    *rootsDecl               // mcp_roots, if declared
-	gen      int                      // the config generation evaluating it
+	file       string
+	order      []string                 // name keys in declaration order
+	servers    map[string]declaration   // by lower-cased name
+	serve      *serveDecl               // mcp_serve, if declared
+	toolsets   map[string]toolsetDecl   // mcp_toolset, by name
+	budgets    []nameBudgetDecl         // mcp_name_budget, in order
+	clientMode *clientModeDecl          // mcp_client_mode, if set
+	luaTools   map[string]luaToolDecl   // mcp_tool, by lower-cased server "." tool
+	handlers   map[ask.Kind]*askHandler // mcp_handle, by kind (a nil function removes)
+	roots      *rootsDecl               // mcp_roots, if declared
+	gen        int                      // the config generation evaluating it
 	// checking is set when the evaluation only checks the file: what
 	// needs the gateway may be declared without one.
 	checking bool
@@ -109,7 +109,7 @@ func (r *Runtime) LoadConfig(ctx context.Context, path string) (ConfigResult, er
 	src, err := os.ReadFile(path)
 	if err != nil {
 		err = fmt.Errorf("read %s: %w", path, err)
-		r.bus.Publish(events.KindConfigError, "", events.Fields{"file": path, "error": err.Error()})
+		r.bus.Emit("", "", ConfigError{File: path, Error: err.Error()})
 		return ConfigResult{}, err
 	}
 	return r.LoadConfigSource(ctx, path, string(src))
@@ -135,7 +135,7 @@ func (r *Runtime) LoadConfigSource(ctx context.Context, path, src string) (Confi
 			} else {
 				err = errors.Join(err, serr)
 			}
-			r.bus.Publish(events.KindConfigError, "", events.Fields{"file": path, "error": serr.Error()})
+			r.bus.Emit("", "", ConfigError{File: path, Error: serr.Error()})
 			// Nothing listens now: forget the declaration so that a reload
 			// declaring the same listener tries again.
 			r.post(func() {
@@ -180,13 +180,13 @@ func (r *Runtime) evalConfig(ctx context.Context, path, src string, apply bool) 
 		fail := func(err error) {
 			r.dropOrigins(func(o int) bool { return o == gen })
 			if apply {
-				fields := events.Fields{"file": path, "error": err.Error()}
-				if le, ok := err.(*Error); ok && le.ShownTraceback() != "" {
+				p := ConfigError{File: path, Error: err.Error()}
+				if le, ok := err.(*Error); ok {
 					// The file:line of an error whose value is not a
 					// string (error({...})) is only in the traceback.
-					fields["traceback"] = le.ShownTraceback()
+					p.Traceback = le.ShownTraceback()
 				}
-				r.bus.Publish(events.KindConfigError, "", fields)
+				r.bus.Emit("", "", p)
 			}
 			ch <- outcome{err: err}
 		}
@@ -209,12 +209,10 @@ func (r *Runtime) evalConfig(ctx context.Context, path, src string, apply bool) 
 			r.config.applied = true
 			r.dropOrigins(func(o int) bool { return o < gen })
 			if err != nil { // stopped while starting: what it declared so far
-				r.bus.Publish(events.KindConfigError, "", events.Fields{"file": path, "error": err.Error(),
-					"note": "the servers it declared before it was stopped are applied"})
+				r.bus.Emit("", "", ConfigError{File: path, Error: err.Error(),
+					Note: "the servers it declared before it was stopped are applied"})
 			}
-			r.bus.Publish(events.KindConfigApplied, "", events.Fields{
-				"file": path, "added": nonNil(res.Added), "removed": nonNil(res.Removed), "replaced": nonNil(res.Replaced), "unchanged": res.Unchanged,
-			})
+			r.bus.Emit("", "", ConfigApplied{File: path, Added: res.Added, Removed: res.Removed, Replaced: res.Replaced, Unchanged: res.Unchanged})
 			ch <- outcome{res: res, err: err}
 		})
 	})
@@ -294,6 +292,7 @@ func (r *Runtime) apply(want *desired) ConfigResult {
 	res.serve = r.applyServe(want.serve)
 	r.applyToolsets(want)
 	r.applyBudgets(want)
+	r.applyClientMode(want)
 	r.applyLuaTools(want)
 	r.applyAsk(want)
 	return res

@@ -45,10 +45,15 @@
 // at the REPL.
 //
 // The gateway ([Options.Gateway]) is only ever called from the loop, and
-// never calls back: a toolset that a Lua function decides is evaluated on
-// the loop (each tool a budgeted task, all bounded by [FilterTimeout])
-// whenever an event says the tools changed or the toolset is declared,
-// and the tools it chose are handed over as a versioned snapshot.
+// never calls back but through the mode function: a toolset that a Lua
+// function decides is evaluated on the loop (each tool a budgeted task,
+// all bounded by [FilterTimeout]) whenever an event says the tools
+// changed or the toolset is declared, and the tools it chose are handed
+// over as a versioned snapshot. The mode function the runtime hands the
+// gateway (mcp_client_mode) is called on the gateway's goroutines when a
+// client session starts: like the answerer it posts the Lua function to
+// the loop as a budgeted task and waits for its answer off the loop, at
+// most [ModeTimeout], after which the client gets its default mode.
 //
 // [RunChunk] is apart from all this: it runs a chunk sent by a gateway
 // client (the code mode's run_lua) in a Lua state made for that run, owned

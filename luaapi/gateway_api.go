@@ -12,8 +12,8 @@ import (
 )
 
 // Gateway is the MCP gateway that serves the manager's servers to MCP
-// clients: mcp_serve, mcp_toolset, mcp_name_budget and mcp_clients drive
-// it. The command implements it over its own gateway; the runtime never
+// clients: mcp_serve, mcp_toolset, mcp_name_budget, mcp_client_mode and
+// mcp_clients drive it. The command implements it over its own gateway; the runtime never
 // sees that type.
 type Gateway interface {
 	// Start makes the gateway ready to serve, if it is not yet. A config
@@ -37,6 +37,12 @@ type Gateway interface {
 	// budgets (mcp_name_budget), the first match deciding. It is called on
 	// the loop and must return at once.
 	SetNameBudgets(rules []NameBudget)
+	// SetModeFor replaces the function that chooses the mode of each
+	// client session as it starts (mcp_client_mode); nil removes it. It
+	// is called on the loop and must return at once. The gateway calls
+	// f on its own goroutines, never on the loop: f asks Lua on the loop
+	// and returns within ModeTimeout, "" leaving the client its default.
+	SetModeFor(f func(ModeQuery) string)
 	// Clients lists the connected MCP clients, oldest first. It is called
 	// on the loop and must return at once.
 	Clients() []Client
@@ -59,6 +65,9 @@ type Toolset struct {
 	// reused, even across toolsets); an unchanged toolset keeps its
 	// version.
 	Version uint64
+	// Mode is how the toolset's endpoint offers its tools ("direct",
+	// "search" or "code"); "" for the gateway's default.
+	Mode string
 }
 
 // Client is one MCP client connected to the gateway.

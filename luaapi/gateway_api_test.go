@@ -25,6 +25,7 @@ type fakeGateway struct {
 	serves  chan [2]string // {addr, tokenFile} per ServeHTTP
 	sets    chan map[string]luaapi.Toolset
 	budgets chan []luaapi.NameBudget
+	modeFor chan func(luaapi.ModeQuery) string
 	clients []luaapi.Client
 
 	mu sync.Mutex
@@ -35,7 +36,7 @@ type fakeGateway struct {
 
 func newFakeGateway() *fakeGateway {
 	return &fakeGateway{serves: make(chan [2]string, 64), sets: make(chan map[string]luaapi.Toolset, 64),
-		budgets: make(chan []luaapi.NameBudget, 64)}
+		budgets: make(chan []luaapi.NameBudget, 64), modeFor: make(chan func(luaapi.ModeQuery) string, 64)}
 }
 
 func (g *fakeGateway) ServeHTTP(addr, tokenFile string) error {
@@ -64,6 +65,8 @@ func (g *fakeGateway) SetToolsets(sets map[string]luaapi.Toolset) {
 func (g *fakeGateway) Clients() []luaapi.Client { return g.clients }
 
 func (g *fakeGateway) SetNameBudgets(rules []luaapi.NameBudget) { g.budgets <- rules }
+
+func (g *fakeGateway) SetModeFor(f func(luaapi.ModeQuery) string) { g.modeFor <- f }
 
 // nextBudgets is the next set of name budget rules given to the gateway.
 func (g *fakeGateway) nextBudgets(t *testing.T) []luaapi.NameBudget {

@@ -130,18 +130,11 @@ func (r *Runtime) run(cb *callback, args []lua.LValue) {
 // reportFailure publishes hook_error with the traceback (the log
 // subscriber logs it); the manager never sees Lua failures.
 func (r *Runtime) reportFailure(cb *callback, err error, disabled bool) {
-	trace := ""
+	p := HookError{Hook: cb.what, HookID: cb.id, Error: err.Error(), Failures: cb.failures, Disabled: disabled}
 	if le, ok := err.(*Error); ok {
-		trace = le.Traceback
+		p.Traceback = le.Traceback
 	}
-	fields := events.Fields{"hook": cb.what, "hook_id": cb.id, "error": err.Error(), "failures": cb.failures}
-	if trace != "" {
-		fields["traceback"] = trace
-	}
-	if disabled {
-		fields["disabled"] = true
-	}
-	r.bus.Publish(events.KindHookError, "", fields)
+	r.bus.Emit("", "", p)
 }
 
 // register adds a hook or timer owned by the running task's origin and

@@ -142,7 +142,8 @@ type Runtime struct {
 	toolsetsDirty  bool
 	flushQueued    bool
 	toolsStale     bool
-	budgets        budgetRules // mcp_name_budget
+	budgets        budgetRules     // mcp_name_budget
+	clientMode     *clientModeDecl // mcp_client_mode; nil for none
 
 	listener *listener // applies mcp_serve off the loop
 	// toolServers serve the mcp_tool tools, by lower-cased server name.

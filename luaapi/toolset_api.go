@@ -15,6 +15,7 @@ import (
 type toolsetDecl struct {
 	name             string
 	include, exclude []string
+	mode             string         // "" for the gateway's default
 	fn               *lua.LFunction // nil for patterns
 	where            string
 }
@@ -27,11 +28,13 @@ type toolsetEntry struct {
 	filter     filterState
 }
 
-// mcp_toolset(name, {include = {"git.*"}, exclude = {…}}) or
-// mcp_toolset(name, function(tool) return … end) → name. Declares the
+// mcp_toolset(name, {include = {"git.*"}, exclude = {…}, mode = "search"})
+// or mcp_toolset(name, function(tool) return … end) → name. Declares the
 // toolset the gateway serves at /toolsets/NAME/mcp: the tools whose
 // "server.tool" matches an include pattern (every tool if there is none)
-// and no exclude pattern, or those the function returns true for (it gets
+// and no exclude pattern, offered in mode ("direct", "search" or "code";
+// serve --mode if unset, and mcp_client_mode may choose another for a
+// client), or those the function returns true for (it gets
 // the table mcp_tools gives for one tool, and is asked about every tool on
 // the loop whenever the tools or the toolset change; the gateway serves
 // its last answer). In the config file it takes effect once the whole file
@@ -54,8 +57,18 @@ func (r *Runtime) luaToolset(L *lua.LState) int {
 				d.include = patternList(L, name, key, v)
 			case "exclude":
 				d.exclude = patternList(L, name, key, v)
+			case "mode":
+				s, ok := v.(lua.LString)
+				if !ok {
+					L.ArgError(2, fmt.Sprintf("toolset %q: mode must be \"direct\", \"search\" or \"code\", got %s", name, v.Type()))
+				}
+				m, err := checkMode(string(s))
+				if err != nil {
+					L.ArgError(2, fmt.Sprintf("toolset %q: %v", name, err))
+				}
+				d.mode = m
 			default:
-				L.ArgError(2, fmt.Sprintf("unknown field %s; a toolset takes include and exclude (or is a function(tool))", key))
+				L.ArgError(2, fmt.Sprintf("unknown field %s; a toolset takes include, exclude and mode (or is a function(tool))", key))
 			}
 		})
 	default:
@@ -142,7 +155,7 @@ func (r *Runtime) setToolset(d toolsetDecl, fromConfig bool) {
 	e.filter.end() // an earlier function's answers in flight are no longer wanted
 	switch {
 	case d.fn == nil:
-		r.setSnapshot(e, Toolset{Include: d.include, Exclude: d.exclude})
+		r.setSnapshot(e, Toolset{Include: d.include, Exclude: d.exclude, Mode: d.mode})
 	case !e.snap.Resolved:
 		r.setSnapshot(e, Toolset{Resolved: true})
 	}
@@ -162,7 +175,7 @@ func (r *Runtime) setSnapshot(e *toolsetEntry, ts Toolset) {
 
 func sameSnapshot(a, b Toolset) bool {
 	return slices.Equal(a.Include, b.Include) && slices.Equal(a.Exclude, b.Exclude) &&
-		a.Resolved == b.Resolved && slices.Equal(a.Tools, b.Tools)
+		a.Resolved == b.Resolved && slices.Equal(a.Tools, b.Tools) && a.Mode == b.Mode
 }
 
 // removeToolset takes a toolset out of force.
@@ -192,7 +205,7 @@ func (r *Runtime) applyToolsets(want *desired) {
 	for _, name := range slices.Sorted(maps.Keys(want.toolsets)) {
 		d := want.toolsets[name]
 		if e, ok := r.toolsets[name]; ok && e.fromConfig && d.fn == nil && e.decl.fn == nil &&
-			slices.Equal(d.include, e.decl.include) && slices.Equal(d.exclude, e.decl.exclude) {
+			slices.Equal(d.include, e.decl.include) && slices.Equal(d.exclude, e.decl.exclude) && d.mode == e.decl.mode {
 			e.decl = d // the same patterns: nothing for the gateway to do
 			continue
 		}

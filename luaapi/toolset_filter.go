@@ -163,7 +163,7 @@ func (r *Runtime) filterFailed(name, tool, msg string) {
 	if r.base.Err() != nil {
 		return // shutting down
 	}
-	r.bus.Publish(events.KindHookError, "", events.Fields{"hook": fmt.Sprintf("mcp_toolset(%q)", name), "tool": tool, "error": msg})
+	r.bus.Emit("", "", HookError{Hook: fmt.Sprintf("mcp_toolset(%q)", name), Tool: tool, Error: msg})
 }
 
 // queueFlush hands the gateway the toolsets after the loop's current work,

@@ -194,11 +194,11 @@ func (s *supervisor) elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.Elic
 		// with the site.
 		res = &mcp.ElicitResult{Meta: res.Meta, Action: res.Action}
 	}
-	f := events.Fields{"mode": mode, "message": p.Message}
+	f := Asked{Of: events.KindElicitation, Mode: mode, Message: p.Message}
 	if err == nil {
-		f["action"] = res.Action
+		f.Action = string(res.Action)
 	}
-	if err = s.asked(ctx, events.KindElicitation, by, who.withheld, f, err); err != nil {
+	if err = s.asked(ctx, f, by, who.withheld, err); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -219,11 +219,11 @@ func (s *supervisor) sample(ctx context.Context, p *mcp.CreateMessageWithToolsPa
 		}
 		return err
 	})
-	f := events.Fields{}
+	f := Asked{Of: events.KindSampling}
 	if err == nil {
-		f["model"] = res.Model
+		f.Model = res.Model
 	}
-	if err = s.asked(ctx, events.KindSampling, by, who.withheld, f, err); err != nil {
+	if err = s.asked(ctx, f, by, who.withheld, err); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -234,7 +234,7 @@ func (s *supervisor) listRoots(ctx context.Context) (*mcp.ListRootsResult, error
 	ctx, cancel := context.WithTimeout(ctx, s.spec.Timeouts.Request)
 	defer cancel()
 	roots, by, withheld, err := s.askRoots(ctx)
-	if err = s.asked(ctx, events.KindRoots, by, withheld, events.Fields{"roots": len(roots)}, err); err != nil {
+	if err = s.asked(ctx, Asked{Of: events.KindRoots, Roots: len(roots)}, by, withheld, err); err != nil {
 		return nil, err
 	}
 	if roots == nil {
@@ -261,22 +261,20 @@ func (s *supervisor) from(c ask.Candidate) ask.From {
 // asked publishes the event of one answered (or unanswered) request and
 // returns the error the server gets, if any; withheld is how many
 // clients with calls in flight were not asked (see askers).
-func (s *supervisor) asked(ctx context.Context, kind events.Kind, by ask.Candidate, withheld int, f events.Fields, err error) error {
+func (s *supervisor) asked(ctx context.Context, f Asked, by ask.Candidate, withheld int, err error) error {
 	if by.By != "" {
-		f["answered_by"] = by.By
-		if by.Client != "" {
-			f["client"] = by.Client
-		}
+		f.AnsweredBy, f.Client = by.By, by.Client
 	}
 	if err == nil {
-		s.publish(kind, f)
+		s.emit(f)
 		return nil
 	}
+	kind := f.Of
 	what := string(kind)
 	var rpcErr *jsonrpc.Error
 	switch {
 	case errors.Is(err, ask.ErrNoAnswer) && withheld > 0:
-		f["clients_not_asked"] = withheld
+		f.ClientsNotAsked = withheld
 		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
 			"mcpvisor: %s of server %q was asked of no client: it came outside any call, and %s calls in flight on the server's shared session, so it cannot be told whose it is (and no handler of the host answered); "+
 				"to have it asked, declare the server with session = \"per_client\" (a session of its own for each client) or questions = \"caller\" (trust it to ask only about the calls in flight)",
@@ -295,8 +293,8 @@ func (s *supervisor) asked(ctx context.Context, kind events.Kind, by ask.Candida
 	default:
 		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("mcpvisor: %s for server %q: %v", what, s.name, err)}
 	}
-	f["error"] = rpcErr.Message
-	s.publish(kind, f)
+	f.Error = rpcErr.Message
+	s.emit(f)
 	return rpcErr
 }
 

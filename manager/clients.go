@@ -200,13 +200,6 @@ func (s *supervisor) emit(p events.Payload) {
 	s.m.bus.Emit(s.name, s.owner, s.hidePayload(p))
 }
 
-// publish publishes one of the server's events that has no type of its
-// own, as emit does.
-func (s *supervisor) publish(kind events.Kind, fields events.Fields) {
-	s.hideFields(fields)
-	s.m.bus.PublishFor(kind, s.name, s.owner, fields)
-}
-
 // target is the supervisor whose session serves a call from client: the
 // client's own session on a per-client server, else s.
 func (s *supervisor) target(client, op string) (*supervisor, error) {

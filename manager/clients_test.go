@@ -3,7 +3,6 @@ package manager_test
 import (
 	"context"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,7 +36,7 @@ func whoami(t *testing.T, m *manager.Manager, client string) int {
 
 // running reports whether pid runs (exists and is not a zombie).
 func running(t *testing.T, pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
+	if signal(pid, 0) != nil {
 		return false
 	}
 	for _, p := range readProcs(t) {

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
@@ -335,3 +336,89 @@ func (SessionReinitialized) Kind() events.Kind { return events.KindSessionReinit
 
 // Fields renders nothing.
 func (SessionReinitialized) Fields() events.Fields { return nil }
+
+// Refused is published for each tool or prompt a server lists that cannot
+// be offered (kind refused): its name is empty, too long, holds control or
+// invisible characters, or looks like another of the server's.
+type Refused struct {
+	Item   string // "tool" or "prompt"
+	Name   string // as the server sent it
+	Reason string
+}
+
+// Kind is refused.
+func (Refused) Kind() events.Kind { return events.KindRefused }
+
+// Fields renders item, name (quoted, with what is invisible escaped) and
+// reason.
+func (p Refused) Fields() events.Fields {
+	return events.Fields{"item": p.Item, "name": fmt.Sprintf("%+q", p.Name), "reason": p.Reason}
+}
+
+// NotificationsDropped is published when a server's notifications are
+// over the rate it may send them at, once when dropping starts and then
+// with the count every few seconds (kind notifications_dropped).
+type NotificationsDropped struct {
+	Dropped int // since the last report
+	Rate    int // a second, sustained
+}
+
+// Kind is notifications_dropped.
+func (NotificationsDropped) Kind() events.Kind { return events.KindNotificationsDropped }
+
+// Fields renders dropped and rate.
+func (p NotificationsDropped) Fields() events.Fields {
+	return events.Fields{"dropped": p.Dropped, "rate": p.Rate}
+}
+
+// Asked is published when what a server asked the host or a client has
+// been answered, or could not be (kinds elicitation, sampling, roots).
+type Asked struct {
+	Of events.Kind // KindElicitation, KindSampling or KindRoots
+	// Elicitation: the form's mode and message, and the answer's action.
+	Mode, Message, Action string
+	Model                 string // sampling: the model that answered
+	Roots                 int    // roots: how many were given
+	// AnsweredBy is who answered (a client's label, a Lua handler, the
+	// REPL); Client the gateway client, when one did.
+	AnsweredBy, Client string
+	// ClientsNotAsked counts the clients with calls in flight that could
+	// not be told the question was theirs.
+	ClientsNotAsked int
+	Error           string // what the server was told, when not answered
+}
+
+// Kind is elicitation, sampling or roots.
+func (p Asked) Kind() events.Kind { return p.Of }
+
+// Fields renders what the kind has (mode, message and action; model;
+// roots), then answered_by, client, clients_not_asked and error when set.
+func (p Asked) Fields() events.Fields {
+	f := events.Fields{}
+	switch p.Of {
+	case events.KindElicitation:
+		f["mode"], f["message"] = p.Mode, p.Message
+		if p.Action != "" {
+			f["action"] = p.Action
+		}
+	case events.KindSampling:
+		if p.Model != "" {
+			f["model"] = p.Model
+		}
+	case events.KindRoots:
+		f["roots"] = p.Roots
+	}
+	if p.AnsweredBy != "" {
+		f["answered_by"] = p.AnsweredBy
+	}
+	if p.Client != "" {
+		f["client"] = p.Client
+	}
+	if p.ClientsNotAsked > 0 {
+		f["clients_not_asked"] = p.ClientsNotAsked
+	}
+	if p.Error != "" {
+		f["error"] = p.Error
+	}
+	return f
+}

@@ -209,7 +209,7 @@ func TestDisposeWithCallsInFlight(t *testing.T) {
 				require.GreaterOrEqual(t, at, drain28, "not abandoned before the drain ran out")
 			}
 
-			require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the server is reaped")
+			require.ErrorIs(t, signal(pid, 0), syscall.ESRCH, "the server is reaped")
 			requireGroupGone(t, pid)
 
 			// closing, then removed last: the calls' own events come
@@ -288,7 +288,7 @@ func TestDisposeDuringInitialize(t *testing.T) {
 			require.Equal(t, []events.Kind{events.KindClosing, events.KindRemoved}, kinds(evs),
 				"removal is not a failed attempt: no backoff, no failed")
 			require.Equal(t, "removed", evs[0].Fields["reason"])
-			require.ErrorIs(t, syscall.Kill(pids[0], 0), syscall.ESRCH, "the server is reaped")
+			require.ErrorIs(t, signal(pids[0], 0), syscall.ESRCH, "the server is reaped")
 			requireGroupGone(t, pids[0])
 			require.Len(t, f.pids(spec), 1, "no second attempt")
 		})

@@ -103,7 +103,7 @@ func TestStdioHostKilledLeavesNoProcess(t *testing.T) {
 	if !assert.Eventually(t, func() bool { return len(stillRunning(t, started)) == 0 }, 5*time.Second, 20*time.Millisecond) {
 		left := stillRunning(t, started)
 		for _, p := range left {
-			_ = syscall.Kill(p.pid, syscall.SIGKILL) // not ours to leave behind
+			_ = signal(p.pid, syscall.SIGKILL) // not ours to leave behind
 		}
 		t.Fatalf("still running 5s after the host was killed (server %d): %v; host stderr: %s", server, left, stderr.String())
 	}

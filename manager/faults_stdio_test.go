@@ -478,7 +478,7 @@ func TestStdioIgnoresSigterm(t *testing.T) {
 
 			took := remove(t, f.m, "x") // fails if not done within patience
 			require.GreaterOrEqual(t, took, tt.min)
-			require.ErrorIs(t, syscall.Kill(st.PID, 0), syscall.ESRCH, "the server is reaped")
+			require.ErrorIs(t, signal(st.PID, 0), syscall.ESRCH, "the server is reaped")
 			requireGroupGone(t, st.PID)
 		})
 	}
@@ -511,8 +511,8 @@ func TestStdioGrandchildDiesWithGroup(t *testing.T) {
 		m := regexp.MustCompile(`grandchild pid=(\d+)`).FindStringSubmatch(stderr.String())
 		require.NotNil(t, m, "stderr: %s", stderr.String())
 		pid, _ := strconv.Atoi(m[1])
-		alive := syscall.Kill(pid, 0) == nil && !isZombie(t, pid)
-		_ = syscall.Kill(pid, syscall.SIGKILL) // not ours to leave behind
+		alive := signal(pid, 0) == nil && !isZombie(t, pid)
+		_ = signal(pid, syscall.SIGKILL) // not ours to leave behind
 		require.True(t, alive, "CommandTransport.Close left the grandchild %d running", pid)
 	})
 }

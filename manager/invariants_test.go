@@ -379,7 +379,7 @@ func (f *faultRun) checkProcesses() {
 	assert.EventuallyWithT(t, func(c *assert.CollectT) {
 		var left []string
 		for _, pgid := range pgids {
-			if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+			if err := signal(-pgid, 0); errors.Is(err, syscall.ESRCH) {
 				continue
 			}
 			if running := groupRunning(t, pgid); len(running) > 0 {

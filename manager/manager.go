@@ -68,7 +68,7 @@ type Options struct {
 	// Version is reported to servers as the client version. If empty, "dev".
 	Version string
 	// TracerProvider makes the tracer of the manager's spans (mcp.add,
-	// mcp.connect_loop, mcp.tool_call, …; see README). If nil, the otel
+	// mcp.connect_loop, mcp.tool_call, …; see docs/observability.md). If nil, the otel
 	// global provider (otel.GetTracerProvider), which records nothing
 	// unless a program sets it.
 	TracerProvider trace.TracerProvider

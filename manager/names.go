@@ -11,8 +11,6 @@ import (
 	"golang.org/x/text/cases"
 	"golang.org/x/text/secure/precis"
 	"golang.org/x/text/unicode/norm"
-
-	"github.com/mcpvisor/mcpvisor/events"
 )
 
 // NormalizeName trims a server name and checks it: non-empty, at most 64
@@ -127,6 +125,6 @@ func screenNames[T any](kind string, items []T, name func(T) string) ([]T, []ref
 // publishRefused tells what a discovery refused, an event per item.
 func (s *supervisor) publishRefused(c *catalog) {
 	for _, r := range c.refused {
-		s.publish(events.KindRefused, events.Fields{"item": r.kind, "name": fmt.Sprintf("%+q", r.name), "reason": r.reason})
+		s.emit(Refused{Item: r.kind, Name: r.name, Reason: r.reason})
 	}
 }

@@ -163,5 +163,5 @@ func (l *notifyLimiter) stop() {
 
 // reportDropped publishes how many notifications s's limiter dropped.
 func (s *supervisor) reportDropped(n int) {
-	s.publish(events.KindNotificationsDropped, events.Fields{"dropped": n, "rate": notifyRate})
+	s.emit(NotificationsDropped{Dropped: n, Rate: notifyRate})
 }

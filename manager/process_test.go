@@ -86,7 +86,7 @@ func TestProcessLifecycle(t *testing.T) {
 	require.Equal(t, "0.0.0-fake", st.ServerVersion)
 	require.Equal(t, "2025-11-25", st.Protocol, "fakemcp answers the client's initialize version")
 	require.Equal(t, 2, st.Tools)
-	require.NoError(t, syscall.Kill(-st.PID, 0), "the server runs in its own process group")
+	require.NoError(t, signal(-st.PID, 0), "the server runs in its own process group")
 
 	tools, err := m.Tools("fake")
 	require.NoError(t, err)
@@ -97,7 +97,7 @@ func TestProcessLifecycle(t *testing.T) {
 	echo(t, m, "echo", "bare name")
 
 	remove(t, m, "fake")
-	require.ErrorIs(t, syscall.Kill(-st.PID, 0), syscall.ESRCH, "process group %d survived removal", st.PID)
+	require.ErrorIs(t, signal(-st.PID, 0), syscall.ESRCH, "process group %d survived removal", st.PID)
 	require.Empty(t, zombies(t))
 }
 
@@ -167,7 +167,7 @@ func TestProcessCloseDisposesAll(t *testing.T) {
 	defer cancel()
 	require.NoError(t, m.Close(ctx), "servers are disposed in parallel")
 	for _, pgid := range pgids {
-		require.ErrorIs(t, syscall.Kill(-pgid, 0), syscall.ESRCH, "process group %d survived Close", pgid)
+		require.ErrorIs(t, signal(-pgid, 0), syscall.ESRCH, "process group %d survived Close", pgid)
 	}
 	require.Empty(t, m.Names())
 	require.Empty(t, zombies(t))

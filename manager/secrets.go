@@ -93,15 +93,3 @@ func (s *supervisor) hidePayload(p events.Payload) events.Payload {
 	}
 	return p
 }
-
-// hideFields hides the server's secrets in the text fields of an event.
-func (s *supervisor) hideFields(fields events.Fields) {
-	if s.secrets == nil {
-		return
-	}
-	for k, v := range fields {
-		if str, ok := v.(string); ok {
-			fields[k] = s.secrets.String(str)
-		}
-	}
-}

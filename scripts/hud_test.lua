@@ -1,4 +1,4 @@
--- hud_test.lua — mcp_hud and mcp_hud_model tested from Lua (README "HUD").
+-- hud_test.lua — mcp_hud and mcp_hud_model tested from Lua (docs/observability.md, "The HUD").
 --
 -- TestLuaScripts (luaapi/scripts_test.go) runs each test_* function in a
 -- fresh runtime whose servers are all served by the in-memory demo server,

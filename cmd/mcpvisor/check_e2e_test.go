@@ -83,7 +83,7 @@ func TestCheckUnsetVariable(t *testing.T) {
 	require.Contains(t, o.stderr, `startup.lua:1: INVALID_CONFIG: server "x": config: env.TOKEN: environment variable MCPVISOR_E2E_UNSET is not set (referenced as ${MCPVISOR_E2E_UNSET}); set it where mcpvisor starts (export MCPVISOR_E2E_UNSET=…), or write the value`)
 }
 
-// The README's HUD section, typed on the built-in default config (one
+// The HUD section of docs/observability.md, typed on the built-in default config (one
 // server): its latency line and its mcp_hud_model loop both work.
 func TestREADMEHUDExamplesOnDefaultConfig(t *testing.T) {
 	code := `assert(mcp_wait("demo", "connected"))

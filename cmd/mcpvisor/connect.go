@@ -20,7 +20,7 @@ import (
 )
 
 const connectUsage = `Usage: mcpvisor connect CLIENT [flags]
-       mcpvisor disconnect CLIENT [--config FILE] [--yes]
+       mcpvisor disconnect CLIENT [--config FILE] [--restore [-c FILE]] [--yes]
 
 connect adds mcpvisor to an AI client's MCP config, so the client sees every
 server of your startup.lua through it; disconnect takes it out again. Both
@@ -40,6 +40,9 @@ CLIENT is one of: %s.
   --toolset NAME  serve only that toolset (mcp_toolset in startup.lua)
   --move          also take the client's other servers into startup.lua, so
                   mcpvisor keeps them alive, and out of the client's file
+  --restore       (disconnect) undo --move: put the servers it took back into
+                  the client's file, as its backups hold them, and take their
+                  declarations out of startup.lua (a copy of which is kept)
   --yes           write without asking
 `
 
@@ -48,7 +51,7 @@ type connectFlags struct {
 	client                       *clientconf.Client
 	clientFile, startup, httpURL string
 	toolset                      string
-	move, yes                    bool
+	move, restore, yes           bool
 }
 
 func parseConnect(cmd string, args []string) (connectFlags, error) {
@@ -62,6 +65,9 @@ func parseConnect(cmd string, args []string) (connectFlags, error) {
 		fs.StringVar(&f.httpURL, "http", "", "")
 		fs.StringVar(&f.toolset, "toolset", "", "")
 		fs.BoolVar(&f.move, "move", false, "")
+	} else {
+		fs.StringVar(&f.startup, "c", "", "")
+		fs.BoolVar(&f.restore, "restore", false, "")
 	}
 	var name string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") { // CLIENT before its flags
@@ -183,17 +189,23 @@ func connectClient(f connectFlags, ask *confirmer, out io.Writer) error {
 	return nil
 }
 
-// entry is how the client reaches mcpvisor, and the startup.lua a stdio
-// entry runs (made with the defaults if missing).
-func (f *connectFlags) entry(out io.Writer) (clientconf.Entry, string, error) {
+// startupPath is the absolute path of the startup.lua the client's
+// mcpvisor runs: -c, else the user's config.
+func (f *connectFlags) startupPath() (string, error) {
 	startup := f.startup
 	if startup == "" {
 		var err error
 		if startup, err = userConfigPath(); err != nil {
-			return clientconf.Entry{}, "", err
+			return "", err
 		}
 	}
-	startup, err := filepath.Abs(startup)
+	return filepath.Abs(startup)
+}
+
+// entry is how the client reaches mcpvisor, and the startup.lua a stdio
+// entry runs (made with the defaults if missing).
+func (f *connectFlags) entry(out io.Writer) (clientconf.Entry, string, error) {
+	startup, err := f.startupPath()
 	if err != nil {
 		return clientconf.Entry{}, "", err
 	}
@@ -248,21 +260,29 @@ func (f *connectFlags) moveServers(path, startup string, data []byte) ([]string,
 	}
 	current, _ := os.ReadFile(startup)
 	var lua strings.Builder
-	var names []string
+	var names, already []string
 	for _, d := range decls {
 		if data, _, err = f.client.Delete(data, d.Name); err != nil {
 			return nil, "", nil, fmt.Errorf("--move: take %s out of %s: %w", d.Name, path, err)
 		}
 		if strings.Contains(string(current), "mcp_add("+luaString(d.Name)) {
+			already = append(already, luaString(d.Name))
 			continue
-		}
-		if lua.Len() == 0 {
-			fmt.Fprintf(&lua, "\n-- Moved from %s (%s) by mcpvisor connect --move.\n", f.client.Name, path)
 		}
 		lua.WriteString(luaDeclaration(d.Name, d.Raw))
 		names = append(names, d.Name)
 	}
-	return names, lua.String(), data, nil
+	if len(names)+len(already) == 0 {
+		return nil, "", data, nil
+	}
+	// The block's first lines say where its servers came from, which is
+	// how disconnect --restore finds them again.
+	head := "\n" + movedMarker(f.client, path) +
+		fmt.Sprintf("-- mcpvisor disconnect %s --restore puts them back.\n", f.client.ID)
+	if len(already) > 0 {
+		head += alsoPrefix + strings.Join(already, ", ") + "\n"
+	}
+	return names, head + lua.String(), data, nil
 }
 
 func disconnectClient(f connectFlags, ask *confirmer, out io.Writer) error {
@@ -278,11 +298,21 @@ func disconnectClient(f connectFlags, ask *confirmer, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w; take the %q entry out by hand", path, err, clientconf.EntryName)
 	}
-	if !found {
+	var r restorePlan
+	if f.restore {
+		if r, err = f.planRestore(path, after, out); err != nil {
+			return err
+		}
+		after = r.client
+	}
+	if !found && len(r.names) == 0 {
 		fmt.Fprintf(out, "%s (%s) has no mcpvisor entry; nothing to change.\n", f.client.Name, path)
 		return nil
 	}
 	showDiff(out, path, before, after)
+	if len(r.names) > 0 {
+		showDiff(out, r.startup, r.luaBefore, r.luaAfter)
+	}
 	okay, err := ask.ask(fmt.Sprintf("Write %s?", path), true)
 	if err != nil || !okay {
 		if err == nil {
@@ -290,12 +320,27 @@ func disconnectClient(f connectFlags, ask *confirmer, out io.Writer) error {
 		}
 		return err
 	}
+	// The client's file first: a server is never in neither file.
 	backup, err := writeWithBackup(path, before, after)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "Took mcpvisor out of %s (%s); the old file is kept as %s.\n", f.client.Name, path, backup)
-	fmt.Fprintln(out, "Servers an earlier connect --move took into startup.lua stay there; that backup of the client's file has them too.")
+	fmt.Fprintf(out, "Took mcpvisor out of %s (%s)", f.client.Name, path)
+	if backup != "" {
+		fmt.Fprintf(out, "; the old file is kept as %s", backup)
+	}
+	fmt.Fprintln(out, ".")
+	if len(r.names) == 0 {
+		if !f.restore {
+			fmt.Fprintf(out, "Servers an earlier connect --move took into startup.lua stay there; mcpvisor disconnect %s --restore puts them back.\n", f.client.ID)
+		}
+		return nil
+	}
+	luaBackup, err := writeWithBackup(r.startup, r.luaBefore, r.luaAfter)
+	if err != nil {
+		return fmt.Errorf("%s has %s back, but their declarations are still in %s: %w", path, strings.Join(r.names, ", "), r.startup, err)
+	}
+	fmt.Fprintf(out, "Put %s back into it and took them out of %s (the old one is kept as %s).\n", strings.Join(r.names, ", "), r.startup, luaBackup)
 	return nil
 }
 

@@ -130,6 +130,55 @@ func TestConnectMoveTakesTheClientsServers(t *testing.T) {
 	assert.Contains(t, string(startup), "mcp_add(\"web\", {\n  url = \"http://127.0.0.1:9/mcp\",\n})")
 }
 
+// disconnect --restore undoes connect --move: the servers go back into the
+// client's file as they were, their declarations leave startup.lua, and
+// what the user wrote there (before and after) stays.
+func TestDisconnectRestoreUndoesMove(t *testing.T) {
+	home := tempHome(t)
+	file := filepath.Join(home, "cursor.json")
+	original := `{"mcpServers": {"memory": {"command": "npx", "args": ["m"], "env": {"K": "v"}}, "web": {"url": "http://127.0.0.1:9/mcp"}}}`
+	require.NoError(t, os.WriteFile(file, []byte(original), 0o600))
+	startup := filepath.Join(home, ".config", "mcpvisor", "startup.lua")
+	mine := "-- mine\nmcp_add(\"web\", {url = \"http://127.0.0.1:9/mcp\"})\n"
+	require.NoError(t, os.MkdirAll(filepath.Dir(startup), 0o700))
+	require.NoError(t, os.WriteFile(startup, []byte(mine), 0o600))
+
+	code, _, errOut := runCmd(t, "connect", "cursor", "--config", file, "--move", "--yes")
+	require.Equal(t, 0, code, errOut)
+	later := "\nmcp_add(\"later\", {command = {\"x\"}})\n"
+	f, err := os.OpenFile(startup, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(later)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	// Without the backups there is nothing to restore from: nothing changes.
+	backups, _ := filepath.Glob(file + ".bak-*")
+	require.Len(t, backups, 1)
+	require.NoError(t, os.Rename(backups[0], filepath.Join(home, "away")))
+	moved, _ := os.ReadFile(startup)
+	code, _, errOut = runCmd(t, "disconnect", "cursor", "--config", file, "--restore", "--yes")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "put them back by hand")
+	now, _ := os.ReadFile(startup)
+	assert.Equal(t, string(moved), string(now))
+	require.NoError(t, os.Rename(filepath.Join(home, "away"), backups[0]))
+
+	code, out, errOut := runCmd(t, "disconnect", "cursor", "--config", file, "--restore", "--yes")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "Put memory, web back")
+	data, _ := os.ReadFile(file)
+	assert.JSONEq(t, original, string(data), "the client's servers are back as they were, mcpvisor gone")
+	now, _ = os.ReadFile(startup)
+	assert.Equal(t, mine+later, string(now), "only the moved declarations leave startup.lua")
+	kept, _ := filepath.Glob(startup + ".bak-*")
+	assert.Len(t, kept, 1, "startup.lua's old text is kept")
+
+	code, out, _ = runCmd(t, "disconnect", "cursor", "--config", file, "--restore", "--yes")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "nothing to change")
+}
+
 func TestConnectHTTPAndErrors(t *testing.T) {
 	home := tempHome(t)
 	t.Setenv("MCPVISOR_TOKEN", "secret-token-value")

@@ -6,8 +6,9 @@ import (
 )
 
 // gatewayAPI is the host's gateway as the Lua runtime sees it (mcp_serve,
-// mcp_toolset, mcp_clients): luaapi and gateway know nothing of each
-// other, and this translates between their types.
+// mcp_toolset, mcp_name_budget, mcp_client_mode, mcp_clients): luaapi and
+// gateway know nothing of each other, and this translates between their
+// types.
 type gatewayAPI struct{ g *gatewayHost }
 
 var _ luaapi.Gateway = gatewayAPI{}
@@ -35,7 +36,7 @@ func (a gatewayAPI) SetToolsets(sets map[string]luaapi.Toolset) {
 	out := make(map[string]gateway.Toolset, len(sets))
 	for name, ts := range sets {
 		out[name] = gateway.Toolset{Include: ts.Include, Exclude: ts.Exclude,
-			Resolved: ts.Resolved, Tools: ts.Tools, Version: ts.Version}
+			Resolved: ts.Resolved, Tools: ts.Tools, Version: ts.Version, Mode: gateway.Mode(ts.Mode)}
 	}
 	a.g.get().SetToolsets(out)
 }
@@ -62,4 +63,18 @@ func (a gatewayAPI) SetNameBudgets(rules []luaapi.NameBudget) {
 		out[i] = gateway.ClientBudget{Client: r.Client, Budget: r.Budget}
 	}
 	a.g.get().SetClientBudgets(out)
+}
+
+// SetModeFor hands the gateway the function that chooses each new client
+// session's mode (made now if need be, so that its first clients are
+// asked), or takes it away for nil.
+func (a gatewayAPI) SetModeFor(f func(luaapi.ModeQuery) string) {
+	if f == nil {
+		a.g.get().SetModeFor(nil)
+		return
+	}
+	a.g.get().SetModeFor(func(q gateway.ModeQuery) gateway.Mode {
+		return gateway.Mode(f(luaapi.ModeQuery{Client: q.Client, Version: q.Version,
+			Endpoint: q.Endpoint, Toolset: q.Toolset, Default: string(q.Default)}))
+	})
 }

@@ -170,7 +170,7 @@ Examples:
   mcpvisor serve -c ~/.config/mcpvisor/startup.lua      # in a client's MCP config
   mcpvisor serve --http 127.0.0.1:8931                  # http://127.0.0.1:8931/mcp
 
-In Lua (see README.md):
+In Lua (see docs/lua-api.md):
   declare  mcp_add, mcp_remove, mcp_import
   control  mcp_enable, mcp_disable, mcp_reconnect, mcp_login
   look     mcp_status, mcp_servers, mcp_events, mcp_wait, mcp_metrics,
@@ -178,7 +178,8 @@ In Lua (see README.md):
   use      mcp_tools, mcp_call, mcp_call_cb, mcp_discover, mcp_resources,
            mcp_read, mcp_prompts, mcp_prompt
   react    mcp_on, mcp_off, mcp_after, mcp_every, sleep
-  serve    mcp_serve, mcp_toolset, mcp_name_budget, mcp_clients, mcp_tool
+  serve    mcp_serve, mcp_toolset, mcp_name_budget, mcp_client_mode,
+           mcp_clients, mcp_tool
   answer   mcp_handle, mcp_roots (what servers ask: forms, completions, roots)
   data     json.encode, json.decode, json.null, MCPVISOR
 `

@@ -1,7 +1,7 @@
 package hud
 
 // State is a server's lifecycle state as the HUD shows it, named as the
-// manager names it (README "What happens to a server" lists them).
+// manager names it (docs/configuration.md, "What happens to a server", lists them).
 type State string
 
 // The lifecycle states.

@@ -27,6 +27,34 @@ func (c *Client) Delete(data []byte, name string) ([]byte, bool, error) {
 	return deleteJSON(data, listKey(c.Format), name)
 }
 
+// Get returns the server name of the client's file data as the client
+// writes it (its own keys, not mcp_import's), ready for Set; ok is false
+// when the file has no such server.
+func (c *Client) Get(data []byte, name string) (v map[string]any, ok bool, err error) {
+	if c.Format == CodexTOML {
+		servers, err := codexServers(data)
+		if err != nil {
+			return nil, false, err
+		}
+		v, ok = servers[name].(map[string]any)
+		return v, ok, nil
+	}
+	if strings.TrimSpace(string(data)) == "" {
+		return nil, false, nil
+	}
+	if !json.Valid(data) {
+		return nil, false, ErrNotJSON
+	}
+	old := gjson.GetBytes(data, escape(listKey(c.Format))+"."+escape(name))
+	if !old.Exists() {
+		return nil, false, nil
+	}
+	if err := json.Unmarshal([]byte(old.Raw), &v); err != nil {
+		return nil, false, fmt.Errorf("%w: server %q is not an object", ErrNotJSON, name)
+	}
+	return v, true, nil
+}
+
 // Servers lists the servers in the client's file data, sorted by name, and
 // returns them as a JSON document of the {"mcpServers": …} shape that
 // mcp_import reads, whatever the client's own format.

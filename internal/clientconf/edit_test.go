@@ -131,6 +131,31 @@ KEY = "v"
 	assert.Equal(t, "[mcp_servers.github]\nurl = \"https://example.invalid/mcp\"\nbearer_token_env_var = \"GH_TOKEN\"\ntool_timeout_sec = 30\n", string(out))
 }
 
+// Get hands back a server in the client's own keys, so that what Delete
+// took out can be Set back as it was (Codex's own settings included).
+func TestGetGivesBackWhatDeleteTookOut(t *testing.T) {
+	codex, _ := Lookup("codex")
+	in := "[mcp_servers.github]\nurl = \"https://example.invalid/mcp\"\ntool_timeout_sec = 30\n"
+	v, ok, err := codex.Get([]byte(in), "github")
+	require.NoError(t, err)
+	require.True(t, ok)
+	gone, _, err := codex.Delete([]byte(in), "github")
+	require.NoError(t, err)
+	back, err := codex.Set(gone, "github", v)
+	require.NoError(t, err)
+	again, _, err := codex.Get(back, "github")
+	require.NoError(t, err)
+	assert.Equal(t, v, again)
+	assert.Equal(t, int64(30), again["tool_timeout_sec"])
+
+	cursor, _ := Lookup("cursor")
+	_, ok, err = cursor.Get([]byte(`{"mcpServers": {"a": {"command": "x"}}}`), "b")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	_, _, err = cursor.Get([]byte(`{"mcpServers": {"a": 1}}`), "a")
+	assert.ErrorIs(t, err, ErrNotJSON)
+}
+
 func TestFilesMCPVisorCannotEditAreRefused(t *testing.T) {
 	vscode, _ := Lookup("vscode")
 	_, err := vscode.Set([]byte("{\n  // my servers\n  \"servers\": {}\n}"), EntryName, entry)

@@ -8,8 +8,9 @@ import (
 )
 
 // FuzzSetJSON: whatever JSON object a client's file holds, adding mcpvisor
-// gives valid JSON with the entry in it and every other top-level key
-// unchanged, and taking it out again gives back the original bytes.
+// gives valid JSON with the entry in it (and Get reads it back), every
+// other top-level key unchanged, and taking it out again gives back the
+// original bytes.
 func FuzzSetJSON(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte("{\n  \"mcpServers\": {\n    \"a\": {}\n  }\n}\n"))
@@ -30,6 +31,9 @@ func FuzzSetJSON(f *testing.F) {
 		}
 		if !gjson.GetBytes(out, "mcpServers.mcpvisor.command").Exists() {
 			t.Fatalf("Set(%q) = %q: no entry", in, out)
+		}
+		if got, ok, err := cursor.Get(out, EntryName); err != nil || !ok || got["command"] != entry["command"] {
+			t.Fatalf("Get(Set(%q)) = %v, %v, %v", in, got, ok, err)
 		}
 		var after map[string]json.RawMessage
 		if err := json.Unmarshal(out, &after); err != nil {
