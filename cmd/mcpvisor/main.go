@@ -139,6 +139,13 @@ Flags:
                         chunk calls the tools); see docs/gateway.md
   --meta-prefix P       start the names of those meta-tools with P (e.g.
                         "mcpvisor_"), for clients that need them told apart
+  --code-timeout DURATION
+                        how long one run_lua chunk may take, its tool calls
+                        included (default 60s)
+  --code-calls N        the tool calls one run_lua chunk may make (default
+                        100)
+  --code-output BYTES   the text one run_lua chunk may send back; past it the
+                        text is cut with a note (default 16384)
   --server NAME         (serve) serve one server under its own names
   --toolset NAME        (serve) serve one toolset (mcp_toolset)
 
@@ -309,6 +316,8 @@ type config struct {
 	// metaPrefix starts the names of its meta-tools.
 	mode       gateway.Mode
 	metaPrefix string
+	// code bounds each run_lua chunk of a client in code mode.
+	codeLimits luaapi.ChunkLimits
 	// script is `run FILE [args]`: the file ("-" for stdin) and the whole
 	// command line with the file's index in it, for the script's arg.
 	script      string
@@ -359,6 +368,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.noStatusTool, "no-status-tool", false, "")
 	mode := fs.String("mode", string(gateway.ModeDirect), "")
 	fs.StringVar(&c.metaPrefix, "meta-prefix", "", "")
+	fs.DurationVar(&c.codeLimits.Timeout, "code-timeout", luaapi.DefaultChunkTimeout, "")
+	fs.IntVar(&c.codeLimits.MaxCalls, "code-calls", luaapi.DefaultChunkCalls, "")
+	fs.IntVar(&c.codeLimits.MaxOutput, "code-output", luaapi.DefaultChunkOutput, "")
 	fs.IntVar(&c.maxSessions, "max-sessions", gateway.DefaultMaxSessions, "")
 	fs.IntVar(&c.maxClientCalls, "max-client-calls", gateway.DefaultMaxClientCalls, "")
 	fs.DurationVar(&c.sessionIdle, "session-idle", gateway.DefaultSessionTimeout, "")
@@ -417,6 +429,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.metaPrefix != "" && (!expose.ValidName(c.metaPrefix) || len(c.metaPrefix) > 16) {
 		return c, fmt.Errorf("--meta-prefix must be 1 to 16 of the characters a-z A-Z 0-9 _ -, got %q", c.metaPrefix)
+	}
+	switch {
+	case c.codeLimits.Timeout <= 0:
+		return c, fmt.Errorf("--code-timeout must be more than 0, got %v", c.codeLimits.Timeout)
+	case c.codeLimits.MaxCalls < 1:
+		return c, fmt.Errorf("--code-calls must be 1 or more, got %d", c.codeLimits.MaxCalls)
+	case c.codeLimits.MaxOutput < 256:
+		return c, fmt.Errorf("--code-output must be 256 bytes or more, got %d", c.codeLimits.MaxOutput)
 	}
 	switch {
 	case c.maxSessions < 1:

@@ -304,3 +304,32 @@ return tools.demo.echo{text = "sum " .. sum.sum}`)
 	require.NotContains(t, text(res), "root:")
 	require.NoError(t, cs.Close())
 }
+
+// The run_lua limits are the flags': a chunk over --code-calls is stopped
+// naming the limit, and its text past --code-output is cut with a note.
+func TestServeCodeLimits(t *testing.T) {
+	noLeftovers(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "startup.lua")
+	writeConfig(t, path, demoDecl("demo"))
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := command(ctx, t, invocation{dir: dir, args: []string{"serve", "-c", path, "--mode", "code", "--log-level", "error",
+		"--code-calls", "2", "--code-output", "300"}})
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	defer func() { checkNoRace(t, stderr.String()) }()
+	cs := serveClient(t, ctx, &mcp.CommandTransport{Command: cmd}, make(chan struct{}, 100))
+	ownPIDs.Store(cmd.Process.Pid, struct{}{})
+	run := func(code string) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_lua", Arguments: map[string]any{"code": code}})
+		require.NoError(t, err)
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	require.Contains(t, run(`for i = 1, 3 do tools.demo.echo{text = "x"} end`), "the chunk made more than 2 tool calls (the limit per run)")
+	out := run(`return string.rep("y", 1000)`)
+	require.Contains(t, out, "the limit is 300 bytes")
+	require.Less(t, len(out), 600, "cut near the limit: %q", out)
+	require.NoError(t, cs.Close())
+}

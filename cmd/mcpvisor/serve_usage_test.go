@@ -39,6 +39,8 @@ func TestServeBadUsage(t *testing.T) {
 			"mcpvisor: --server and --toolset choose what `mcpvisor serve` serves; use them with serve\nRun 'mcpvisor --help' for usage.\n"},
 		{"a name budget too small", []string{"serve", "--name-budget", "10"},
 			"mcpvisor serve: --name-budget must be from 16 to 128 characters, got 10\nRun 'mcpvisor --help' for usage.\n"},
+		{"no tool calls for run_lua", []string{"serve", "--code-calls", "0"},
+			"mcpvisor serve: --code-calls must be 1 or more, got 0\nRun 'mcpvisor --help' for usage.\n"},
 		{"an unknown mode", []string{"serve", "--mode", "lazy"},
 			"mcpvisor serve: --mode: mode \"lazy\": unknown; the modes are direct, search and code\nRun 'mcpvisor --help' for usage.\n"},
 		{"a meta-prefix no client accepts", []string{"serve", "--mode", "search", "--meta-prefix", "mv."},
