@@ -139,11 +139,14 @@ func TestEverythingAsksAtTheREPL(t *testing.T) {
 	}
 	term.waitLine("the answer sent", func(l string) bool { return l == `── sent to server "everything" ──` })
 	term.waitLine("the server's reply", func(l string) bool { return l == "✅ User provided the requested information!" })
-	out := term.p.stdout.String()
-	for _, want := range []string{"- Name: Ada Lovelace", "- Agreed to terms: true", "- Birthdate: 1815-12-10", "- Favorite Integer: 7",
-		`"legacyTitledEnum": "pet-2"`, `"untitledSingleSelectEnum": "Joey"`, `"fish-1"`, `"fish-3"`} {
-		require.Contains(t, out, want)
-	}
+	// The reply's lines after its first may still be on their way.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		out := term.p.stdout.String()
+		for _, want := range []string{"- Name: Ada Lovelace", "- Agreed to terms: true", "- Birthdate: 1815-12-10", "- Favorite Integer: 7",
+			`"legacyTitledEnum": "pet-2"`, `"untitledSingleSelectEnum": "Joey"`, `"fish-1"`, `"fish-3"`} {
+			assert.Contains(c, out, want)
+		}
+	}, 10*time.Second, 10*time.Millisecond)
 
 	term.typeLine(`return mcp_call("everything.trigger-url-elicitation", {url = "https://example.com/login?step=1"}).text`)
 	term.waitLine("the link", func(l string) bool { return l == "  https://example.com/login?step=1" })
