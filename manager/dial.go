@@ -131,6 +131,8 @@ func (m *Manager) Login(ctx context.Context, server string, opts LoginOptions) e
 		}
 		return errorf(CodeInvalidConfig, s.name, "login", "this server does not log in: %s", why)
 	}
+	s.loggingIn.Add(1)
+	defer s.loggingIn.Add(-1)
 	err = m.auth.Login(ctx, oauth.LoginRequest{
 		Name: s.name, Key: NameKey(s.name), URL: s.spec.URL, Headers: s.spec.Headers,
 		SSE: s.spec.Transport == TransportSSE, Config: s.spec.Auth, Out: opts.Out, Browser: opts.Browser,

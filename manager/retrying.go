@@ -183,7 +183,8 @@ func (s *supervisor) stopRetrying(cause error, d retry.Decision) bool {
 // now, or, with awaitLogin, a login landed) and false when the server is
 // being removed or disabled. With awaitLogin it looks every loginPoll
 // whether a login landed in the state directory (a login command run in
-// another process; Manager.Login reconnects by itself).
+// another process; Manager.Login reconnects by itself, and a login it
+// makes is left to it).
 func (s *supervisor) pause(until time.Time, awaitLogin bool) bool {
 	var due, poll <-chan time.Time
 	if !until.IsZero() {
@@ -216,7 +217,9 @@ func (s *supervisor) pause(until time.Time, awaitLogin bool) bool {
 			if hook := s.m.loginPolled; hook != nil {
 				hook(s.name)
 			}
-			if landed {
+			// A login of this process reconnects by itself; acting on it
+			// here too would end the session it is making.
+			if landed && s.loggingIn.Load() == 0 {
 				s.resetFailures()
 				return true
 			}

@@ -65,10 +65,14 @@ type supervisor struct {
 	changed chan struct{}
 
 	// Requests from other goroutines: set the flag, then kick.
-	kick      chan struct{} // capacity 1: some flag is set
-	dirty     atomic.Int32  // listKinds a list_changed asked to re-list
-	disabled  atomic.Bool   // desired: no session (mcp_disable)
-	reconnect atomic.Bool   // reset backoff and breaker, try now
+	kick     chan struct{} // capacity 1: some flag is set
+	dirty    atomic.Int32  // listKinds a list_changed asked to re-list
+	disabled atomic.Bool   // desired: no session (mcp_disable)
+	// loggingIn counts the logins of this process in progress
+	// (Manager.Login), which reconnect the server themselves: a login
+	// that lands meanwhile is theirs, not one for pause to act on.
+	loggingIn atomic.Int32
+	reconnect atomic.Bool // reset backoff and breaker, try now
 	// reconnectAsked is when Reconnect was last called (Unix ns): a session
 	// connected before then is on its way out, and nobody who comes after
 	// the request is given it (see stale).
