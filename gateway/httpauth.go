@@ -8,9 +8,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpvisor/mcpvisor/internal/peer"
 )
 
 // MinTokenBits is the least entropy, in bits, CheckAddr accepts of a
@@ -147,37 +148,28 @@ func newAuthGate(token string, log *slog.Logger) *authGate {
 // with a Bearer challenge (or 429 to a peer shut out) and closes the
 // connection, so that each guess costs a new one.
 func (a *authGate) check(w http.ResponseWriter, r *http.Request) bool {
-	peer := peerOf(r)
+	from := peer.Of(r)
 	now := time.Now()
-	if wait := a.shutOut(peer, now); wait > 0 {
+	if wait := a.shutOut(from, now); wait > 0 {
 		secs := int(math.Ceil(wait.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		w.Header().Set("Connection", "close")
-		http.Error(w, fmt.Sprintf("too many wrong bearer tokens from %s: try again in %d s", peer, secs), http.StatusTooManyRequests)
+		http.Error(w, fmt.Sprintf("too many wrong bearer tokens from %s: try again in %d s", from, secs), http.StatusTooManyRequests)
 		return false
 	}
-	got, sent := bearerToken(r)
+	got, sent := peer.Bearer(r)
 	if sent && subtle.ConstantTimeCompare([]byte(got), a.token) == 1 {
 		return true
 	}
 	challenge, msg := `Bearer realm="mcpvisor"`, `missing bearer token: send "Authorization: Bearer <token>"`
 	if sent {
 		challenge, msg = challenge+`, error="invalid_token"`, "wrong bearer token"
-		a.wrong(peer, now)
+		a.wrong(from, now)
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
 	w.Header().Set("Connection", "close")
 	http.Error(w, msg, http.StatusUnauthorized)
 	return false
-}
-
-// bearerToken is r's bearer token, and whether it sent one.
-func bearerToken(r *http.Request) (string, bool) {
-	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	return strings.TrimSpace(tok), true
 }
 
 // shutOut is how long peer is still shut out at now.
@@ -234,18 +226,4 @@ func (a *authGate) makeRoomLocked(now time.Time) {
 	if len(a.peers) >= maxGuessers {
 		delete(a.peers, oldest)
 	}
-}
-
-// peerOf is the address r came from, as the gate counts it: the IP, or
-// an IPv6 address's /64 (one host usually has the whole of it).
-func peerOf(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || ip.To4() != nil {
-		return host
-	}
-	return (&net.IPNet{IP: ip.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
 }

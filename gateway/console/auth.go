@@ -8,11 +8,12 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpvisor/mcpvisor/internal/peer"
 )
 
 // cookieName is the console's session cookie.
@@ -94,7 +95,7 @@ func (a *auth) open() bool { return a.token == nil }
 // or a cookie from a login may.
 func (a *auth) visitor(w http.ResponseWriter, r *http.Request) (session, bool) {
 	if a.token != nil {
-		if got, ok := bearerToken(r); ok {
+		if got, ok := peer.Bearer(r); ok {
 			if level := a.level(got); level != levelNone {
 				return session{bearer: true, act: level == levelAct}, true
 			}
@@ -188,7 +189,7 @@ func (a *auth) csrfOK(r *http.Request, s session) bool {
 func (a *auth) shutOut(r *http.Request) time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if g := a.wrong[peerOf(r)]; g != nil {
+	if g := a.wrong[peer.Of(r)]; g != nil {
 		return max(g.until.Sub(a.now()), 0)
 	}
 	return 0
@@ -196,15 +197,15 @@ func (a *auth) shutOut(r *http.Request) time.Duration {
 
 // guessed counts a wrong token from r's peer.
 func (a *auth) guessed(r *http.Request) {
-	peer := peerOf(r)
+	from := peer.Of(r)
 	a.mu.Lock()
-	g := a.wrong[peer]
+	g := a.wrong[from]
 	if g == nil {
 		if len(a.wrong) >= maxGuessers {
 			clear(a.wrong)
 		}
 		g = &guesser{}
-		a.wrong[peer] = g
+		a.wrong[from] = g
 	}
 	g.wrong++
 	var out time.Duration
@@ -216,28 +217,6 @@ func (a *auth) guessed(r *http.Request) {
 	a.mu.Unlock()
 	if out > 0 {
 		a.log.Warn("wrong console tokens again and again from one address: refusing its logins for a while",
-			"peer", peer, "wrong_tokens", n, "refused_for", out)
+			"peer", from, "wrong_tokens", n, "refused_for", out)
 	}
-}
-
-// bearerToken is r's bearer token, and whether it sent one.
-func bearerToken(r *http.Request) (string, bool) {
-	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	return strings.TrimSpace(tok), true
-}
-
-// peerOf is the address r came from: the IP, or an IPv6 address's /64.
-func peerOf(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || ip.To4() != nil {
-		return host
-	}
-	return (&net.IPNet{IP: ip.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
 }
