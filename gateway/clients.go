@@ -103,22 +103,35 @@ type session struct {
 	// the token the gateway gave them (see relayProgress).
 	reporters   map[string]ask.Reporter
 	reportsSeen int
+	// fast are the client's calls on the fast path, by request id (see
+	// fastKey), for its notifications/cancelled.
+	fast map[string]context.CancelCauseFunc
 	// posts counts the client's HTTP requests being served (streamable
 	// HTTP); quiet are closed when it drops to zero.
 	posts int
 	quiet []chan struct{}
+	// expire closes an HTTP session idle for expiry when the gateway
+	// times sessions out itself (Gateway.sessionTimeout); nil otherwise.
+	// It runs while no request of the session is being served.
+	expire *time.Timer
+	expiry time.Duration
 }
 
 // serving counts one of the client's HTTP requests until the function it
 // returns is called.
 func (s *session) serving() func() {
 	s.mu.Lock()
-	s.posts++
+	if s.posts++; s.posts == 1 && s.expire != nil {
+		s.expire.Stop()
+	}
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.posts--; s.posts == 0 {
+			if s.expire != nil && !s.ended {
+				s.expire.Reset(s.expiry)
+			}
 			for _, ch := range s.quiet {
 				close(ch)
 			}
@@ -329,6 +342,10 @@ func (t *clientTable) session(ep *endpoint, ss *mcp.ServerSession) *session {
 	s := &session{ss: ss, table: t, client: c, label: c.Label(), budget: t.g.budgetFor(c.Name), idle: make(chan struct{}), trips: map[string]*roundTrip{}, subs: map[subKey]bool{},
 		maxCalls: t.g.opts.MaxClientCalls, draining: t.draining}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	if d := time.Duration(t.g.sessionTimeout.Load()); d > 0 && c.Transport == "http" {
+		s.expiry = d
+		s.expire = time.AfterFunc(d, func() { _ = ss.Close() })
+	}
 	s.closeIfIdleLocked() // no call in flight: drained already, if draining
 	t.bySession[ss] = s
 	delete(t.reserved, ss)
@@ -346,6 +363,9 @@ func (t *clientTable) watch(s *session) {
 	defer t.wg.Done()
 	_ = s.ss.Wait()
 	s.end()
+	if s.expire != nil {
+		s.expire.Stop()
+	}
 	t.dropSubscriptions(s)
 	t.mu.Lock()
 	delete(t.bySession, s.ss)

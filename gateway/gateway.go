@@ -74,6 +74,10 @@ type Options struct {
 	// client's tools; the gateway runs no Lua itself. Code mode is
 	// refused without it.
 	Code func(ctx context.Context, code string, env CodeEnv) (*mcp.CallToolResult, error)
+	// FastPath turns the fast path for calls over streamable HTTP on
+	// ("on") or off ("off"); see docs/gateway.md. If "", the
+	// FastPathEnv environment variable's setting, else DefaultFastPath.
+	FastPath string
 }
 
 // DefaultMaxSessions is Options.MaxSessions when zero.
@@ -94,6 +98,12 @@ type Gateway struct {
 	bus     *events.Bus
 	clients clientTable
 	lives   requestLives
+	// fast is whether the fast path serves calls (fastpath.go); fixed by
+	// New. sessionTimeout is then HTTPOptions.SessionTimeout, which the
+	// gateway enforces itself (session.serving).
+	fast           bool
+	sessionTimeout atomic.Int64
+	fastServed     atomic.Int64 // calls the fast path answered, for tests
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -172,6 +182,11 @@ func New(opts Options) *Gateway {
 		relist:    time.NewTimer(time.Hour),
 		endpoints: map[endpointKey]*endpoint{}}
 	g.relist.Stop()
+	fast, err := fastPathOn(opts.FastPath)
+	if err != nil {
+		g.log.Warn("fast path: "+err.Error()+"; using the default", "default", DefaultFastPath)
+	}
+	g.fast = fast
 	g.toolsets.Store(&map[string]Toolset{})
 	g.served.Store(&[]*endpoint{})
 	g.clients.init(g)

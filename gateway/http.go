@@ -211,8 +211,15 @@ func (g *Gateway) endpointHandler(sel selection, sse bool, opts HTTPOptions) htt
 func (ep *endpoint) handler(sse bool, opts HTTPOptions) http.Handler {
 	ep.httpOnce.Do(func() {
 		get := func(*http.Request) *mcp.Server { return ep.srv }
-		ep.streaming = ep.g.streamable(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-			MaxRequestBodyBytes: opts.MaxBodyBytes, SessionTimeout: opts.SessionTimeout}))
+		timeout := opts.SessionTimeout
+		if ep.g.fast {
+			// The fast path serves calls the go-sdk never sees, so the
+			// gateway times idle sessions out itself (session.serving).
+			ep.g.sessionTimeout.Store(int64(timeout))
+			timeout = 0
+		}
+		ep.streaming = ep.g.streamable(ep, mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+			MaxRequestBodyBytes: opts.MaxBodyBytes, SessionTimeout: timeout}))
 		ep.sse = ep.g.sse(mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: opts.MaxBodyBytes}))
 	})
 	if sse {

@@ -42,11 +42,12 @@ type requestLives struct {
 	byToken sync.Map // token → the request's context
 }
 
-// streamable wraps the streamable HTTP handler: a POST of a session makes
-// its context known to the calls it carries, and a DELETE cancels the
+// streamable wraps the streamable HTTP handler of ep: a POST of a
+// session takes the fast path if it can (fastPost), else makes its
+// context known to the calls it carries, and a DELETE cancels the
 // session's calls before the go-sdk closes the session (which waits for
 // them).
-func (g *Gateway) streamable(next http.Handler) http.Handler {
+func (g *Gateway) streamable(ep *endpoint, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(lifeHeader)
 		id := r.Header.Get("Mcp-Session-Id")
@@ -58,6 +59,9 @@ func (g *Gateway) streamable(next http.Handler) http.Handler {
 		case s == nil:
 		case r.Method == http.MethodPost:
 			defer s.serving()()
+			if g.fast && g.fastPost(ep, s, w, r) {
+				return
+			}
 			tok := strconv.FormatUint(g.lives.next.Add(1), 36)
 			r.Header.Set(lifeHeader, tok)
 			g.lives.byToken.Store(tok, r.Context())

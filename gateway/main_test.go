@@ -78,6 +78,8 @@ func runServer(mode string) int {
 				return nil, ctx.Err()
 			})
 		err = s.Run(context.Background(), &mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout})
+	case "fastpath":
+		err = runFastServer()
 	case "bench-demo":
 		// The demo server of the benchmarks, serving protocol versions up
 		// to benchProtocolEnv's.

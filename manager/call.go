@@ -160,7 +160,7 @@ func (s *supervisor) request(ctx context.Context, op string, failFast bool, fn f
 	stats.touch(start)
 	toolErr, err := fn(ctx, snap)
 	var e *Error
-	if errors.As(err, &e) && (e.Code == CodeInvalidArguments || e.Code == CodeToolNotFound) {
+	if errors.As(err, &e) && (e.Code == CodeInvalidArguments || e.Code == CodeToolNotFound) || errors.Is(err, ErrNotRaw) {
 		stats.touch(time.Now()) // rejected before reaching the server
 		return err
 	}

@@ -1,7 +1,9 @@
 package manager
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,9 +15,11 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
+	"github.com/mcpvisor/mcpvisor/internal/rawrpc"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/mcpvisor/mcpvisor/manager/notify"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -384,4 +388,174 @@ func (c *conn) loginError() error {
 		return e
 	}
 	return errNoLogin
+}
+
+// ErrNotRaw is returned by [Manager.CallRaw] for a call it does not
+// make: the caller makes it with [Manager.Call] instead. Nothing was
+// sent, counted or published.
+var ErrNotRaw = errors.New("not a call for the raw path")
+
+// CallRaw calls server's tool as [Manager.Call] does (the same waiting,
+// circuit and state checks, validation, limits, statistics, tool_call
+// event, idle timer and cancellation), but with the arguments and the
+// request's _meta as JSON (either may be nil) and the server's result as
+// it sent it, raw: the go-sdk neither decodes nor re-encodes the call.
+// An answer with isError set is a result, as for Call.
+//
+// It serves stdio servers spawned by the manager, for calls without a
+// progress callback; for anything else it returns ErrNotRaw at once.
+// What it sends carries meta as given (the caller's trace context, if
+// any, rather than the manager's span).
+func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta json.RawMessage, opts CallOptions) (result json.RawMessage, err error) {
+	if opts.Progress != nil || m.opts.Dial != nil {
+		return nil, ErrNotRaw
+	}
+	s, tool, err := m.resolve(server + "." + tool)
+	if err != nil {
+		return nil, err
+	}
+	if s.spec.Transport != TransportStdio || !rawProtocol(s.snap.Load()) {
+		return nil, ErrNotRaw
+	}
+	ctx, span := m.tel.toolCall(ctx, s.name+"."+tool)
+	isError := false
+	defer func() {
+		if span != nil {
+			span.end(&mcp.CallToolResult{IsError: isError}, err)
+		}
+	}()
+	span.target(s.name, tool, opts.Client)
+	op := s.snap.Load().cat.callOp(tool)
+	if s, err = s.target(opts.Client, op); err != nil {
+		return nil, err
+	}
+	if !s.callers.enter() {
+		return nil, errorf(CodeClosed, s.name, op, "server is being removed")
+	}
+	defer s.callers.exit() // after its event
+	ctx, req, cancel := s.requestContext(ctx, opts.Timeout)
+	defer s.inflight.End(req, cancel)
+	ctx = s.asking(ctx, req, opts)
+
+	start := time.Now()
+	err = s.request(ctx, op, opts.FailFast, func(ctx context.Context, snap *snapshot) (bool, error) {
+		t := snap.cat.tool(tool)
+		if t == nil {
+			return false, toolNotFound(s.name, tool, snap.cat.toolNames())
+		}
+		if reason := snap.cat.problem(tool); reason != "" {
+			return false, errorf(CodeInvalidArguments, s.name, op, "%s; the call was not sent (the server must fix the tool's schema)", reason)
+		}
+		if len(args) > s.spec.MaxFrameBytes {
+			return false, errorf(CodeInvalidArguments, s.name, op, "the arguments are %d bytes, over the %d-byte frame limit (max_frame_bytes); the call was not sent", len(args), s.spec.MaxFrameBytes)
+		}
+		var decoded any
+		if len(args) > 0 && string(args) != "null" {
+			if err := json.Unmarshal(args, &decoded); err != nil {
+				return false, errorf(CodeInvalidArguments, s.name, op, "the arguments are not valid JSON: %v", err)
+			}
+		} else {
+			args = nil
+		}
+		if _, err := snap.cat.schema(t).Check(decoded); err != nil {
+			return false, newError(CodeInvalidArguments, s.name, op, err)
+		}
+		if !rawProtocol(snap) {
+			return false, ErrNotRaw // reconnected on a later protocol meanwhile
+		}
+		raw := snap.conn.raw()
+		if raw == nil {
+			// Only a transport substituted under the manager has none;
+			// Options.Dial already sends those calls to Call.
+			return false, errorf(CodeInvocationFailed, s.name, op, "the connection has no raw call channel")
+		}
+		params, err := rawCallParams(tool, args, meta)
+		if err != nil {
+			return false, errorf(CodeInvalidArguments, s.name, op, "%v", err)
+		}
+		result, err = raw.Call(ctx, "tools/call", params, "the caller cancelled the call")
+		if err != nil {
+			var rpcErr *rawrpc.Error
+			if errors.As(err, &rpcErr) {
+				// Worded as the go-sdk words a server's error answer.
+				err = fmt.Errorf("calling %q: %w", "tools/call", &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data})
+			}
+			return false, invocationFailed(s.name, op, s.callFailure(ctx, req, err, snap.conn))
+		}
+		var flag struct {
+			IsError bool `json:"isError"`
+		}
+		if err := json.Unmarshal(result, &flag); err != nil {
+			result = nil
+			return false, errorf(CodeInvocationFailed, s.name, op, "the server's result is not a JSON object: %v", err)
+		}
+		isError = flag.IsError
+		return isError, nil
+	})
+	if errors.Is(err, ErrNotRaw) {
+		return nil, ErrNotRaw
+	}
+	s.callEvent(tool, opts.Client, start, &mcp.CallToolResult{IsError: isError}, err)
+	if err != nil {
+		return nil, err
+	}
+	return result, nil
+}
+
+// rawProtocol reports whether snap's session, if any, is on a protocol
+// version whose requests the raw path writes: before 2026-07-28, whose
+// requests carry the client's identity in each _meta instead.
+func rawProtocol(snap *snapshot) bool {
+	if snap.session == nil {
+		return true
+	}
+	res := snap.session.InitializeResult()
+	return res == nil || res.ProtocolVersion < "2026-07-28"
+}
+
+// raw is the raw call channel of a stdio connection, or nil.
+func (c *conn) raw() *rawrpc.Conn {
+	if t, ok := c.transport.(*proc.Transport); ok {
+		return t.Raw()
+	}
+	return nil
+}
+
+// rawCallParams are the params of a tools/call of tool: its name, the
+// arguments and _meta as given (each left out when nil), on one line.
+func rawCallParams(tool string, args, meta json.RawMessage) (json.RawMessage, error) {
+	name, err := json.Marshal(tool)
+	if err != nil {
+		return nil, err
+	}
+	if len(meta) > 0 && string(meta) != "null" && (!json.Valid(meta) || meta[0] != '{') {
+		return nil, errors.New("_meta must be a JSON object")
+	}
+	// Messages are newline-delimited: JSON that a client sent indented
+	// is sent compacted (a newline is only ever whitespace in JSON).
+	args, meta = oneLine(args), oneLine(meta)
+	p := make([]byte, 0, 32+len(name)+len(args)+len(meta))
+	p = append(p, `{"name":`...)
+	p = append(p, name...)
+	if len(args) > 0 {
+		p = append(p, `,"arguments":`...)
+		p = append(p, args...)
+	}
+	if len(meta) > 0 && string(meta) != "null" {
+		p = append(p, `,"_meta":`...)
+		p = append(p, meta...)
+	}
+	return append(p, '}'), nil
+}
+
+// oneLine is valid JSON v without line breaks.
+func oneLine(v json.RawMessage) json.RawMessage {
+	if !bytes.ContainsAny(v, "\r\n") {
+		return v
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return v
+	}
+	return b.Bytes()
 }

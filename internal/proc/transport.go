@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/internal/rawrpc"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -17,6 +20,7 @@ import (
 // SDK the process's pipes; closing the SDK's connection stops the process.
 type Transport struct {
 	proc *Process
+	raw  atomic.Pointer[rawrpc.Conn] // set by Connect
 }
 
 // NewTransport returns the transport over p's pipes.
@@ -25,10 +29,25 @@ func NewTransport(p *Process) *Transport { return &Transport{proc: p} }
 // Process is the process under t.
 func (t *Transport) Process() *Process { return t.proc }
 
+// Raw is the raw call channel beside the SDK's connection (see package
+// rawrpc), or nil before Connect.
+func (t *Transport) Raw() *rawrpc.Conn { return t.raw.Load() }
+
 func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
+	raw := rawrpc.New(t.proc.out, stdinWriter{t.proc})
+	t.raw.Store(raw)
 	pipes := &mcp.IOTransport{
-		Reader: t.proc.out,
-		Writer: stdinWriter{t.proc},
+		// Raw calls' answers are taken out of what the SDK reads, and its
+		// writes share the stdin lock with theirs; closing is the
+		// process's as before.
+		Reader: struct {
+			io.Reader
+			io.Closer
+		}{raw.Reader(), t.proc.out},
+		Writer: struct {
+			io.Writer
+			io.Closer
+		}{raw.Writer(), stdinWriter{t.proc}},
 		// The process's reader enforces the frame cap on each line, and says
 		// so by size. The SDK's cap counts what its decoder buffers (up to one
 		// pipe read past the frame): set higher, it stays a backstop for a
@@ -39,7 +58,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{Connection: c, proc: t.proc, log: t.proc.log, pending: map[jsonrpc.ID]string{}}, nil
+	return &conn{Connection: c, proc: t.proc, raw: raw, log: t.proc.log, pending: map[jsonrpc.ID]string{}}, nil
 }
 
 // conn is the SDK's connection to a process, watched for what the SDK
@@ -50,6 +69,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 type conn struct {
 	mcp.Connection
 	proc *Process
+	raw  *rawrpc.Conn
 	log  *slog.Logger
 
 	mu sync.Mutex
@@ -126,8 +146,14 @@ func (c *conn) Close() error {
 	}
 	clear(c.pending)
 	c.mu.Unlock()
-	if len(ids) > 0 && c.proc.ExitError() == nil {
+	alive := c.proc.ExitError() == nil
+	if alive {
 		_ = c.proc.stdin.SetWriteDeadline(time.Now().Add(farewellWait))
+	}
+	if c.raw != nil {
+		c.raw.Close(ErrDisconnected, "the client closed the session")
+	}
+	if len(ids) > 0 && alive {
 		ctx := context.Background()
 		for _, id := range ids {
 			params, err := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": "the client closed the session"})

@@ -99,7 +99,7 @@ func (c *Conn) read(p []byte) (int, error) {
 		if err != nil {
 			// A last line without its newline still goes to the SDK,
 			// which reports what is wrong with it.
-			c.end(err)
+			_ = c.end(err)
 			if len(line) > 0 {
 				c.rest = line
 				break
@@ -153,29 +153,51 @@ func (c *Conn) deliver(line []byte) bool {
 	return true
 }
 
-// end records why the stream ended and fails the calls waiting.
-func (c *Conn) end(why error) {
+// end records why the stream ended and fails the calls waiting; it
+// returns their ids.
+func (c *Conn) end(why error) []string {
 	if errors.Is(why, io.EOF) {
 		why = io.ErrUnexpectedEOF // for a call waiting, the answer was cut off
 	}
 	c.mu.Lock()
 	if c.ended != nil {
 		c.mu.Unlock()
-		return
+		return nil
 	}
 	c.ended = fmt.Errorf("%w: %w", ErrClosed, why)
 	waiting := c.waiting
 	c.waiting = map[string]chan answer{}
 	ended := c.ended
 	c.mu.Unlock()
-	for _, ch := range waiting {
+	ids := make([]string, 0, len(waiting))
+	for id, ch := range waiting {
 		ch <- answer{err: ended}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Close fails the calls waiting, and refuses new ones, with why. The
+// server is told to stop working on the calls it had not answered, with
+// reason (the stream is still open: closing it is the owner's business,
+// and so is bounding how long these writes may take).
+func (c *Conn) Close(why error, reason string) {
+	for _, id := range c.end(why) {
+		if c.cancelled(id, reason) != nil {
+			return
+		}
 	}
 }
 
-// Close fails the calls waiting, and refuses new ones, with why; the
-// stream itself is the owner's to close.
-func (c *Conn) Close(why error) { c.end(why) }
+// cancelled tells the server that the call id is cancelled.
+func (c *Conn) cancelled(id, reason string) error {
+	note, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+		"params": map[string]any{"requestId": id, "reason": reason}})
+	if err != nil {
+		return err
+	}
+	return c.writeLine(append(note, '\n'))
+}
 
 // Call sends a request of method with params (a JSON object, or nil) and
 // returns the result the server answered with, raw. A JSON-RPC error
@@ -217,11 +239,7 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, 
 		a := <-ch // answered (or the stream ended) meanwhile
 		return a.result, a.err
 	}
-	note, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
-		"params": map[string]any{"requestId": id, "reason": reason}})
-	if err == nil {
-		_ = c.writeLine(append(note, '\n'))
-	}
+	_ = c.cancelled(id, reason)
 	return nil, context.Cause(ctx)
 }
 

@@ -74,8 +74,8 @@ func (s *stream) request(t *testing.T) map[string]any {
 func TestOtherLinesReachTheSDKUntouched(t *testing.T) {
 	s := newStream(t)
 	lines := []string{
-		`{"jsonrpc":"2.0","id":1,"result":{"text":"\"mcpvisor-raw-1"}}`,                 // the marker inside a result of the SDK's
-		`{"jsonrpc":"2.0","id":"mcpvisor-raw-9","method":"roots/list"}`,                 // a request from the server, whatever its id
+		`{"jsonrpc":"2.0","id":1,"result":{"text":"\"mcpvisor-raw-1"}}`,               // the marker inside a result of the SDK's
+		`{"jsonrpc":"2.0","id":"mcpvisor-raw-9","method":"roots/list"}`,               // a request from the server, whatever its id
 		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`, // a notification
 		`{"jsonrpc":"2.0","id":2,"result":{"big":"` + strings.Repeat("x", 200<<10) + `"}}`,
 	}

@@ -1,0 +1,324 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// The fast path serves the commonest request of all, a client's
+// tools/call, without the go-sdk's server session: over streamable HTTP,
+// a POST whose body is one tools/call on a session the go-sdk already
+// knows is decoded just enough to route it (id, tool name, arguments and
+// _meta kept as raw JSON), checked as the go-sdk path checks it (the
+// endpoint's routes, so hidden and unknown tools are not reached; the
+// client's mode and names; its cap on calls in flight), and sent to the
+// manager's raw call path, whose result goes back to the client as the
+// server wrote it. Anything else (another method, a batch, progress
+// wanted, a client on another protocol generation or mode, a server that
+// is not a spawned stdio server) goes to the go-sdk as before; a debug
+// log says why.
+
+// FastPathEnv turns the fast path on ("on") or off ("off") when
+// Options.FastPath is "".
+const FastPathEnv = "MCPVISOR_FASTPATH"
+
+// DefaultFastPath is whether the fast path is on when neither
+// Options.FastPath nor FastPathEnv says.
+const DefaultFastPath = false
+
+// fastPathOn resolves Options.FastPath.
+func fastPathOn(setting string) (bool, error) {
+	if setting == "" {
+		setting = os.Getenv(FastPathEnv)
+	}
+	switch strings.ToLower(strings.TrimSpace(setting)) {
+	case "":
+		return DefaultFastPath, nil
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("fast path setting %q: want on or off", setting)
+}
+
+// rawCaller is the Source's raw call path (manager.Manager has it).
+type rawCaller interface {
+	CallRaw(ctx context.Context, server, tool string, args, meta json.RawMessage, opts manager.CallOptions) (json.RawMessage, error)
+}
+
+// fastRequest is what the fast path reads of a request.
+type fastRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      json.RawMessage `json:"_meta"`
+		// Present only on what the fast path leaves to the go-sdk.
+		Task         json.RawMessage `json:"task"`
+		RequestState json.RawMessage `json:"requestState"`
+		RequestID    json.RawMessage `json:"requestId"` // of notifications/cancelled
+	} `json:"params"`
+}
+
+// fastMeta is what the fast path reads of a call's _meta.
+type fastMeta struct {
+	ProgressToken   json.RawMessage `json:"progressToken"`
+	ProtocolVersion string          `json:"io.modelcontextprotocol/protocolVersion"`
+	TraceParent     string          `json:"traceparent"`
+	TraceState      string          `json:"tracestate"`
+}
+
+// fastPost serves r, a POST of session s on endpoint ep, if the fast path
+// can; it reports whether it did. If not, r's body is as it came, for the
+// go-sdk to read.
+func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *http.Request) bool {
+	if why := fastHeaders(ep, s, r); why != "" {
+		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "why", why)
+		return false
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var req fastRequest
+	why := ""
+	switch t := bytes.TrimLeft(body, " \t\r\n"); {
+	case len(t) == 0 || t[0] != '{':
+		why = "not a single JSON-RPC message"
+	case json.Unmarshal(body, &req) != nil:
+		why = "not JSON the fast path reads"
+	case req.JSONRPC != "2.0":
+		why = "not JSON-RPC 2.0"
+	case req.Method == "notifications/cancelled" && len(req.ID) == 0:
+		if s.cancelFast(req.Params.RequestID) {
+			w.WriteHeader(http.StatusAccepted)
+			return true
+		}
+		why = "a cancellation of no fast call"
+	case req.Method != "tools/call":
+		why = "method " + req.Method
+	case len(req.ID) == 0 || string(req.ID) == "null":
+		why = "no request id"
+	case len(req.Params.Task) > 0 || len(req.Params.RequestState) > 0:
+		why = "a task or request state"
+	}
+	var meta fastMeta
+	if why == "" && len(req.Params.Meta) > 0 && string(req.Params.Meta) != "null" {
+		if json.Unmarshal(req.Params.Meta, &meta) != nil {
+			why = "_meta is not an object"
+		} else if len(meta.ProgressToken) > 0 && string(meta.ProgressToken) != "null" {
+			why = "progress wanted"
+		} else if meta.ProtocolVersion >= multiRoundTripVersion {
+			why = "protocol version " + meta.ProtocolVersion
+		}
+	}
+	if why != "" {
+		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "why", why)
+		return false
+	}
+	server, tool, why := ep.fastRoute(r.Context(), s, req.Params.Name)
+	if why != "" {
+		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "tool", req.Params.Name, "why", why)
+		return false
+	}
+	if err := s.begin(); err != nil {
+		// Refused as the go-sdk path refuses it, with the same words.
+		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "why", "refused: "+err.Error())
+		return false
+	}
+	defer s.done() // after the answer is written
+	res, err := g.fastCall(r.Context(), s, server, tool, req, meta)
+	if errors.Is(err, manager.ErrNotRaw) {
+		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "server", server, "why", "the server is not one the raw path calls")
+		return false
+	}
+	g.fastServed.Add(1)
+	writeFast(w, s, fmt.Sprintf("server %q: tools/call %q", server, tool), req.ID, res, err)
+	return true
+}
+
+// fastHeaders says why r cannot take the fast path by its headers and
+// its session, or "".
+func fastHeaders(ep *endpoint, s *session, r *http.Request) string {
+	if ep.sel == oneToolset {
+		return "a toolset's endpoint"
+	}
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+		return "content type " + ct
+	}
+	if jsonOK, streamOK := accepts(r.Header.Values("Accept")); !jsonOK || !streamOK {
+		return "the client does not accept what the go-sdk requires"
+	}
+	p := s.ss.InitializeParams()
+	if p == nil {
+		return "the session has not initialized"
+	}
+	v := r.Header.Get("Mcp-Protocol-Version")
+	if v != "" && v != p.ProtocolVersion {
+		return "protocol version " + v + " is not the session's"
+	}
+	if p.ProtocolVersion >= multiRoundTripVersion {
+		return "protocol version " + p.ProtocolVersion
+	}
+	return ""
+}
+
+// accepts reads an Accept header as the go-sdk does.
+func accepts(values []string) (jsonOK, streamOK bool) {
+	for _, value := range values {
+		for raw := range strings.SplitSeq(value, ",") {
+			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK, streamOK
+}
+
+// fastRoute is the server and tool a client's call of name leads to, as
+// the go-sdk path would route it, or why the fast path leaves it.
+func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (server, tool, why string) {
+	if ep.sel == everything && ep.g.opts.StatusTool && name == StatusTool {
+		return "", "", "the status tool"
+	}
+	if ep.g.modeOf(ep, s) != ModeDirect {
+		return "", "", "the client is not in direct mode"
+	}
+	if ep.sel != oneServer && s.budget != ep.g.names.tools.budget {
+		return "", "", "the client has names of its own"
+	}
+	ep.settled(ctx)
+	r, ok := ep.routes.Load().tools[name]
+	if !ok {
+		return "", "", "not a listed tool"
+	}
+	return r.server, r.tool, ""
+}
+
+// fastCall makes the call upstream, ended as the go-sdk path's is: when
+// the POST ends, the client cancels it, or its session ends.
+func (g *Gateway) fastCall(ctx context.Context, s *session, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
+	rc, ok := g.src.(rawCaller)
+	if !ok {
+		return nil, manager.ErrNotRaw
+	}
+	if meta.TraceParent != "" {
+		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": meta.TraceParent, "tracestate": meta.TraceState})
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })()
+	defer s.trackFast(req.ID, cancel)()
+	var caps *mcp.ClientCapabilities
+	if p := s.ss.InitializeParams(); p != nil {
+		caps = p.Capabilities
+	}
+	call, over := context.WithCancel(ctx)
+	defer over()
+	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: newClientAnswerer(call, s, caps, nil)}
+	res, err := rc.CallRaw(call, server, tool, req.Params.Arguments, req.Params.Meta, opts)
+	if err != nil && !errors.Is(err, manager.ErrNotRaw) && errors.Is(context.Cause(ctx), ErrShuttingDown) {
+		return nil, fmt.Errorf("server %q: tools/call %q: %w: the call did not finish within the shutdown grace and was cancelled upstream. "+
+			"It may or may not have done its work; retrying once mcpvisor is back may succeed", server, tool, ErrShuttingDown)
+	}
+	return res, err
+}
+
+// writeFast writes the answer to the call with id: its raw result, or an
+// error result the model reads, or a JSON-RPC error when the client's
+// session ended under the call (no model is left to read it).
+func writeFast(w http.ResponseWriter, s *session, op string, id, res json.RawMessage, err error) {
+	out := make([]byte, 0, len(res)+len(id)+48)
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, id...)
+	switch cause := context.Cause(s.ctx); {
+	case err == nil:
+		out = append(out, `,"result":`...)
+		out = append(out, res...)
+	case cause != nil && !errors.Is(cause, ErrShuttingDown):
+		e, _ := json.Marshal(&jsonrpc.Error{Code: CodeRefused, Message: op + ": " + cause.Error() + "; the call was cancelled upstream"})
+		out = append(out, `,"error":`...)
+		out = append(out, e...)
+	default:
+		text := errorText(err)
+		if errors.Is(err, ErrShuttingDown) {
+			text = err.Error()
+		}
+		r, _ := json.Marshal(errorResult(text))
+		out = append(out, `,"result":`...)
+		out = append(out, r...)
+	}
+	out = append(out, "}\n"...)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Mcp-Session-Id", s.ss.ID())
+	_, _ = w.Write(out)
+}
+
+// errReader returns its error: what is left of a body whose reading
+// failed, for the go-sdk to answer as it does.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// errCallCancelled is why a fast call ends when its client sends
+// notifications/cancelled for it.
+var errCallCancelled = errors.New("the client cancelled the call")
+
+// fastKey is how a request id is looked up: its JSON, trimmed.
+func fastKey(id json.RawMessage) string { return string(bytes.TrimSpace(id)) }
+
+// trackFast lets the client cancel the fast call with id until the
+// function it returns is called.
+func (s *session) trackFast(id json.RawMessage, cancel context.CancelCauseFunc) func() {
+	key := fastKey(id)
+	s.mu.Lock()
+	if s.fast == nil {
+		s.fast = map[string]context.CancelCauseFunc{}
+	}
+	s.fast[key] = cancel
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.fast, key)
+		s.mu.Unlock()
+	}
+}
+
+// cancelFast cancels the client's fast call with id, and reports whether
+// there was one.
+func (s *session) cancelFast(id json.RawMessage) bool {
+	s.mu.Lock()
+	cancel := s.fast[fastKey(id)]
+	s.mu.Unlock()
+	if cancel == nil {
+		return false
+	}
+	cancel(errCallCancelled)
+	return true
+}

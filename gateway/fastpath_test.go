@@ -1,0 +1,264 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/internal/demo"
+	"github.com/mcpvisor/mcpvisor/internal/expose"
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// runFastServer is the demo server with what the fast path's tests need
+// beside it: block (waits until cancelled, marking markEnv's files), tick
+// (reports progress, then answers) and boom (answers a JSON-RPC error).
+func runFastServer() error {
+	s := demo.NewServer()
+	mark := os.Getenv(markEnv)
+	s.AddTool(&mcp.Tool{Name: "block", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			_ = os.WriteFile(mark+".started", nil, 0o644)
+			<-ctx.Done()
+			_ = os.WriteFile(mark+".cancelled", nil, 0o644)
+			return nil, ctx.Err()
+		})
+	s.AddTool(&mcp.Tool{Name: "tick", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				for i := 1; i <= 2; i++ {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 2})
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ticked"}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "boom", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, &jsonrpc.Error{Code: -32001, Message: "boom: the tool broke"}
+		})
+	// On the protocol the raw path speaks upstream.
+	return s.Run(context.Background(), upTo{&mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout}, fastProtocol})
+}
+
+// fastProtocol is the protocol version the fast path serves.
+const fastProtocol = "2025-11-25"
+
+// connectOn is connect with a client on protocol version.
+func connectOn(t testing.TB, transport mcp.Transport, n *notes, version string) *mcp.ClientSession {
+	t.Helper()
+	if n == nil {
+		n = newNotes()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1.0"}, n.options())
+	cs, err := c.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	require.NoError(t, err, "connect")
+	require.Equal(t, version, cs.InitializeResult().ProtocolVersion)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// fastRig is a rig whose gateway has the fast path as setting says,
+// serving the fast path's test server as "demo", which hides its tool
+// sleep.
+func fastRig(t *testing.T, setting, mark string) *rig {
+	t.Helper()
+	spec := selfServer(t, "fastpath", map[string]string{markEnv: mark})
+	spec.Expose = expose.Rules{Hide: []string{"sleep"}}
+	r := newRigWith(t, map[string]manager.Spec{"demo": spec}, gateway.Options{FastPath: setting}, gateway.HTTPOptions{})
+	r.wait("demo")
+	return r
+}
+
+// outcome is what a client makes of a call, for comparing two paths.
+func outcome(t *testing.T, cs *mcp.ClientSession, name string, args any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// A call the fast path answers is answered as the go-sdk path answers
+// it: plain and structured results, a tool's isError result, arguments
+// the schema refuses, a JSON-RPC error from the server; an unknown or
+// hidden tool is refused alike (and left to the go-sdk path).
+func TestFastPathAnswersAsTheSDKPathDoes(t *testing.T) {
+	t.Parallel()
+	on := fastRig(t, "on", t.TempDir()+"/m")
+	off := fastRig(t, "off", t.TempDir()+"/m")
+	type call struct {
+		tool string
+		args any
+		fast bool // the fast path answers it
+	}
+	calls := []call{
+		{"echo", map[string]any{"text": "héllo\nworld"}, true},
+		{"add", map[string]any{"a": 2, "b": 40}, true},
+		{"fail", map[string]any{"message": "no luck"}, true},
+		{"echo", map[string]any{"text": 5}, true}, // refused by the schema
+		{"boom", map[string]any{}, true},
+		{"nope", map[string]any{}, false},
+		{"sleep", map[string]any{"ms": 1}, false}, // hidden
+	}
+	for _, ep := range []struct{ path, prefix string }{{"/servers/demo/mcp", ""}, {"/mcp", "demo__"}} {
+		csOn := connectOn(t, on.streamable(ep.path), nil, fastProtocol)
+		csOff := connectOn(t, off.streamable(ep.path), nil, fastProtocol)
+		for _, c := range calls {
+			before := gateway.FastServed(on.gw)
+			got := outcome(t, csOn, ep.prefix+c.tool, c.args)
+			want := outcome(t, csOff, ep.prefix+c.tool, c.args)
+			require.Equal(t, want, got, "%s %s", ep.path, c.tool)
+			served := gateway.FastServed(on.gw) - before
+			if c.fast {
+				require.EqualValues(t, 1, served, "%s %s: answered by the fast path", ep.path, c.tool)
+			} else {
+				require.Zero(t, served, "%s %s: left to the go-sdk path", ep.path, c.tool)
+			}
+		}
+	}
+	require.Zero(t, gateway.FastServed(off.gw), "with the fast path off, none is")
+}
+
+// A call that asks for progress is left to the go-sdk path, and the
+// client gets its progress.
+func TestFastPathLeavesProgressToTheSDKPath(t *testing.T) {
+	t.Parallel()
+	r := fastRig(t, "on", t.TempDir()+"/m")
+	n := newNotes()
+	cs := connectOn(t, r.streamable("/servers/demo/mcp"), n, fastProtocol)
+	params := &mcp.CallToolParams{Name: "tick", Arguments: map[string]any{}}
+	params.SetProgressToken("p1")
+	res, err := cs.CallTool(context.Background(), params)
+	require.NoError(t, err)
+	require.Equal(t, "ticked", text(res))
+	pollUntil(t, 10*time.Second, "both progress notifications", func() bool { return len(n.progressSeen()) == 2 })
+	require.Zero(t, gateway.FastServed(r.gw))
+	res = call(t, cs, "tick", map[string]any{})
+	require.Equal(t, "ticked", text(res))
+	require.EqualValues(t, 1, gateway.FastServed(r.gw), "without progress, the fast path answers")
+}
+
+// rawSession initializes a session on path by hand and returns the
+// headers its requests carry.
+func rawSession(t *testing.T, r *rig, path string) map[string]string {
+	t.Helper()
+	code, body, hdr := post(t, r.base+path, initializeBody, nil)
+	require.Equal(t, http.StatusOK, code, body)
+	session := map[string]string{"Mcp-Session-Id": hdr.Get("Mcp-Session-Id"), "Mcp-Protocol-Version": "2025-06-18"}
+	code, body, _ = post(t, r.base+path, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, session)
+	require.Less(t, code, 300, body)
+	return session
+}
+
+// postCtx is post with its own context.
+func postCtx(ctx context.Context, url, body string, header map[string]string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// A fast call ends upstream (the server is sent notifications/cancelled)
+// when its client leaves (the POST ends) or cancels it.
+func TestFastPathCancellationReachesTheServer(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"client leaves", "client cancels"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			mark := t.TempDir() + "/block"
+			r := fastRig(t, "on", mark)
+			session := rawSession(t, r, "/servers/demo/mcp")
+			ctx, leave := context.WithCancel(context.Background())
+			defer leave()
+			answered := make(chan string, 1)
+			go func() {
+				_, body, _ := postCtx(ctx, r.base+"/servers/demo/mcp", `{"jsonrpc":"2.0","id":"c-7","method":"tools/call","params":{"name":"block","arguments":{}}}`, session)
+				answered <- body
+			}()
+			pollUntil(t, 10*time.Second, "the server has the call", func() bool { return exists(mark + ".started") })
+			if how == "client leaves" {
+				leave()
+			} else {
+				code, body, _ := post(t, r.base+"/servers/demo/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c-7","reason":"changed my mind"}}`, session)
+				require.Equal(t, http.StatusAccepted, code, body)
+			}
+			pollUntil(t, 10*time.Second, "the server's request cancelled", func() bool { return exists(mark + ".cancelled") })
+			select {
+			case body := <-answered:
+				if how == "client cancels" {
+					require.Contains(t, body, `"id":"c-7"`)
+					require.Contains(t, body, `"isError":true`)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the cancelled call's POST was never answered")
+			}
+			require.EqualValues(t, 1, gateway.FastServed(r.gw))
+			stillServes(t, r)
+		})
+	}
+}
+
+// A server that dies under a fast call gives the client an error result
+// saying the call was cut off, at once rather than at the call's timeout,
+// and the server is reconnected for the next call.
+func TestFastPathServerCrashMidCall(t *testing.T) {
+	t.Parallel()
+	mark := t.TempDir() + "/block"
+	r := fastRig(t, "on", mark)
+	cs := connectOn(t, r.streamable("/servers/demo/mcp"), nil, fastProtocol)
+	got := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "block", Arguments: map[string]any{}})
+		if err != nil {
+			res = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "error: " + err.Error()}}}
+		}
+		got <- res
+	}()
+	pollUntil(t, 10*time.Second, "the server has the call", func() bool { return exists(mark + ".started") })
+	st, err := r.m.Status("demo")
+	require.NoError(t, err)
+	require.NotZero(t, st.PID)
+	require.NoError(t, syscall.Kill(st.PID, syscall.SIGKILL))
+	select {
+	case res := <-got:
+		require.True(t, res.IsError, text(res))
+		require.True(t, strings.HasPrefix(text(res), string(manager.CodeInvocationFailed)+": "), text(res))
+		require.Contains(t, text(res), `server "demo"`)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call was not answered when its server died")
+	}
+	require.EqualValues(t, 1, gateway.FastServed(r.gw))
+	r.wait("demo")
+	res := call(t, cs, "echo", map[string]any{"text": "back"})
+	require.Equal(t, "back", text(res))
+}
