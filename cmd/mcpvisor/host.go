@@ -186,7 +186,7 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 	}
 	h.gateway.h = h
 	h.gateway.opts = gatewayOptions{maxSessions: cfg.maxSessions, maxClientCalls: cfg.maxClientCalls,
-		sessionIdle: cfg.sessionIdle, grace: cfg.shutdownGrace,
+		sessionIdle: cfg.sessionIdle, grace: cfg.shutdownGrace, fastPath: cfg.fastPath,
 		wait: cfg.wait, nameBudget: cfg.nameBudget, statusTool: !cfg.noStatusTool, mode: cfg.mode, metaPrefix: cfg.metaPrefix, code: runLua(cfg.codeLimits)}
 	opts := luaapi.Options{Manager: h.mgr, Stdout: stdout, ScriptDir: filepath.Join(dir, "scripts"), Logger: logger, HUD: hudAPI,
 		ConfigBudget: cfg.configBudget,

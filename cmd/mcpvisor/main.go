@@ -125,6 +125,10 @@ Flags:
   --session-idle DURATION
                         close an HTTP client session that sends no request
                         for this long (default 10m)
+  --fast-path on|off    answer tools/call over streamable HTTP without the
+                        go-sdk where it can (stdio servers, clients before
+                        protocol 2026-07-28, no progress asked); default
+                        $MCPVISOR_FASTPATH, else off
   --max-client-calls N  requests one client may have in flight upstream
                         (default 64; 0: no cap); beyond it they are refused
   --shutdown-grace DURATION
@@ -301,6 +305,7 @@ type config struct {
 	// flight get at shutdown.
 	maxSessions, maxClientCalls int
 	sessionIdle, shutdownGrace  time.Duration
+	fastPath                    string // "on", "off" or "" (the environment's)
 	// wait bounds how long a run that is not interactive gives the servers
 	// to settle before its code starts, and how long a gateway client's
 	// first lists wait for them; 0 starts at once.
@@ -374,6 +379,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.maxSessions, "max-sessions", gateway.DefaultMaxSessions, "")
 	fs.IntVar(&c.maxClientCalls, "max-client-calls", gateway.DefaultMaxClientCalls, "")
 	fs.DurationVar(&c.sessionIdle, "session-idle", gateway.DefaultSessionTimeout, "")
+	fs.StringVar(&c.fastPath, "fast-path", "", "")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", defaultShutdownGrace, "")
 	var hudFlag, noHUDFlag bool
 	fs.BoolVar(&hudFlag, "hud", false, "")
@@ -445,6 +451,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--max-client-calls must be 0 (no cap) or more, got %d", c.maxClientCalls)
 	case c.sessionIdle <= 0:
 		return c, fmt.Errorf("--session-idle must be more than 0, got %v", c.sessionIdle)
+	case c.fastPath != "" && c.fastPath != "on" && c.fastPath != "off":
+		return c, fmt.Errorf("--fast-path must be on or off, got %q", c.fastPath)
 	case c.shutdownGrace < 0:
 		return c, fmt.Errorf("--shutdown-grace must be 0 (cancel at once) or more, got %v", c.shutdownGrace)
 	}

@@ -167,7 +167,7 @@ func (g *gatewayHost) get() *gateway.Gateway {
 	made := gateway.New(gateway.Options{Source: g.h.mgr, Logger: g.h.log, Version: version(),
 		MaxSessions: g.opts.maxSessions, MaxClientCalls: g.opts.clientCalls(),
 		Wait: g.opts.wait, NameBudget: g.opts.nameBudget, StatusTool: g.opts.statusTool,
-		Mode: g.opts.mode, Code: g.opts.code, MetaPrefix: g.opts.metaPrefix})
+		Mode: g.opts.mode, Code: g.opts.code, MetaPrefix: g.opts.metaPrefix, FastPath: g.opts.fastPath})
 	g.mu.Lock()
 	if g.gw == nil {
 		g.gw, made = made, nil
@@ -311,6 +311,7 @@ const httpCloseGrace = 2 * time.Second
 type gatewayOptions struct {
 	maxSessions, maxClientCalls int
 	sessionIdle, grace          time.Duration
+	fastPath                    string
 	wait                        time.Duration
 	nameBudget                  int
 	statusTool                  bool
