@@ -142,9 +142,16 @@ func addAndWait(b *testing.B, m *manager.Manager, name string, spec manager.Spec
 // both are closed when b ends.
 func listen(b *testing.B, m *manager.Manager) string {
 	b.Helper()
+	url, _ := listenWith(b, m, "off")
+	return url
+}
+
+// listenWith is listen with the gateway's fast path set to fastPath.
+func listenWith(b *testing.B, m *manager.Manager, fastPath string) (string, *gateway.Gateway) {
+	b.Helper()
 	// Room for BenchmarkIdleSessions' sessions while the last run's are
 	// still closing: it measures what a session costs, not the cap.
-	gw := gateway.New(gateway.Options{Source: m, Version: "bench", MaxSessions: 4 * idleSessionsN})
+	gw := gateway.New(gateway.Options{Source: m, Version: "bench", MaxSessions: 4 * idleSessionsN, FastPath: fastPath})
 	srv, err := gw.Listen(gateway.HTTPOptions{Addr: "127.0.0.1:0"})
 	if err != nil {
 		gw.Close()
@@ -156,7 +163,7 @@ func listen(b *testing.B, m *manager.Manager) string {
 		_ = srv.Close(ctx)
 		gw.Close()
 	})
-	return "http://" + srv.Addr() + "/mcp"
+	return "http://" + srv.Addr() + "/mcp", gw
 }
 
 // httpClient is an HTTP client that keeps enough idle connections for 16
@@ -460,12 +467,17 @@ func startSDKProxy(b *testing.B, version string) string {
 	return hs.URL + "/mcp"
 }
 
-// httpCallPaths is demo's echo called by a go-sdk streamable HTTP client
-// through the gateway's /mcp (→ manager → a stdio demo server) and
-// through the relay (→ a stdio demo server of the same binary), and
+// httpPath names the paths of httpCallPaths, in its order.
+var httpPath = []string{"relay", "gateway", "fast", "fast-server", "sdkproxy"}
+
+// httpCallPaths is demo's echo called by go-sdk streamable HTTP clients,
+// in httpPath's order: through the relay (→ a stdio demo server of the
+// same binary); through the gateway's /mcp (→ manager → a stdio demo
+// server) on the go-sdk path; through /mcp and /servers/demo/mcp of a
+// second gateway over the same manager with the fast path on; and
 // through the go-sdk proxy of startSDKProxy, every hop on protocol
 // version.
-func httpCallPaths(b *testing.B, version string) (gw, rl, px func() error) {
+func httpCallPaths(b *testing.B, version string) []func() error {
 	b.Helper()
 	m := newManager(b, nil)
 	command, env := benchServer(b, version)
@@ -473,12 +485,23 @@ func httpCallPaths(b *testing.B, version string) (gw, rl, px func() error) {
 	requireUpstream(b, m, "demo", version)
 	gcs := connectHTTP(b, listen(b, m), version)
 	waitForTool(b, gcs, "demo__echo")
+	fast, fgw := listenWith(b, m, "on")
+	fcs := connectHTTP(b, fast, version)
+	waitForTool(b, fcs, "demo__echo")
+	scs := connectHTTP(b, strings.TrimSuffix(fast, "/mcp")+"/servers/demo/mcp", version)
+	waitForTool(b, scs, "echo")
 	rcs := connectHTTP(b, startRelay(b, version), version)
 	if _, err := rcs.ListTools(context.Background(), nil); err != nil {
 		b.Fatalf("relay: tools/list: %v", err)
 	}
 	pcs := connectHTTP(b, startSDKProxy(b, version), version)
-	return echo(gcs, "demo__echo", "gateway"), echo(rcs, "echo", "relay"), echo(pcs, "echo", "sdkproxy")
+	mustCall(b, echo(fcs, "demo__echo", "fast"))
+	mustCall(b, echo(scs, "echo", "fast-server"))
+	if n := gateway.FastServed(fgw); n != 2 {
+		b.Fatalf("the fast path answered %d of 2 calls", n)
+	}
+	return []func() error{echo(rcs, "echo", "relay"), echo(gcs, "demo__echo", "gateway"),
+		echo(fcs, "demo__echo", "fast"), echo(scs, "echo", "fast-server"), echo(pcs, "echo", "sdkproxy")}
 }
 
 // requireUpstream fails b unless the manager's session of server
@@ -492,70 +515,72 @@ func requireUpstream(b *testing.B, m *manager.Manager, server, version string) {
 	requireProtocol(b, "the manager's session of "+server, st.Protocol, version)
 }
 
-// BenchmarkHTTPCall compares a tool call through the gateway's /mcp with
-// the same call through a minimal relay (the floor: the HTTP hop and a
-// stdio process, nothing else) and through the go-sdk proxy, one call of
-// each per iteration. Reported: gateway-p50-µs, relay-p50-µs, p50-ratio
-// (gateway/relay, target ≤ 1.15) and the p99s; sdkproxy-p50-µs and
-// sdkproxy-p50-ratio (sdkproxy/relay); allocations and bytes per call of
-// each path. ns/op is the gateway path's mean.
+// BenchmarkHTTPCall compares a tool call through the gateway with the
+// same call through a minimal relay (the floor: the HTTP hop and a stdio
+// process, nothing else) and through the go-sdk proxy, one call of each
+// path (httpPath) per iteration. Reported for each path but the relay:
+// its p50 (µs) and p50-ratio (path/relay; target ≤ 1.15 for the
+// gateway's paths); the relay's p50; the p99 of the relay and the
+// gateway's go-sdk path; allocations and bytes per call of each path.
+// ns/op is the gateway's go-sdk path's mean.
 func BenchmarkHTTPCall(b *testing.B) {
 	b.Run("proto="+httpProtocol, func(b *testing.B) {
-		gw, rl, px := httpCallPaths(b, httpProtocol)
+		paths := httpCallPaths(b, httpProtocol)
 		b.ResetTimer()
-		t := serialN(b, []func() error{gw, rl, px}, b.N, 100)
+		t := serialN(b, paths, b.N, 100)
 		b.StopTimer()
-		reportLatency(b, "gateway", "relay", t[0], t[1])
-		b.ReportMetric(micros(testutil.Percentile(t[2], 50)), "sdkproxy-p50-µs")
-		b.ReportMetric(float64(testutil.Percentile(t[2], 50))/float64(testutil.Percentile(t[1], 50)), "sdkproxy-p50-ratio")
-		reportAllocs(b, b.N, []string{"gateway", "relay", "sdkproxy"}, gw, rl, px)
+		reportLatency(b, "gateway", "relay", t[1], t[0])
+		relay := testutil.Percentile(t[0], 50)
+		for i, name := range httpPath[2:] {
+			p50 := testutil.Percentile(t[i+2], 50)
+			b.ReportMetric(micros(p50), name+"-p50-µs")
+			b.ReportMetric(float64(p50)/float64(relay), name+"-p50-ratio")
+		}
+		reportAllocs(b, b.N, httpPath, paths...)
 	})
 }
 
 // BenchmarkHTTPCallParallel compares throughput with 16 calls in flight on
-// one client session, through the gateway, the relay and the go-sdk
-// proxy, taking turns in rounds. Reported: gateway-calls/s, relay-calls/s
-// and throughput-ratio (gateway/relay, target ≥ 0.85); sdkproxy-calls/s
-// and sdkproxy-throughput-ratio (sdkproxy/relay); the CPU time of this
-// process per call of each path (host-cpu-µs/call: client, gateway and
-// manager, or client and relay, or client and proxy). ns/op is the
-// gateway's wall time per call.
+// one client session, through each path of httpPath, taking turns in
+// rounds. Reported for each path: its calls/s, its throughput-ratio
+// (path/relay; target ≥ 0.85 for the gateway's paths) and the CPU time of
+// this process per call (host-cpu-µs/call: client, gateway and manager,
+// or client and relay, or client and proxy). ns/op is the gateway's
+// go-sdk path's wall time per call.
 func BenchmarkHTTPCallParallel(b *testing.B) {
 	b.Run("proto="+httpProtocol, func(b *testing.B) {
 		const callers = 16
-		gw, rl, px := httpCallPaths(b, httpProtocol)
-		paths := []func() error{gw, rl, px}
+		paths := httpCallPaths(b, httpProtocol)
 		for range 100 {
 			for _, f := range paths {
 				mustCall(b, f)
 			}
 		}
 		rounds := min(max(b.N/500, 1), 10)
-		var elapsed, cpu [3]time.Duration
-		var calls [3]int
+		n := len(paths)
+		elapsed, cpu, calls := make([]time.Duration, n), make([]time.Duration, n), make([]int, n)
 		b.ResetTimer()
 		for r := range rounds {
-			n := max(b.N/rounds, callers)
+			each := max(b.N/rounds, callers)
 			for j := range paths {
-				i := (r + j) % len(paths)
+				i := (r + j) % n
 				cpu0 := testutil.SelfCPU()
-				elapsed[i] += testutil.Hammer(b, paths[i], n, callers)
+				elapsed[i] += testutil.Hammer(b, paths[i], each, callers)
 				cpu[i] += testutil.SelfCPU() - cpu0
-				calls[i] += n
+				calls[i] += each
 			}
 		}
 		b.StopTimer()
-		var rate [3]float64
+		rate := make([]float64, n)
 		for i := range rate {
 			rate[i] = float64(calls[i]) / elapsed[i].Seconds()
 		}
-		b.ReportMetric(float64(elapsed[0].Nanoseconds())/float64(calls[0]), "ns/op")
-		b.ReportMetric(rate[0], "gateway-calls/s")
-		b.ReportMetric(rate[1], "relay-calls/s")
-		b.ReportMetric(rate[0]/rate[1], "throughput-ratio")
-		b.ReportMetric(rate[2], "sdkproxy-calls/s")
-		b.ReportMetric(rate[2]/rate[1], "sdkproxy-throughput-ratio")
-		for i, name := range []string{"gateway", "relay", "sdkproxy"} {
+		b.ReportMetric(float64(elapsed[1].Nanoseconds())/float64(calls[1]), "ns/op")
+		for i, name := range httpPath {
+			b.ReportMetric(rate[i], name+"-calls/s")
+			if i > 0 {
+				b.ReportMetric(rate[i]/rate[0], name+"-throughput-ratio")
+			}
 			b.ReportMetric(micros(cpu[i])/float64(calls[i]), name+"-host-cpu-µs/call")
 		}
 	})
