@@ -31,10 +31,14 @@
 // thread ends, not the process.
 //
 // [Transport] hands the SDK the pipes and watches what the SDK does not
-// report: a stdout line that is not JSON-RPC, or longer than the frame cap,
-// ends the session with a protocol error that quotes the line; a response
-// to no request in flight is logged; closing tells the server to cancel
-// the requests still unanswered.
+// report: a stdout line that is not JSON-RPC, or longer than the frame
+// cap, ends the session with a protocol error that quotes the line; a
+// response to no request in flight is logged; closing tells the server to
+// cancel the requests still unanswered. Beside the SDK it keeps a raw call
+// channel ([Transport.Raw], package rawrpc) whose answers are taken out of
+// stdout before the SDK reads it. The quote of a line that breaks the
+// protocol counts offsets in what the SDK read: after raw answers it may
+// quote a neighbouring line.
 //
 // # Concurrency
 //
