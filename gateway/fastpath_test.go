@@ -262,3 +262,19 @@ func TestFastPathServerCrashMidCall(t *testing.T) {
 	res := call(t, cs, "echo", map[string]any{"text": "back"})
 	require.Equal(t, "back", text(res))
 }
+
+// With the fast path on the gateway times idle HTTP sessions out itself
+// (the go-sdk never sees the fast calls): a call that outlasts the
+// session timeout is answered, its session kept, as on the go-sdk path.
+func TestFastPathCallOutlastingTheSessionTimeout(t *testing.T) {
+	t.Parallel()
+	spec := selfServer(t, "fastpath", map[string]string{markEnv: t.TempDir() + "/m"})
+	r := newRigWith(t, map[string]manager.Spec{"demo": spec}, gateway.Options{FastPath: "on"}, gateway.HTTPOptions{SessionTimeout: 200 * time.Millisecond})
+	r.wait("demo")
+	session := rawSession(t, r, "/servers/demo/mcp")
+	code, body, _ := post(t, r.base+"/servers/demo/mcp", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":1000}}}`, session)
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"id":5,"result":{`, body)
+	require.Contains(t, body, "slept 1000ms", body)
+	require.EqualValues(t, 1, gateway.FastServed(r.gw))
+}
