@@ -176,6 +176,8 @@ func (g *gatewayHost) get() *gateway.Gateway {
 	g.mu.Unlock()
 	if made != nil {
 		made.Close()
+	} else {
+		g.h.hud.endpointsChanged() // it has endpoints to show now
 	}
 	return gw
 }
