@@ -200,7 +200,7 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 		panic(err) // only for a missing manager
 	}
 	h.rt = rt
-	if !cfg.hasCode && cfg.script == "" {
+	if !cfg.hasCode && cfg.script == "" && !cfg.noControl {
 		h.listenControl(cfg.file)
 	}
 	return h
