@@ -428,10 +428,10 @@ func TestHUDDisplayShowsTokens(t *testing.T) {
 	})
 }
 
-// Once a gateway runs, the line under the summary says what each of its
+// Once a gateway serves, the line under the summary says what each of its
 // endpoints costs a model in its mode; it is counted again when the
-// gateway is made and when the servers' tools change. Without a gateway
-// the block is as it was.
+// gateway starts listening and when the servers' tools change. Without a
+// gateway the block is as it was.
 func TestHUDDisplayShowsEndpoints(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tty := newFakeTTY(70, 12)
@@ -455,7 +455,7 @@ func TestHUDDisplayShowsEndpoints(t *testing.T) {
 		mu.Lock()
 		eps = []hud.Endpoint{{Path: "/mcp", Mode: "direct", Tokens: 842}, {Path: "/toolsets/dev", Mode: "search", Tokens: 473}}
 		mu.Unlock()
-		d.endpointsChanged() // the gateway was made
+		d.endpointsChanged() // the gateway listens
 		settle()
 		rows, _ = tty.screen()
 		require.Equal(t, []string{"mcpvisor: 1 server · 1 connected", "/mcp direct 842 tok · /toolsets/dev search 473 tok", "● demo  stdio  4 tools", rule(70)}, rows[:4])

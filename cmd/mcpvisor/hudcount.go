@@ -56,8 +56,8 @@ func (d *hudDisplay) counter() {
 }
 
 // endpointsChanged asks for the gateway's endpoints to be counted again
-// (the gateway was made, its toolsets changed); it returns at once, from
-// any goroutine, and is nil-safe.
+// (the gateway started or stopped listening, its toolsets changed); it
+// returns at once, from any goroutine, and is nil-safe.
 func (d *hudDisplay) endpointsChanged() {
 	if d == nil {
 		return
@@ -69,13 +69,14 @@ func (d *hudDisplay) endpointsChanged() {
 }
 
 // gatewayEndpoints says what /mcp and each toolset's endpoint of the
-// host's gateway cost a model in their modes, or nil when no gateway runs
-// (it never makes one). Each server's own endpoint is left out: its row
-// says what its tools cost.
+// host's gateway cost a model in their modes, or nil when the gateway
+// serves no one here (it is not listening: a toolset declared at the REPL
+// makes a gateway, but no client can reach it). It never makes one. Each
+// server's own endpoint is left out: its row says what its tools cost.
 func gatewayEndpoints(g *gatewayHost) func() []hud.Endpoint {
 	return func() []hud.Endpoint {
 		gw := g.peek()
-		if gw == nil {
+		if gw == nil || g.address() == "" {
 			return nil
 		}
 		var out []hud.Endpoint

@@ -176,8 +176,6 @@ func (g *gatewayHost) get() *gateway.Gateway {
 	g.mu.Unlock()
 	if made != nil {
 		made.Close()
-	} else {
-		g.h.hud.endpointsChanged() // it has endpoints to show now
 	}
 	return gw
 }
@@ -216,6 +214,7 @@ func (g *gatewayHost) serveHTTP(addr, token string) error {
 		cancel()
 	}
 	if addr == "" {
+		g.h.hud.endpointsChanged() // no longer served
 		return nil
 	}
 	ui := g.h.webConsole(gw, token)
@@ -228,6 +227,7 @@ func (g *gatewayHost) serveHTTP(addr, token string) error {
 	g.mu.Lock()
 	g.http, g.ui, g.addr, g.token = srv, ui, addr, token
 	g.mu.Unlock()
+	g.h.hud.endpointsChanged() // they are served now
 	g.h.log.Info("serving MCP over HTTP", "url", "http://"+srv.Addr()+"/mcp", "sse", "http://"+srv.Addr()+"/sse",
 		"console", "http://"+srv.Addr()+"/ui", "token", token != "")
 	return nil
