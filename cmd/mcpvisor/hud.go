@@ -49,6 +49,10 @@ const (
 	hudTick = time.Second
 	// hudMinCols and hudMinRows: below this the HUD hides itself.
 	hudMinCols, hudMinRows = 30, 8
+	// endpointRecountTicks: the endpoints are counted again this many
+	// ticks after a server's tools left the lists, once the gateway has
+	// taken them off.
+	endpointRecountTicks = 2
 	// hudStopWait bounds Stop: a terminal that does not take the last
 	// frame (Ctrl-S) must not hang the exit.
 	hudStopWait = 2 * time.Second
@@ -121,11 +125,16 @@ type hudDisplay struct {
 	endpoints chan []hud.Endpoint
 
 	// Owned by the run goroutine.
-	model      hud.Model
-	toCount    []string // servers whose tools changed since they were counted
-	shown      int      // rows the block occupies; 0: none, no scroll region
-	cols, rows int      // the size the block was laid out for
-	last       string   // the last frame written
+	model   hud.Model
+	toCount []string // servers whose tools changed since they were counted
+	// recountIn is how many ticks until the endpoints are counted again,
+	// after a server's tools left the lists (0: none due). The gateway
+	// keeps what leaves listed a moment, in case it comes straight back,
+	// so the count made at once still has them.
+	recountIn  int
+	shown      int    // rows the block occupies; 0: none, no scroll region
+	cols, rows int    // the size the block was laid out for
+	last       string // the last frame written
 }
 
 // startHUD subscribes to the bus and starts the display's goroutine.
@@ -271,6 +280,11 @@ func (d *hudDisplay) run() {
 			dirty = true
 		case <-tick.C:
 			dirty = true
+			if d.recountIn > 0 {
+				if d.recountIn--; d.recountIn == 0 {
+					d.endpointsChanged()
+				}
+			}
 		case <-d.opts.Resized:
 			dirty, resized = true, true
 		case <-d.poke:
@@ -315,8 +329,9 @@ func (d *hudDisplay) apply(e events.Event) {
 		if p.Of != events.KindToolsChanged {
 			return
 		}
-	case manager.Removed, manager.Disabled:
+	case manager.Removed, manager.Disabled, manager.Disconnected, manager.Failed:
 		d.endpointsChanged()
+		d.recountIn = endpointRecountTicks
 		return
 	default:
 		if e.Kind == events.KindConfigApplied {

@@ -467,6 +467,18 @@ func TestHUDDisplayShowsEndpoints(t *testing.T) {
 		settle()
 		rows, _ = tty.screen()
 		require.Equal(t, "/mcp direct 1.2k tok · /toolsets/dev search 473 tok", rows[1], "counted again when the tools change")
+
+		// The gateway keeps a server's tools listed a moment after it is
+		// gone, in case it comes back: counted at once, and again later.
+		bus.Emit("demo", "", manager.Removed{})
+		settle()
+		mu.Lock()
+		eps = []hud.Endpoint{{Path: "/mcp", Mode: "direct", Tokens: 91}, {Path: "/toolsets/dev", Mode: "search", Tokens: 473}}
+		mu.Unlock()
+		time.Sleep(endpointRecountTicks * hudTick)
+		settle()
+		rows, _ = tty.screen()
+		require.Equal(t, "/mcp direct 91 tok · /toolsets/dev search 473 tok", rows[1], "counted again once the gateway has taken them off")
 	})
 }
 
