@@ -30,7 +30,8 @@ not on PATH, a missing cwd). Exit 1 on errors, else 0.
                         tools/list of /mcp and of each toolset in each mode
                         (direct, search, code). A server that fails is
                         shown with its error; the exit code is still 0.
-                        The servers are stopped before check exits.
+                        The servers are stopped before check exits; the
+                        config's mcp_serve listens nowhere.
   --timeout DURATION    with --tools, how long to wait for the servers to
                         settle (default 30s); those still connecting then
                         are shown as such

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -123,10 +124,18 @@ func TestCheckImportedCommandLine(t *testing.T) {
 func TestCheckToolsCosts(t *testing.T) {
 	noLeftovers(t)
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "startup.lua"), []byte(`mcp_add("demo", {command = {MCPVISOR, "demo-server"}})
+	// The config serves on an address a running mcpvisor holds: check
+	// measures the endpoints without listening.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	servers := `mcp_add("demo", {command = {MCPVISOR, "demo-server"}})
 mcp_add("broken", {command = {"sh", "-c", "exit 3"}, max_retries = 0})
 mcp_toolset("math", {include = {"demo.add"}, mode = "search"})
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "startup.lua"), []byte(servers+`mcp_serve({http = "`+busy.Addr().String()+`"})
 `), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "servers.lua"), []byte(servers), 0o644))
 
 	plain := runBinary(t, invocation{dir: dir, args: []string{"check"}})
 	require.Equal(t, 0, plain.code, plain.stderr)
@@ -143,7 +152,7 @@ mcp_toolset("math", {include = {"demo.add"}, mode = "search"})
 	require.Regexp(t, `(?m)^broken: gave up after 1 attempt: .*exit status 3`, out, "the failure, with its error")
 
 	// The same figure mcp_tools() gives each tool, summed.
-	sum := runBinary(t, invocation{dir: dir, args: []string{"-e", `assert(mcp_wait("demo", "connected"))
+	sum := runBinary(t, invocation{dir: dir, args: []string{"-c", "servers.lua", "-e", `assert(mcp_wait("demo", "connected"))
 for _ = 1, 400 do
   local n, all = 0, true
   for _, t in ipairs(mcp_tools("demo")) do

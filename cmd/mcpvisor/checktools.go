@@ -30,6 +30,9 @@ func checkTools(cfg config, timeout time.Duration, path, src string, stdout, std
 	// was shown by the check already.
 	cfg.noControl = true
 	h := startHost(cfg, logger, logOut, &swapWriter{w: io.Discard}, filepath.Dir(path), &hostTelemetry{}, nil, nil)
+	// The config's mcp_serve is not acted on: the address may be a running
+	// mcpvisor's.
+	h.gateway.opts.noListen = true
 	ctx, stopSignals := h.handleSignals(false, stderr)
 	defer stopSignals()
 	code := h.checkTools(ctx, timeout, path, src, stdout, stderr)
