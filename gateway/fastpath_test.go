@@ -258,7 +258,10 @@ func TestFastPathServerCrashMidCall(t *testing.T) {
 		t.Fatal("the call was not answered when its server died")
 	}
 	require.EqualValues(t, 1, gateway.FastServed(r.gw))
-	r.wait("demo")
+	pollUntil(t, 30*time.Second, "a new server process connected", func() bool {
+		now, err := r.m.Status("demo")
+		return err == nil && now.State == manager.StateConnected && now.PID != st.PID
+	})
 	res := call(t, cs, "echo", map[string]any{"text": "back"})
 	require.Equal(t, "back", text(res))
 }
