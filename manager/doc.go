@@ -54,7 +54,10 @@
 // so connecting is single-flight by construction; other goroutines ask the
 // supervisor for things (reconnect, enable, disable, a new HTTP session,
 // waking an idle server) by setting a flag and kicking it, so repeated
-// requests coalesce.
+// requests coalesce. [Manager.CallRaw] is Call with the arguments and the
+// result as raw JSON, for a spawned stdio server: the request goes out on
+// the process's raw call channel beside the go-sdk session (package
+// rawrpc) with the same checks, limits, statistics and events as Call.
 //
 // [Options.MaxConnections] caps the connections held at once: an attempt
 // takes a slot before it starts and its connection gives it back when it
