@@ -169,6 +169,7 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 		opts.SubscribeHandler, opts.UnsubscribeHandler = ep.subscribe, ep.unsubscribe
 	}
 	ep.srv = mcp.NewServer(impl, opts)
+	ep.srv.AddSendingMiddleware(formsAsSent)
 	ep.srv.AddReceivingMiddleware(ep.settleFirst, ep.modes, ep.clientNames, ep.unknownTools, ep.announce, ep.completions)
 	if sel == everything {
 		ep.addStatus()

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/internal/testutil"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -33,6 +34,8 @@ const featureForm = `{
 		"region": {"type": "string", "title": "Region", "enum": ["eu", "us"], "enumNames": ["Europe", "United States"], "default": "eu"},
 		"size":   {"type": "string", "title": "Size", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}], "default": "s"},
 		"zones":  {"type": "array", "title": "Zones", "items": {"anyOf": [{"const": "a", "title": "Zone A"}, {"const": "b", "title": "Zone B"}]}, "default": ["a"]},
+		"labels": {"type": "array", "minItems": 1, "maxItems": 2, "items": {"type": "string", "anyOf": [{"const": "x", "title": "X"}, {"const": "y", "title": "Y"}]}},
+		"tier":   {"type": "array", "items": {"type": "string", "enum": ["gold", "silver"]}, "default": ["gold"]},
 		"count":  {"type": "integer", "title": "Count", "minimum": 1, "maximum": 9, "default": 3},
 		"ratio":  {"type": "number", "default": 0.5},
 		"public": {"type": "boolean", "title": "Public", "default": false},
@@ -59,6 +62,19 @@ func featuresServer() *mcp.Server {
 		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: len(values)}}, nil
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "features", Version: "1"}, &mcp.ServerOptions{CompletionHandler: complete})
+	// The go-sdk's server side refuses the answer to some valid forms
+	// (labels: a titled multi-select with typed items) after its client
+	// gave it; this server takes the answer as given, as the TypeScript
+	// SDK's servers do.
+	s.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if p, ok := req.GetParams().(*mcp.ElicitParams); ok && p != nil {
+				p.RequestedSchema = nil // the SDK checks the answer against what is left here
+			}
+			return res, err
+		}
+	})
 	s.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "name"}}},
 		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi " + req.Params.Arguments["name"]}}}}, nil
@@ -168,14 +184,26 @@ func TestElicitationFormsPassUntouched(t *testing.T) {
 		t.Run(tc.path, func(t *testing.T) {
 			var asked []byte
 			c := mcp.NewClient(&mcp.Implementation{Name: "form-test", Version: "1"}, &mcp.ClientOptions{
-				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return nil, errors.New("answered by the middleware")
+				},
+			})
+			// The go-sdk client refuses some valid forms (a titled
+			// multi-select with a typed items schema) before its handler
+			// runs: this client reads the request as it came.
+			c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					r, ok := req.(*mcp.ElicitRequest)
+					if !ok {
+						return next(ctx, method, req)
+					}
 					var err error
-					asked, err = json.Marshal(req.Params.RequestedSchema)
-					if err != nil {
+					if asked, err = json.Marshal(r.Params.RequestedSchema); err != nil {
 						return nil, errors.New("unreadable form")
 					}
-					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "api", "region": "us", "size": "l", "zones": []any{"b"}, "count": 2, "ratio": 0.5, "public": true}}, nil
-				},
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "api", "region": "us", "size": "l",
+						"zones": []any{"b"}, "labels": []any{"x", "y"}, "count": 2, "ratio": 0.5, "public": true}}, nil
+				}
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -185,7 +213,31 @@ func TestElicitationFormsPassUntouched(t *testing.T) {
 			res := call(t, cs, tc.tool, nil)
 			require.False(t, res.IsError, text(res))
 			require.JSONEq(t, featureForm, string(asked))
-			require.Equal(t, `accept {"count":2,"name":"api","public":true,"ratio":0.5,"region":"us","size":"l","zones":["b"]}`, text(res))
+			require.Equal(t, `accept {"count":2,"labels":["x","y"],"name":"api","public":true,"ratio":0.5,"region":"us","size":"l","tier":["gold"],"zones":["b"]}`, text(res))
 		})
 	}
+}
+
+// A client given a shorter name budget completes a prompt by the name its
+// own list gives it.
+func TestCompletionUnderAClientBudget(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, map[string]manager.Spec{
+		"longservername": {Transport: manager.TransportInProcess, Dial: &testutil.InProcess{Server: featuresServer()}},
+	}, gateway.HTTPOptions{})
+	r.gw.SetClientBudgets([]gateway.ClientBudget{{Client: "short", Budget: 16}})
+	r.wait("longservername")
+	cs := connectAs(t, r.streamable("/mcp"), "short")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var name string
+	for p, err := range cs.Prompts(ctx, nil) {
+		require.NoError(t, err)
+		name = p.Name
+	}
+	require.LessOrEqual(t, len(name), 16)
+	require.NotEqual(t, "longservername__greet", name)
+	got, err := complete(cs, &mcp.CompleteReference{Type: "ref/prompt", Name: name}, "name", "b")
+	require.NoError(t, err)
+	require.Equal(t, []string{"bob"}, got)
 }
