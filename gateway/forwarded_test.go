@@ -218,6 +218,87 @@ func TestElicitationFormsPassUntouched(t *testing.T) {
 	}
 }
 
+// rawSession is a streamable HTTP session opened by hand, to see what
+// goes on the wire in which order.
+type rawSession struct {
+	t   *testing.T
+	url string
+	id  string
+	seq int
+}
+
+func openRaw(t *testing.T, url string) *rawSession {
+	t.Helper()
+	status, _, h := post(t, url, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`, nil)
+	require.Equal(t, 200, status)
+	s := &rawSession{t: t, url: url, id: h.Get("Mcp-Session-Id")}
+	require.NotEmpty(t, s.id)
+	status, _, _ = post(t, url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, s.header())
+	require.Equal(t, 202, status)
+	return s
+}
+
+func (s *rawSession) header() map[string]string {
+	return map[string]string{"Mcp-Session-Id": s.id, "Mcp-Protocol-Version": "2025-11-25"}
+}
+
+// request sends a request and returns the messages of its response
+// stream, in order.
+func (s *rawSession) request(method string, params any) []map[string]any {
+	s.t.Helper()
+	s.seq++
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": s.seq, "method": method, "params": params})
+	require.NoError(s.t, err)
+	status, out, _ := post(s.t, s.url, string(body), s.header())
+	require.Equal(s.t, 200, status, out)
+	var msgs []map[string]any
+	for line := range strings.SplitSeq(out, "\n") {
+		data, ok := strings.CutPrefix(strings.TrimSpace(line), "data:")
+		if !ok || strings.TrimSpace(data) == "" {
+			continue
+		}
+		var m map[string]any
+		require.NoError(s.t, json.Unmarshal([]byte(data), &m), data)
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+// Log messages a server sends while serving a call reach the client that
+// made it on the call's own stream, before the call's result, through
+// every endpoint that serves the server, at the level the client set.
+func TestLogsOfACallComeBeforeItsResult(t *testing.T) {
+	t.Parallel()
+	r := featuresRig(t)
+	for _, tc := range []struct{ path, tool string }{
+		{"/mcp", "feat__chatty"},
+		{"/servers/feat/mcp", "chatty"},
+		{"/toolsets/feats/mcp", "feat__chatty"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			s := openRaw(t, r.base+tc.path)
+			require.Len(t, s.request("logging/setLevel", map[string]any{"level": "info"}), 1)
+			for i := range 3 {
+				var got []string
+				for _, m := range s.request("tools/call", map[string]any{"name": tc.tool, "arguments": map[string]any{}}) {
+					switch {
+					case m["method"] == "notifications/message":
+						p, _ := m["params"].(map[string]any)
+						got = append(got, fmt.Sprint(p["data"]))
+					case m["result"] != nil:
+						got = append(got, "result")
+					}
+				}
+				require.Equal(t, []string{"starting", "working", "finishing", "result"}, got, "call %d", i)
+			}
+			// Above the client's level, nothing comes.
+			require.Len(t, s.request("logging/setLevel", map[string]any{"level": "error"}), 1)
+			got := s.request("tools/call", map[string]any{"name": tc.tool, "arguments": map[string]any{}})
+			require.Len(t, got, 1, "messages below the client's level were sent: %v", got)
+		})
+	}
+}
+
 // A client given a shorter name budget completes a prompt by the name its
 // own list gives it.
 func TestCompletionUnderAClientBudget(t *testing.T) {

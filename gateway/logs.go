@@ -20,13 +20,38 @@ const logSendTimeout = 2 * time.Second
 // Its listener is lossless for resource updates (the manager waits for it
 // while it keeps up); what it missed it makes up for (see makeUp). It runs
 // until the gateway closes, which waits for it.
+//
+// A call that asks (flush) is answered once deliver has sent everything
+// its listener held when the call asked.
 func (g *Gateway) deliver() {
 	defer close(g.notesDone)
 	defer g.notes.Close()
 	for {
-		n, err := g.notes.Next(g.ctx)
-		if err != nil {
+		if !g.drain() {
 			return // the gateway or the manager closed
+		}
+		select {
+		case <-g.notes.Ready():
+		case f := <-g.flushes:
+			if !g.drain() {
+				return
+			}
+			close(f)
+		case <-g.ctx.Done():
+			return
+		}
+	}
+}
+
+// drain sends what the listener holds; false once it is closed.
+func (g *Gateway) drain() bool {
+	for {
+		n, ok, err := g.notes.TryNext()
+		if err != nil {
+			return false
+		}
+		if !ok {
+			return true
 		}
 		switch n := n.(type) {
 		case notify.LogMessage:
@@ -36,6 +61,24 @@ func (g *Gateway) deliver() {
 		case notify.Lost:
 			g.makeUp(n)
 		}
+	}
+}
+
+// flush waits until deliver has sent what servers said before now, or
+// ctx ends.
+func (g *Gateway) flush(ctx context.Context) {
+	f := make(chan struct{})
+	select {
+	case g.flushes <- f:
+	case <-ctx.Done():
+		return
+	case <-g.notesDone:
+		return
+	}
+	select {
+	case <-f:
+	case <-ctx.Done():
+	case <-g.notesDone:
 	}
 }
 
@@ -67,10 +110,22 @@ func (g *Gateway) sendLog(n notify.LogMessage) {
 }
 
 func (g *Gateway) sendLogAs(server, client string, p *mcp.LoggingMessageParams) {
+	var sent map[*mcp.ServerSession]bool // on a call's stream (see relayLogs)
+	for _, l := range g.relays.of(server) {
+		if sent[l.ss] || client != "" && l.client != client {
+			continue
+		}
+		if l.send(p) {
+			if sent == nil {
+				sent = map[*mcp.ServerSession]bool{}
+			}
+			sent[l.ss] = true
+		}
+	}
 	for _, ep := range g.serving(server) {
 		for ss := range ep.srv.Sessions() {
-			if client != "" && g.clients.labelOf(ss) != client {
-				continue // another client's session said it
+			if sent[ss] || client != "" && g.clients.labelOf(ss) != client {
+				continue // sent already, or another client's session said it
 			}
 			ctx, cancel := context.WithTimeout(g.ctx, logSendTimeout)
 			_ = ss.Log(ctx, p)
