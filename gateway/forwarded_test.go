@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -321,4 +323,34 @@ func TestCompletionUnderAClientBudget(t *testing.T) {
 	got, err := complete(cs, &mcp.CompleteReference{Type: "ref/prompt", Name: name}, "name", "b")
 	require.NoError(t, err)
 	require.Equal(t, []string{"bob"}, got)
+}
+
+// conformanceServer builds the go-sdk's conformance everything-server
+// (part of the go-sdk module) and declares it over stdio.
+func conformanceServer(t *testing.T) manager.Spec {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "everything-server")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server").CombinedOutput()
+	require.NoError(t, err, "building the conformance everything-server: %s", out)
+	return manager.Spec{Transport: manager.TransportStdio, Command: []string{bin}}
+}
+
+// The conformance everything-server's completions answer through the
+// gateway as they do directly.
+func TestConformanceServerCompletes(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, map[string]manager.Spec{"conf": conformanceServer(t)}, gateway.HTTPOptions{})
+	r.wait("conf")
+	for _, tc := range []struct{ path, prompt string }{
+		{"/mcp", "conf__test_prompt_with_arguments"},
+		{"/servers/conf/mcp", "test_prompt_with_arguments"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			cs := connect(t, r.streamable(tc.path), nil)
+			require.NotNil(t, cs.InitializeResult().Capabilities.Completions)
+			got, err := complete(cs, &mcp.CompleteReference{Type: "ref/prompt", Name: tc.prompt}, "arg1", "a")
+			require.NoError(t, err)
+			require.Empty(t, got, "the server completes nothing")
+		})
+	}
 }
