@@ -175,9 +175,10 @@
 // log messages they missed. It reads the endpoints from a list the run
 // goroutine replaces as it makes them, and the calls in flight that carry
 // their server's log messages (logRelays, under its own mutex). A call of
-// a client that set a logging level asks deliver (flush) to send what it
-// holds, and waits for it, then stops relaying, before its result goes
-// out. Each call with a progress token has
+// a client that set a logging level asks deliver (flush) to send what its
+// listener held then, and waits for it, then stops relaying, before its
+// result goes out; deliver looks for such asks between notices, so a
+// flood delays them by one notice. Each call with a progress token has
 // a goroutine of its own that ends before the call returns; a call of a
 // client on 2026-07-28 runs
 // upstream on a goroutine of its own, counted among its session's calls.

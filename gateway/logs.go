@@ -27,40 +27,63 @@ func (g *Gateway) deliver() {
 	defer close(g.notesDone)
 	defer g.notes.Close()
 	for {
-		if !g.drain() {
+		select {
+		case f := <-g.flushes:
+			if !g.flushed(f) {
+				return
+			}
+			continue
+		case <-g.ctx.Done():
+			return
+		default:
+		}
+		n, ok, err := g.notes.TryNext()
+		if err != nil {
 			return // the gateway or the manager closed
+		}
+		if ok {
+			g.send(n)
+			continue
 		}
 		select {
 		case <-g.notes.Ready():
 		case f := <-g.flushes:
-			if !g.drain() {
+			if !g.flushed(f) {
 				return
 			}
-			close(f)
 		case <-g.ctx.Done():
 			return
 		}
 	}
 }
 
-// drain sends what the listener holds; false once it is closed.
-func (g *Gateway) drain() bool {
-	for {
+// flushed answers a flush: it sends what was queued when the call asked
+// (not until the queue is empty: under a flood it may never be), then
+// closes f. It is false once the listener is closed.
+func (g *Gateway) flushed(f chan struct{}) bool {
+	for range g.notes.Queued() {
 		n, ok, err := g.notes.TryNext()
 		if err != nil {
 			return false
 		}
 		if !ok {
-			return true
+			break
 		}
-		switch n := n.(type) {
-		case notify.LogMessage:
-			g.sendLog(n)
-		case notify.ResourceUpdated:
-			g.sendUpdate(n.Server, n.URI, n.Meta)
-		case notify.Lost:
-			g.makeUp(n)
-		}
+		g.send(n)
+	}
+	close(f)
+	return true
+}
+
+// send sends one notice to the clients it is for.
+func (g *Gateway) send(n notify.Notice) {
+	switch n := n.(type) {
+	case notify.LogMessage:
+		g.sendLog(n)
+	case notify.ResourceUpdated:
+		g.sendUpdate(n.Server, n.URI, n.Meta)
+	case notify.Lost:
+		g.makeUp(n)
 	}
 }
 
