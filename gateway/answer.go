@@ -223,3 +223,21 @@ func linked(values context.Context, ends ...context.Context) (context.Context, c
 		cancel(nil)
 	}
 }
+
+// formsAsSent keeps the go-sdk's server side from judging a form's answer
+// when a server's question goes to a client: after the client answers,
+// ServerSession.Elicit checks the answer against the form with the SDK's
+// own rules, which refuse some valid forms (a titled multi-select whose
+// items are typed), and fills in the form's defaults. The answer is the
+// server's to judge, and the manager checks it against the form as the
+// server wrote it and fills in the defaults (package ask): with the form
+// taken off the request once it has been sent, the SDK skips both.
+func formsAsSent(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if p, ok := req.GetParams().(*mcp.ElicitParams); ok && p != nil {
+			p.RequestedSchema = nil // the SDK's copy, or the answerer's
+		}
+		return res, err
+	}
+}

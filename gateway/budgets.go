@@ -69,7 +69,7 @@ func (g *Gateway) otherNames(budget int) *nameSet {
 func (ep *endpoint) clientNames(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
-		case "tools/list", "tools/call", "prompts/list", "prompts/get":
+		case "tools/list", "tools/call", "prompts/list", "prompts/get", "completion/complete":
 		default:
 			return next(ctx, method, req)
 		}
@@ -91,6 +91,11 @@ func (ep *endpoint) clientNames(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.GetPromptRequest:
 			if r.Params != nil {
 				r.Params.Name = ep.ownName(ctx, r.Params.Name, func(ns *nameSet) map[string]itemKey { return ns.promptKey },
+					func(v *view) map[itemKey]string { return v.own.prompts }, budget)
+			}
+		case *mcp.CompleteRequest:
+			if r.Params != nil && r.Params.Ref != nil && r.Params.Ref.Type == "ref/prompt" {
+				r.Params.Ref.Name = ep.ownName(ctx, r.Params.Ref.Name, func(ns *nameSet) map[string]itemKey { return ns.promptKey },
 					func(v *view) map[itemKey]string { return v.own.prompts }, budget)
 			}
 		}

@@ -93,6 +93,7 @@ func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall, a ask.An
 	if c.life != nil {
 		defer context.AfterFunc(c.life, func() { cancel(errRequestGone) })()
 	}
+	defer g.relayLogs(ctx, s, c.name)() // the server's logs go out before the result
 	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
 	var fw *progressForwarder
 	if c.token != nil {

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -88,6 +89,9 @@ type session struct {
 	// which writes it under mu, for list to read.
 	modeOnce sync.Once
 	mode     Mode
+	// logging is set once the client has set a logging level: its calls
+	// then carry their server's log messages (see relayLogs).
+	logging atomic.Bool
 
 	mu sync.Mutex
 	// mu guards the following.

@@ -91,6 +91,9 @@
 //
 // # Calls
 //
+// completion/complete goes to the server that owns the prompt (by the
+// name the client sees) or resource template it names, routed as a call.
+//
 // A tools/call is forwarded with manager.Manager.Call and FailFast: a
 // server that cannot be reached answers at once with an isError result
 // led by the error's code, naming the server and the operation, and then
@@ -101,7 +104,9 @@
 // to the calling client under its own token, before the result; a client's
 // cancellation cancels the upstream request; a W3C traceparent in _meta
 // continues into the upstream call. Server log messages reach the clients
-// of the endpoints that serve that server, at each client's logging level;
+// of the endpoints that serve that server, at each client's logging level
+// (those sent while serving a client's call go to that client on the
+// call's own stream, before its result);
 // resource updates reach the clients subscribed to the resource, every one
 // and in order.
 //
@@ -168,7 +173,12 @@
 // missed comes as a Lost notice, answered by sending every resource its
 // clients subscribed to on that server as updated and telling them how many
 // log messages they missed. It reads the endpoints from a list the run
-// goroutine replaces as it makes them. Each call with a progress token has
+// goroutine replaces as it makes them, and the calls in flight that carry
+// their server's log messages (logRelays, under its own mutex). A call of
+// a client that set a logging level asks deliver (flush) to send what its
+// listener held then, and waits for it, then stops relaying, before its
+// result goes out; deliver looks for such asks between notices, so a
+// flood delays them by one notice. Each call with a progress token has
 // a goroutine of its own that ends before the call returns; a call of a
 // client on 2026-07-28 runs
 // upstream on a goroutine of its own, counted among its session's calls.

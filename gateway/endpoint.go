@@ -161,12 +161,16 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 		ProgressNotificationHandler: ep.clientProgress,
 		KeepAlive:                   g.opts.KeepAlive,
 	}
+	if sel != oneToolset {
+		opts.CompletionHandler = ep.complete // the SDK declares completions with it
+	}
 	if caps.Resources != nil && caps.Resources.Subscribe {
 		// The SDK declares subscriptions whenever it has the handlers.
 		opts.SubscribeHandler, opts.UnsubscribeHandler = ep.subscribe, ep.unsubscribe
 	}
 	ep.srv = mcp.NewServer(impl, opts)
-	ep.srv.AddReceivingMiddleware(ep.settleFirst, ep.modes, ep.clientNames, ep.unknownTools, ep.announce)
+	ep.srv.AddSendingMiddleware(formsAsSent)
+	ep.srv.AddReceivingMiddleware(ep.settleFirst, ep.modes, ep.clientNames, ep.unknownTools, ep.announce, ep.completions, ep.logLevels)
 	if sel == everything {
 		ep.addStatus()
 	}

@@ -206,6 +206,9 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 	if ep.sel == everything && ep.g.opts.StatusTool && name == StatusTool {
 		return "", "", "the status tool"
 	}
+	if s.logging.Load() {
+		return "", "", "the client hears the server's log messages on the call's stream"
+	}
 	if ep.g.modeOf(ep, s) != ModeDirect {
 		return "", "", "the client is not in direct mode"
 	}

@@ -156,9 +156,9 @@ func TestFastPathLeavesProgressToTheSDKPath(t *testing.T) {
 	require.EqualValues(t, 1, gateway.FastServed(r.gw), "without progress, the fast path answers")
 }
 
-// rawSession initializes a session on path by hand and returns the
+// fastSession initializes a session on path by hand and returns the
 // headers its requests carry.
-func rawSession(t *testing.T, r *rig, path string) map[string]string {
+func fastSession(t *testing.T, r *rig, path string) map[string]string {
 	t.Helper()
 	code, body, hdr := post(t, r.base+path, initializeBody, nil)
 	require.Equal(t, http.StatusOK, code, body)
@@ -197,7 +197,7 @@ func TestFastPathCancellationReachesTheServer(t *testing.T) {
 			t.Parallel()
 			mark := t.TempDir() + "/block"
 			r := fastRig(t, "on", mark)
-			session := rawSession(t, r, "/servers/demo/mcp")
+			session := fastSession(t, r, "/servers/demo/mcp")
 			ctx, leave := context.WithCancel(context.Background())
 			defer leave()
 			answered := make(chan string, 1)
@@ -274,7 +274,7 @@ func TestFastPathCallOutlastingTheSessionTimeout(t *testing.T) {
 	spec := selfServer(t, "fastpath", map[string]string{markEnv: t.TempDir() + "/m"})
 	r := newRigWith(t, map[string]manager.Spec{"demo": spec}, gateway.Options{FastPath: "on"}, gateway.HTTPOptions{SessionTimeout: 200 * time.Millisecond})
 	r.wait("demo")
-	session := rawSession(t, r, "/servers/demo/mcp")
+	session := fastSession(t, r, "/servers/demo/mcp")
 	code, body, _ := post(t, r.base+"/servers/demo/mcp", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":1000}}}`, session)
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `"id":5,"result":{`, body)

@@ -104,6 +104,7 @@ type Gateway struct {
 	fast           bool
 	sessionTimeout atomic.Int64
 	fastServed     atomic.Int64 // calls the fast path answered, for tests
+	relays         logRelays    // calls whose clients hear their server's logs on the call's stream
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -118,6 +119,9 @@ type Gateway struct {
 	// returns.
 	notes     *notify.Listener
 	notesDone chan struct{}
+	// flushes are calls waiting for deliver to have sent what its
+	// listener held when they asked: it closes each once it has.
+	flushes chan chan struct{}
 	// served lists the endpoints made so far, for deliver; the run
 	// goroutine replaces it (never modifies it) as it makes one.
 	served atomic.Pointer[[]*endpoint]
@@ -177,6 +181,7 @@ func New(opts Options) *Gateway {
 		ctx: ctx, cancel: cancel, work: make(chan func()), done: make(chan struct{}), poke: make(chan struct{}, 1),
 		notes:     opts.Source.Notices().Listen(notify.ListenOptions{Lossless: true}),
 		notesDone: make(chan struct{}),
+		flushes:   make(chan chan struct{}),
 		names:     newNamers(opts.NameBudget),
 		settle:    newSettling(opts.Wait),
 		relist:    time.NewTimer(time.Hour),

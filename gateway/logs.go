@@ -20,22 +20,88 @@ const logSendTimeout = 2 * time.Second
 // Its listener is lossless for resource updates (the manager waits for it
 // while it keeps up); what it missed it makes up for (see makeUp). It runs
 // until the gateway closes, which waits for it.
+//
+// A call that asks (flush) is answered once deliver has sent everything
+// its listener held when the call asked.
 func (g *Gateway) deliver() {
 	defer close(g.notesDone)
 	defer g.notes.Close()
 	for {
-		n, err := g.notes.Next(g.ctx)
+		select {
+		case f := <-g.flushes:
+			if !g.flushed(f) {
+				return
+			}
+			continue
+		case <-g.ctx.Done():
+			return
+		default:
+		}
+		n, ok, err := g.notes.TryNext()
 		if err != nil {
 			return // the gateway or the manager closed
 		}
-		switch n := n.(type) {
-		case notify.LogMessage:
-			g.sendLog(n)
-		case notify.ResourceUpdated:
-			g.sendUpdate(n.Server, n.URI, n.Meta)
-		case notify.Lost:
-			g.makeUp(n)
+		if ok {
+			g.send(n)
+			continue
 		}
+		select {
+		case <-g.notes.Ready():
+		case f := <-g.flushes:
+			if !g.flushed(f) {
+				return
+			}
+		case <-g.ctx.Done():
+			return
+		}
+	}
+}
+
+// flushed answers a flush: it sends what was queued when the call asked
+// (not until the queue is empty: under a flood it may never be), then
+// closes f. It is false once the listener is closed.
+func (g *Gateway) flushed(f chan struct{}) bool {
+	for range g.notes.Queued() {
+		n, ok, err := g.notes.TryNext()
+		if err != nil {
+			return false
+		}
+		if !ok {
+			break
+		}
+		g.send(n)
+	}
+	close(f)
+	return true
+}
+
+// send sends one notice to the clients it is for.
+func (g *Gateway) send(n notify.Notice) {
+	switch n := n.(type) {
+	case notify.LogMessage:
+		g.sendLog(n)
+	case notify.ResourceUpdated:
+		g.sendUpdate(n.Server, n.URI, n.Meta)
+	case notify.Lost:
+		g.makeUp(n)
+	}
+}
+
+// flush waits until deliver has sent what servers said before now, or
+// ctx ends.
+func (g *Gateway) flush(ctx context.Context) {
+	f := make(chan struct{})
+	select {
+	case g.flushes <- f:
+	case <-ctx.Done():
+		return
+	case <-g.notesDone:
+		return
+	}
+	select {
+	case <-f:
+	case <-ctx.Done():
+	case <-g.notesDone:
 	}
 }
 
@@ -67,10 +133,22 @@ func (g *Gateway) sendLog(n notify.LogMessage) {
 }
 
 func (g *Gateway) sendLogAs(server, client string, p *mcp.LoggingMessageParams) {
+	var sent map[*mcp.ServerSession]bool // on a call's stream (see relayLogs)
+	for _, l := range g.relays.of(server) {
+		if sent[l.ss] || client != "" && l.client != client {
+			continue
+		}
+		if l.send(p) {
+			if sent == nil {
+				sent = map[*mcp.ServerSession]bool{}
+			}
+			sent[l.ss] = true
+		}
+	}
 	for _, ep := range g.serving(server) {
 		for ss := range ep.srv.Sessions() {
-			if client != "" && g.clients.labelOf(ss) != client {
-				continue // another client's session said it
+			if sent[ss] || client != "" && g.clients.labelOf(ss) != client {
+				continue // sent already, or another client's session said it
 			}
 			ctx, cancel := context.WithTimeout(g.ctx, logSendTimeout)
 			_ = ss.Log(ctx, p)

@@ -26,6 +26,9 @@ type Source interface {
 	Call(ctx context.Context, name string, args any, opts manager.CallOptions) (*mcp.CallToolResult, error)
 	ReadResource(ctx context.Context, uri, server string, timeout time.Duration) (*mcp.ReadResourceResult, error)
 	GetPrompt(ctx context.Context, name string, args map[string]string, timeout time.Duration) (*mcp.GetPromptResult, error)
+	// Complete asks server, on client's own session of a per-client
+	// server, to complete an argument of a prompt or resource template.
+	Complete(ctx context.Context, server, client string, params *mcp.CompleteParams, timeout time.Duration) (*mcp.CompleteResult, error)
 	Subscribe(server, uri string) error
 	Unsubscribe(server, uri string) error
 	Bus() *events.Bus

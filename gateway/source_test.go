@@ -139,6 +139,10 @@ func (f *fakeSource) GetPrompt(context.Context, string, map[string]string, time.
 	return nil, fmt.Errorf("no prompts")
 }
 
+func (f *fakeSource) Complete(context.Context, string, string, *mcp.CompleteParams, time.Duration) (*mcp.CompleteResult, error) {
+	return nil, fmt.Errorf("no completions")
+}
+
 func (f *fakeSource) Bus() *events.Bus { return f.bus }
 
 func (f *fakeSource) Notices() *notify.Hub { return f.notes }

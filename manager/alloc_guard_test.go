@@ -19,18 +19,26 @@ import (
 )
 
 // allocServerEnv, set to "demo", makes the test binary the demo server on
-// stdin/stdout instead of running tests (see init below).
+// stdin/stdout instead of running tests (see init below); set to "chatty",
+// the server of TestCallReturnsAfterItsServersLogs.
 const allocServerEnv = "MCPVISOR_ALLOC_GUARD_SERVER"
 
-// serveDemoIfAsked turns a re-executed test binary into the demo server, so
+// serveDemoIfAsked turns a re-executed test binary into the demo server (or
+// the chatty one), so
 // that the allocation guard talks to a server in another process without
 // building one. TestMain calls it after proc.RunShimIfAsked: the server's
 // shim, the same binary, sees the same environment.
 func serveDemoIfAsked() {
-	if os.Getenv(allocServerEnv) != "demo" {
+	var err error
+	switch os.Getenv(allocServerEnv) {
+	case "demo":
+		err = demo.Serve(context.Background(), os.Stdin, os.Stdout)
+	case "chatty":
+		err = serveChatty()
+	default:
 		return
 	}
-	if err := demo.Serve(context.Background(), os.Stdin, os.Stdout); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

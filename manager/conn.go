@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -53,6 +54,74 @@ type conn struct {
 	// subscribe and unsubscribe, which close waits for.
 	subscribed map[string]bool
 	requests   sync.WaitGroup
+	// logs counts the log messages the session has handled (logsBefore).
+	logs *logTally
+}
+
+// logTally counts the log messages a session has handled.
+type logTally struct {
+	taken atomic.Uint64
+	mu    sync.Mutex
+	// mu guards more, which is closed (and replaced) when taken grows.
+	more chan struct{}
+}
+
+func (t *logTally) took() {
+	t.mu.Lock()
+	t.taken.Add(1)
+	more := t.more
+	t.more = make(chan struct{})
+	t.mu.Unlock()
+	close(more)
+}
+
+// catchUp counts n as taken: messages the SDK dropped without handling
+// are not waited for again.
+func (t *logTally) catchUp(n uint64) {
+	t.mu.Lock()
+	if t.taken.Load() < n {
+		t.taken.Store(n)
+	}
+	t.mu.Unlock()
+}
+
+// logsBeforeWait bounds logsBefore: a message the SDK dropped (its params
+// unreadable) is never handled.
+const logsBeforeWait = time.Second
+
+// logsBefore waits until the session has handled every log message read
+// from the server so far: the SDK hands a response to its caller at once
+// and notifications to another goroutine, so what a server logged just
+// before answering a call would otherwise be published after the call
+// returned. Only a stdio server's messages are counted (its process reads
+// them in order); it waits at most logsBeforeWait, or until ctx ends.
+func (c *conn) logsBefore(ctx context.Context) {
+	p := c.proc()
+	if p == nil || c.logs == nil {
+		return
+	}
+	read := p.LogsRead()
+	if c.logs.taken.Load() >= read {
+		return
+	}
+	t := time.NewTimer(logsBeforeWait)
+	defer t.Stop()
+	for {
+		c.logs.mu.Lock()
+		more := c.logs.more
+		c.logs.mu.Unlock()
+		if c.logs.taken.Load() >= read {
+			return
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.logs.catchUp(read)
+			return
+		}
+	}
 }
 
 // proc is the process under a stdio connection, or nil.
@@ -177,7 +246,8 @@ func (s *supervisor) connect() (*conn, error) {
 	if p := c.proc(); p != nil {
 		s.stderr.Store(p)
 	}
-	c.client, c.offers = s.m.newClient(s)
+	c.logs = &logTally{more: make(chan struct{})}
+	c.client, c.offers = s.m.newClient(s, c.logs)
 	if c.offers&ask.Roots != 0 {
 		c.roots.start(ctx, s, c)
 	}
@@ -264,12 +334,13 @@ const exitGrace = 500 * time.Millisecond
 // the server, and closing the session before it is answered makes Close
 // wait out the SDK's 5s terminate timeout. Server notifications become
 // notices for the manager's listeners (see note).
-func (m *Manager) newClient(s *supervisor) (*mcp.Client, ask.Kind) {
+func (m *Manager) newClient(s *supervisor, logs *logTally) (*mcp.Client, ask.Kind) {
 	caps := &mcp.ClientCapabilities{}
 	opts := &mcp.ClientOptions{
 		Capabilities: caps,
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			s.note(notify.LogMessage{Origin: s.origin(), Level: string(r.Params.Level), Logger: r.Params.Logger, Data: r.Params.Data})
+			logs.took()
 		},
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			p := Progress{Progress: r.Params.Progress, Total: r.Params.Total, Message: r.Params.Message}
@@ -490,6 +561,7 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 			return false, errorf(CodeInvocationFailed, s.name, op, "the server's result is not a JSON object: %v", err)
 		}
 		isError = flag.IsError
+		snap.conn.logsBefore(ctx) // what it logged first is published first
 		return isError, nil
 	})
 	if errors.Is(err, ErrNotRaw) {

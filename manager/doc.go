@@ -112,7 +112,11 @@
 // (and progress as observers see it) are rate-limited, per server, at 500
 // a second; a flood is said once with a notifications_dropped event, then
 // counted every 5 seconds while it lasts. The call's own progress goes to
-// the call, unlimited.
+// the call, unlimited. A call of a stdio server returns once the log
+// messages the server sent before its result have been handed to the
+// listeners (its process counts those it reads, the session those it
+// handled; a message the SDK drops unhandled is waited for a second at
+// most, once).
 //
 // # Resources and logins
 //

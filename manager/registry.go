@@ -164,6 +164,44 @@ func (m *Manager) GetPrompt(ctx context.Context, name string, args map[string]st
 	return res, err
 }
 
+// Complete asks server for completions of a prompt's or a resource
+// template's argument (completion/complete), the reference named as the
+// server names it. A per-client server answers on client's own session,
+// as a call of client's would be (see [CallOptions.Client]); "" is the
+// host. A prompt the server does not list is refused before anything is
+// sent; anything else is the server's to answer.
+func (m *Manager) Complete(ctx context.Context, server, client string, params *mcp.CompleteParams, timeout time.Duration) (*mcp.CompleteResult, error) {
+	if params == nil || params.Ref == nil {
+		return nil, errorf(CodeInvalidArguments, server, "completion/complete", "the request names no prompt or resource template (ref)")
+	}
+	op := fmt.Sprintf("completion/complete %q", params.Ref.Name)
+	if params.Ref.Type == "ref/resource" {
+		op = fmt.Sprintf("completion/complete %q", params.Ref.URI)
+	}
+	s, err := m.target(server, op)
+	if err != nil {
+		return nil, err
+	}
+	if s, err = s.target(client, op); err != nil {
+		return nil, err
+	}
+	ctx, req, cancel := s.requestContext(ctx, timeout)
+	defer s.inflight.End(req, cancel)
+	var res *mcp.CompleteResult
+	err = s.request(ctx, op, false, func(ctx context.Context, snap *snapshot) (bool, error) {
+		if params.Ref.Type == "ref/prompt" && !snap.cat.hasPrompt(params.Ref.Name) {
+			return false, errorf(CodePromptNotFound, s.name, op, "server has no prompt %q; its prompts: %s", params.Ref.Name, strings.Join(snap.cat.promptNames(), ", "))
+		}
+		var err error
+		res, err = snap.session.Complete(ctx, params)
+		if err != nil {
+			return false, invocationFailed(s.name, op, s.callFailure(ctx, req, err, snap.conn))
+		}
+		return false, nil
+	})
+	return res, err
+}
+
 // Tools lists the tools of one server, or of every server when server is
 // "", sorted by full name. Tools of servers that are not connected are
 // listed with Available false; a removed server's tools are gone.

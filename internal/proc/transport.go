@@ -94,8 +94,13 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		return nil, err
 	}
-	if resp, ok := msg.(*jsonrpc.Response); ok {
-		c.answered(resp.ID)
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		c.answered(m.ID)
+	case *jsonrpc.Request:
+		if !m.IsCall() && m.Method == "notifications/message" {
+			c.proc.logsRead.Add(1)
+		}
 	}
 	return msg, nil
 }

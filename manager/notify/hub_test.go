@@ -211,3 +211,20 @@ func TestNoticeFields(t *testing.T) {
 	require.Equal(t, events.KindLagged, lost.Kind())
 	require.EqualValues(t, 3, lost.Fields()["missed"])
 }
+
+// Queued counts what TryNext would hand out now, a Lost notice as one.
+func TestQueuedCountsWhatTryNextHandsOut(t *testing.T) {
+	hub := notify.NewHub()
+	defer hub.Close()
+	l := hub.Listen(notify.ListenOptions{QueueSize: 2})
+	defer l.Close()
+	require.Zero(t, l.Queued())
+	for i := range 5 {
+		hub.Publish(context.Background(), logMessage(i))
+	}
+	require.Equal(t, 3, l.Queued(), "two queued and the count of the three lost")
+	_, _, _ = l.TryNext()
+	require.Equal(t, 2, l.Queued())
+	require.Len(t, drain(t, l), 2)
+	require.Zero(t, l.Queued())
+}

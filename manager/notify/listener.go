@@ -174,6 +174,15 @@ func (l *Listener) TryNext() (n Notice, ok bool, err error) {
 	return nil, false, nil
 }
 
+// Queued is how many notices TryNext would hand out now without waiting
+// (each Lost notice counting one): a consumer that takes that many has
+// taken everything published before it asked.
+func (l *Listener) Queued() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue) - l.head + len(l.lostOrder)
+}
+
 // tookLocked records progress and wakes publishers waiting for room.
 func (l *Listener) tookLocked() {
 	l.taken++

@@ -1,0 +1,125 @@
+package gateway
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// What a server logs while it serves a client's call goes to that client
+// on the call's own stream, before the call's result: over streamable
+// HTTP a message sent outside any request travels on the session's
+// separate event stream, which the client reads in no particular order
+// with the call's, and a toolset's clients hear no log messages
+// otherwise. The manager returns a call of a stdio server once the
+// messages the server sent before its result are published (see
+// manager.Manager.Call), and a call of a client that set a logging level
+// waits, before its result goes out, until deliver has sent what it held
+// (flush). Other clients of the server get the messages as before, on
+// their sessions.
+
+// logRelays are the calls in flight whose clients hear their server's log
+// messages on the call's stream.
+type logRelays struct {
+	mu sync.Mutex
+	// mu guards byServer.
+	byServer map[string][]*logRelay
+}
+
+// logRelay is one call's.
+type logRelay struct {
+	ctx    context.Context // the call's: a message sent with it goes on the call's stream
+	ss     *mcp.ServerSession
+	client string // the session's label: a per-client server's messages are its client's
+
+	mu sync.Mutex
+	// mu guards closed; sending counts the sends under way, which begin
+	// only while it is not closed.
+	closed  bool
+	sending sync.WaitGroup
+}
+
+func (r *logRelays) add(server string, l *logRelay) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byServer == nil {
+		r.byServer = map[string][]*logRelay{}
+	}
+	r.byServer[server] = append(r.byServer[server], l)
+}
+
+func (r *logRelays) remove(server string, l *logRelay) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rest := slices.DeleteFunc(slices.Clone(r.byServer[server]), func(x *logRelay) bool { return x == l })
+	if len(rest) == 0 {
+		delete(r.byServer, server)
+		return
+	}
+	r.byServer[server] = rest
+}
+
+// of lists server's relays, newest first; the caller may keep the slice.
+func (r *logRelays) of(server string) []*logRelay {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Clone(r.byServer[server])
+	slices.Reverse(out)
+	return out
+}
+
+// relayLogs makes the log messages of name's server ("server.tool") reach
+// s's client on the call's stream, ctx's, until the function it returns
+// has run; the call runs it once the upstream result has come, before the
+// result goes out. A client that set no logging level hears nothing, and
+// is not waited for.
+func (g *Gateway) relayLogs(ctx context.Context, s *session, name string) (finish func()) {
+	if !s.logging.Load() {
+		return func() {}
+	}
+	server, _, _ := strings.Cut(name, ".")
+	l := &logRelay{ctx: ctx, ss: s.ss, client: s.label}
+	g.relays.add(server, l)
+	return func() {
+		g.flush(ctx)
+		l.mu.Lock()
+		l.closed = true
+		l.mu.Unlock()
+		l.sending.Wait() // a message on its way goes before the result
+		g.relays.remove(server, l)
+	}
+}
+
+// send sends p on the call's stream; false if the call is over (or
+// ending), for the caller to send it as any other message.
+func (l *logRelay) send(p *mcp.LoggingMessageParams) bool {
+	l.mu.Lock()
+	if l.closed || l.ctx.Err() != nil {
+		l.mu.Unlock()
+		return false
+	}
+	l.sending.Add(1)
+	l.mu.Unlock()
+	defer l.sending.Done()
+	ctx, cancel := context.WithTimeout(l.ctx, logSendTimeout)
+	defer cancel()
+	_ = l.ss.Log(ctx, p)
+	return true
+}
+
+// logLevels notes which clients set a logging level: only their calls
+// relay log messages.
+func (ep *endpoint) logLevels(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method == "logging/setLevel" && err == nil {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss.InitializeParams() != nil {
+				ep.g.clients.session(ep, ss).logging.Store(true)
+			}
+		}
+		return res, err
+	}
+}

@@ -1,0 +1,70 @@
+package manager_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/notify"
+)
+
+// serveChatty is the test binary as a stdio server whose tool logs three
+// messages and returns at once, on protocol 2025-11-25 (where a server
+// logs at the level its client set).
+func serveChatty() error {
+	s := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "chatty", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			for _, msg := range []string{"starting", "working", "finishing"} {
+				_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: msg})
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+	return s.Run(context.Background(), oldProtocol{&mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout}})
+}
+
+// oldProtocol is a server transport that serves protocol versions up to
+// 2025-11-25.
+type oldProtocol struct{ mcp.Transport }
+
+func (oldProtocol) SupportsProtocolVersion(v string) bool { return v <= "2025-11-25" }
+
+// A call of a stdio server returns once the log messages the server sent
+// before its result have been published: a listener that takes what it
+// holds as the call returns has all of them.
+func TestCallReturnsAfterItsServersLogs(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	m := newManager(t, manager.Options{})
+	l := m.Notices().Listen(notify.ListenOptions{})
+	defer l.Close()
+	require.NoError(t, m.Add("chatty", manager.Spec{Transport: manager.TransportStdio, Command: []string{self},
+		Env: map[string]string{allocServerEnv: "chatty"}}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = m.Wait(ctx, "chatty", manager.StateConnected)
+	require.NoError(t, err)
+	for i := range 20 {
+		res, err := m.Call(ctx, "chatty.chatty", nil, manager.CallOptions{})
+		require.NoError(t, err)
+		require.False(t, res.IsError)
+		var got []string
+		for {
+			n, ok, err := l.TryNext()
+			require.NoError(t, err)
+			if !ok {
+				break
+			}
+			if lm, ok := n.(notify.LogMessage); ok {
+				got = append(got, fmt.Sprint(lm.Data))
+			}
+		}
+		require.Equal(t, []string{"starting", "working", "finishing"}, got, "call %d", i)
+	}
+}
