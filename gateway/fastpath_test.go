@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,6 +43,11 @@ func runFastServer() error {
 				}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ticked"}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "say", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "said"})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "boom", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -121,6 +127,9 @@ func TestFastPathAnswersAsTheSDKPathDoes(t *testing.T) {
 	for _, ep := range []struct{ path, prefix string }{{"/servers/demo/mcp", ""}, {"/mcp", "demo__"}} {
 		csOn := connectOn(t, on.streamable(ep.path), nil, fastProtocol)
 		csOff := connectOn(t, off.streamable(ep.path), nil, fastProtocol)
+		pollUntil(t, 10*time.Second, "both gateways list the tools", func() bool {
+			return slices.Contains(toolNames(t, csOn), ep.prefix+"boom") && slices.Contains(toolNames(t, csOff), ep.prefix+"boom")
+		})
 		for _, c := range calls {
 			before := gateway.FastServed(on.gw)
 			got := outcome(t, csOn, ep.prefix+c.tool, c.args)
@@ -280,4 +289,38 @@ func TestFastPathCallOutlastingTheSessionTimeout(t *testing.T) {
 	require.Contains(t, body, `"id":5,"result":{`, body)
 	require.Contains(t, body, "slept 1000ms", body)
 	require.EqualValues(t, 1, gateway.FastServed(r.gw))
+}
+
+// A client that set a logging level hears what the server logs during
+// its call on the call's stream, before the result: its calls are left
+// to the go-sdk path, which has that stream (the order itself is the
+// go-sdk path's tests' concern).
+func TestFastPathLeavesLoggingClientsToTheSDKPath(t *testing.T) {
+	t.Parallel()
+	r := fastRig(t, "on", t.TempDir()+"/m")
+	logs := make(chan any, 16)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1.0"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) { logs <- req.Params.Data },
+	})
+	cs, err := c.Connect(ctx, r.streamable("/servers/demo/mcp"), &mcp.ClientSessionOptions{ProtocolVersion: fastProtocol})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	res := call(t, cs, "say", map[string]any{})
+	require.Equal(t, "done", text(res))
+	require.Equal(t, int64(1), gateway.FastServed(r.gw), "without a logging level, the fast path answers")
+	require.NoError(t, cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}))
+	for len(logs) > 0 {
+		<-logs
+	}
+	res = call(t, cs, "say", map[string]any{})
+	require.Equal(t, "done", text(res))
+	require.Equal(t, int64(1), gateway.FastServed(r.gw), "with a logging level, the go-sdk path answers")
+	select {
+	case got := <-logs:
+		require.Equal(t, "said", got)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's log message never reached the client")
+	}
 }
