@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -130,8 +131,14 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 }
 
 // callEvent publishes a finished tool call (the log shows it at DEBUG, at
-// WARN when it failed).
+// WARN when it failed). A call that failed is always published; one that
+// did not only when a subscriber asks for tool calls (a Lua hook, a log at
+// DEBUG): the others take them passively, and a call costs them nothing.
+// The server's metrics count every call either way.
 func (s *supervisor) callEvent(tool, client string, start time.Time, res *mcp.CallToolResult, err error) {
+	if err == nil && !s.m.bus.Wants(events.KindToolCall) {
+		return
+	}
 	p := ToolCall{Tool: tool, Duration: time.Since(start), IsError: res != nil && res.IsError, Client: client}
 	if err != nil {
 		p.Error = err.Error()
