@@ -31,7 +31,11 @@
 //
 // What a server's tools cost a model in tokens is not in any event (the
 // count is too slow to make as events are applied): the model's owner
-// counts it and hands it over with [Model.SetTokens].
+// counts it and hands it over with [Model.SetTokens]. Nor are its calls:
+// the model takes no tool_call events (a display woken once per call would
+// cost every call), and its owner hands over, before each View, the
+// counters the manager keeps ([Model.UpdateMetrics]: requests, failures
+// and the latency average), so that a display reads them on its tick.
 //
 // The model reads each event's typed payload (manager.Connected,
 // manager.BackingOff, …), never field names; an event without one (a
@@ -53,9 +57,6 @@
 //     time + probe_in_ms) and state open.
 //   - idle, closing, disabled: the state of that name.
 //   - tools_changed: the tool count moves by len(added) − len(removed).
-//   - tool_call: an exponential moving average of duration_ms (weight 0.2
-//     for the newest, as the manager's metrics) and a count of failed calls
-//     (is_error or an error code).
 //
 // # Glyphs
 //
