@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/internal/peer"
@@ -110,38 +109,16 @@ func tokenBits(token string) int {
 	return int(float64(n) * math.Log2(float64(alphabet)))
 }
 
-// What slows a peer that keeps sending wrong tokens: after freeGuesses,
-// each further wrong one shuts it out for twice as long as the last (1 s,
-// 2 s, …, up to maxShutOut), during which it is answered 429 without its
-// token being looked at. A peer is forgotten after forgetGuesser without a
-// wrong token; at most maxGuessers are remembered.
-const (
-	freeGuesses   = 5
-	maxShutOut    = 30 * time.Second
-	forgetGuesser = 15 * time.Minute
-	maxGuessers   = 4096
-)
-
 // authGate requires the bearer token on every request, and slows down and
 // logs a peer (an IP address; an IPv6 /64) that keeps sending wrong ones.
 type authGate struct {
-	token []byte
-	log   *slog.Logger
-
-	mu sync.Mutex
-	// mu guards peers.
-	peers map[string]*guesser
-}
-
-// guesser is what the gate remembers of a peer that sent wrong tokens.
-type guesser struct {
-	wrong int       // wrong tokens since it was last forgotten
-	last  time.Time // the last one
-	until time.Time // shut out until then
+	token    []byte
+	log      *slog.Logger
+	guessers peer.Guessers
 }
 
 func newAuthGate(token string, log *slog.Logger) *authGate {
-	return &authGate{token: []byte(token), log: log, peers: map[string]*guesser{}}
+	return &authGate{token: []byte(token), log: log}
 }
 
 // check lets r through if it carries the token; otherwise it answers 401
@@ -150,7 +127,7 @@ func newAuthGate(token string, log *slog.Logger) *authGate {
 func (a *authGate) check(w http.ResponseWriter, r *http.Request) bool {
 	from := peer.Of(r)
 	now := time.Now()
-	if wait := a.shutOut(from, now); wait > 0 {
+	if wait := a.guessers.ShutOut(from, now); wait > 0 {
 		secs := int(math.Ceil(wait.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		w.Header().Set("Connection", "close")
@@ -172,58 +149,11 @@ func (a *authGate) check(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-// shutOut is how long peer is still shut out at now.
-func (a *authGate) shutOut(peer string, now time.Time) time.Duration {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if g := a.peers[peer]; g != nil && g.until.After(now) {
-		return g.until.Sub(now)
-	}
-	return 0
-}
-
-// wrong counts a wrong token from peer at now, and shuts it out once it
-// has sent more than freeGuesses.
-func (a *authGate) wrong(peer string, now time.Time) {
-	a.mu.Lock()
-	g := a.peers[peer]
-	if g == nil {
-		a.makeRoomLocked(now)
-		g = &guesser{}
-		a.peers[peer] = g
-	}
-	if now.Sub(g.last) > forgetGuesser {
-		g.wrong = 0
-	}
-	g.wrong++
-	g.last = now
-	wrong, shutOut := g.wrong, time.Duration(0)
-	if over := g.wrong - freeGuesses; over > 0 {
-		shutOut = min(time.Second<<min(over-1, 6), maxShutOut)
-		g.until = now.Add(shutOut)
-	}
-	a.mu.Unlock()
-	if shutOut > 0 {
+// wrong counts a wrong token from peer at now, and logs a peer that is
+// shut out for it.
+func (a *authGate) wrong(from string, now time.Time) {
+	if n, out := a.guessers.Wrong(from, now); out > 0 {
 		a.log.Warn("wrong bearer tokens again and again from one address: refusing its requests for a while",
-			"peer", peer, "wrong_tokens", wrong, "refused_for", shutOut)
-	}
-}
-
-// makeRoomLocked forgets the peers not heard from for forgetGuesser, and
-// the longest silent one if the table is still full.
-func (a *authGate) makeRoomLocked(now time.Time) {
-	if len(a.peers) < maxGuessers {
-		return
-	}
-	var oldest string
-	for p, g := range a.peers {
-		if now.Sub(g.last) > forgetGuesser {
-			delete(a.peers, p)
-		} else if oldest == "" || g.last.Before(a.peers[oldest].last) {
-			oldest = p
-		}
-	}
-	if len(a.peers) >= maxGuessers {
-		delete(a.peers, oldest)
+			"peer", from, "wrong_tokens", n, "refused_for", out)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/internal/peer"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -259,7 +260,7 @@ func TestWrongTokensSlowDown(t *testing.T) {
 		rec := get(guesser, "")
 		require.Equal(t, http.StatusUnauthorized, rec.Code)
 		assert.Equal(t, `Bearer realm="mcpvisor"`, rec.Header().Get("WWW-Authenticate"))
-		for i := range freeGuesses {
+		for i := range peer.FreeGuesses {
 			rec = get(guesser, fmt.Sprintf("guess-%d", i))
 			require.Equal(t, http.StatusUnauthorized, rec.Code)
 			assert.Equal(t, `Bearer realm="mcpvisor", error="invalid_token"`, rec.Header().Get("WWW-Authenticate"))

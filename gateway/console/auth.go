@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/internal/peer"
@@ -18,15 +17,6 @@ import (
 
 // cookieName is the console's session cookie.
 const cookieName = "mcpvisor_console"
-
-// What slows a peer that keeps posting wrong tokens to the login form:
-// after freeGuesses each further wrong one shuts it out twice as long as
-// the last, up to maxShutOut; at most maxGuessers peers are remembered.
-const (
-	freeGuesses = 5
-	maxShutOut  = 30 * time.Second
-	maxGuessers = 4096
-)
 
 // session is a visitor's session, read from its cookie or its bearer
 // token.
@@ -63,19 +53,11 @@ type auth struct {
 	now   func() time.Time
 	log   *slog.Logger
 
-	mu sync.Mutex
-	// mu guards wrong.
-	wrong map[string]*guesser
-}
-
-// guesser is what is remembered of a peer that posted wrong tokens.
-type guesser struct {
-	wrong int
-	until time.Time
+	guessers peer.Guessers // wrong logins, by peer
 }
 
 func newAuth(token, view string, now func() time.Time, log *slog.Logger) *auth {
-	a := &auth{key: make([]byte, 32), now: now, log: log, wrong: map[string]*guesser{}}
+	a := &auth{key: make([]byte, 32), now: now, log: log}
 	if token != "" {
 		a.token = []byte(token)
 		if view != "" && view != token {
@@ -187,35 +169,13 @@ func (a *auth) csrfOK(r *http.Request, s session) bool {
 
 // shutOut is how long r's peer may not try a token yet.
 func (a *auth) shutOut(r *http.Request) time.Duration {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if g := a.wrong[peer.Of(r)]; g != nil {
-		return max(g.until.Sub(a.now()), 0)
-	}
-	return 0
+	return a.guessers.ShutOut(peer.Of(r), a.now())
 }
 
 // guessed counts a wrong token from r's peer.
 func (a *auth) guessed(r *http.Request) {
 	from := peer.Of(r)
-	a.mu.Lock()
-	g := a.wrong[from]
-	if g == nil {
-		if len(a.wrong) >= maxGuessers {
-			clear(a.wrong)
-		}
-		g = &guesser{}
-		a.wrong[from] = g
-	}
-	g.wrong++
-	var out time.Duration
-	if over := g.wrong - freeGuesses; over > 0 {
-		out = min(time.Second<<min(over-1, 6), maxShutOut)
-		g.until = a.now().Add(out)
-	}
-	n := g.wrong
-	a.mu.Unlock()
-	if out > 0 {
+	if n, out := a.guessers.Wrong(from, a.now()); out > 0 {
 		a.log.Warn("wrong console tokens again and again from one address: refusing its logins for a while",
 			"peer", from, "wrong_tokens", n, "refused_for", out)
 	}
