@@ -1,6 +1,7 @@
 // Package hud is the view model of mcpvisor's live status display (the HUD):
 // one line per server with its state, tools, latency, retry countdown,
-// circuit and last error, built from bus events alone.
+// circuit and last error, built from bus events, and its calls from the
+// manager's metrics.
 //
 // # Model
 //
