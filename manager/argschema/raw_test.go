@@ -73,3 +73,26 @@ func TestCheckJSONReshaped(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{}, got)
 }
+
+// Whatever a client sends as arguments, checking it never panics, and
+// what is let through as JSON text is exactly what was sent, and JSON.
+func FuzzCheckJSON(f *testing.F) {
+	for _, seed := range []string{`{"query":"x","limit":5.0}`, `{"tags":{}}`, `[1]`, `{"query":`, `null`, ``,
+		`{"query":"x","options":{"depth":1e400}}`, `{"matrix":[[9007199254740993]]}`} {
+		f.Add(seed)
+	}
+	s := mustCompile(f, searchSchema)
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, schema := range []*Schema{s, nil} {
+			got, err := schema.Check(json.RawMessage(text))
+			if err != nil {
+				continue
+			}
+			if raw, ok := got.(json.RawMessage); ok {
+				if string(raw) != text || !json.Valid(raw) {
+					t.Fatalf("Check(%q) let through %q", text, raw)
+				}
+			}
+		}
+	})
+}
