@@ -182,6 +182,7 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 		hud.Bus = h.bus
 		hud.Costs = toolCosts(h.mgr)
 		hud.Metrics = h.mgr.Metrics
+		hud.Endpoints = gatewayEndpoints(&h.gateway)
 		h.hud = startHUD(*hud)
 		hudAPI = h.hud
 	}
@@ -200,7 +201,7 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 		panic(err) // only for a missing manager
 	}
 	h.rt = rt
-	if !cfg.hasCode && cfg.script == "" {
+	if !cfg.hasCode && cfg.script == "" && !cfg.noControl {
 		h.listenControl(cfg.file)
 	}
 	return h
