@@ -76,8 +76,9 @@ func (a *askingClient) asked() ([]*mcp.ElicitParams, []*mcp.CreateMessageParams)
 
 // A server that asks its client in the old way (elicitation/create and
 // sampling/createMessage sent during a call) reaches a 2025-11-25 client
-// through /servers/NAME/mcp: mcpvisor speaks 2025-11-25 with it by
-// default, where a server may send requests. Pinned to 2026-07-28, the
+// through /servers/NAME/mcp, and a 2026-07-28 client through serve
+// --server NAME: mcpvisor speaks 2025-11-25 with it by default, where a
+// server may send requests. Pinned to 2026-07-28, the
 // status says so, and the same tools fail the way the server fails them
 // on that generation, while the tools asking through input requests are
 // carried to the client as requests on its call.
@@ -109,6 +110,20 @@ func TestConformanceServerAsksTheClient(t *testing.T) {
 		assert.Equal(t, "Who are you?", elicited[0].Message)
 		require.Len(t, sampled, 1)
 		assert.Equal(t, "Capital of France?", sampled[0].Messages[0].Content.(*mcp.TextContent).Text)
+	})
+
+	t.Run("auto, a 2026-07-28 client", func(t *testing.T) {
+		r.wait("auto")
+		var a askingClient
+		cs := a.connect(t, r.stdio(t, "auto"), map[string]any{"username": "ada"})
+		require.Equal(t, "2026-07-28", cs.InitializeResult().ProtocolVersion, "the client's generation")
+
+		res := call(t, cs, "test_elicitation", map[string]any{"message": "Who are you?"})
+		require.False(t, res.IsError, text(res))
+		assert.Equal(t, "Elicitation result: action=accept, content=map[username:ada]", text(res))
+		elicited, _ := a.asked()
+		require.Len(t, elicited, 1)
+		assert.Equal(t, "Who are you?", elicited[0].Message)
 	})
 
 	t.Run("pinned to 2026-07-28", func(t *testing.T) {
