@@ -101,30 +101,28 @@ func (ep *endpoint) clientNames(next mcp.MethodHandler) mcp.MethodHandler {
 		own := ep.g.currentView().own
 		switch r := res.(type) {
 		case *mcp.ListToolsResult:
-			tools := make([]*mcp.Tool, len(r.Tools))
-			for i, t := range r.Tools {
-				tools[i] = t
-				if name, ok := theirs.tools[own.toolKey[t.Name]]; ok {
-					c := *t
-					c.Name = name
-					tools[i] = &c
-				}
-			}
-			r.Tools = tools
+			r.Tools = renamed(r.Tools, func(t *mcp.Tool) *string { return &t.Name }, own.toolKey, theirs.tools)
 		case *mcp.ListPromptsResult:
-			prompts := make([]*mcp.Prompt, len(r.Prompts))
-			for i, p := range r.Prompts {
-				prompts[i] = p
-				if name, ok := theirs.prompts[own.promptKey[p.Name]]; ok {
-					c := *p
-					c.Name = name
-					prompts[i] = &c
-				}
-			}
-			r.Prompts = prompts
+			r.Prompts = renamed(r.Prompts, func(p *mcp.Prompt) *string { return &p.Name }, own.promptKey, theirs.prompts)
 		}
 		return res, nil
 	}
+}
+
+// renamed is items with the name a budget gives each (found by its
+// gateway name's key), on copies: the items are the list every client
+// shares.
+func renamed[T any](items []*T, name func(*T) *string, keys map[string]itemKey, theirs map[itemKey]string) []*T {
+	out := make([]*T, len(items))
+	for i, it := range items {
+		out[i] = it
+		if n, ok := theirs[keys[*name(it)]]; ok {
+			c := *it
+			*name(&c) = n
+			out[i] = &c
+		}
+	}
+	return out
 }
 
 // ownName is the gateway's name for what a client of budget calls name:

@@ -69,11 +69,11 @@ func (ep *endpoint) listMeta(ctx context.Context, next mcp.MethodHandler, ss *mc
 	rt := ep.routes.Load()
 	prefix := ep.g.opts.MetaPrefix
 	if mode == ModeCode {
-		return &mcp.ListToolsResult{Tools: []*mcp.Tool{RunLuaTool(prefix, rt.servers())}}, nil
+		return metaList([]*mcp.Tool{RunLuaTool(prefix, rt.servers())}), nil
 	}
 	tools := toolsearch.MetaTools(prefix, rt.servers())
 	if len(rt.pinned) == 0 && !(ep.sel == everything && ep.g.opts.StatusTool) {
-		return &mcp.ListToolsResult{Tools: tools}, nil
+		return metaList(tools), nil
 	}
 	all, err := ep.listAll(ctx, next, ss)
 	if err != nil {
@@ -85,7 +85,17 @@ func (ep *endpoint) listMeta(ctx context.Context, next mcp.MethodHandler, ss *mc
 			tools = append(tools, t)
 		}
 	}
-	return &mcp.ListToolsResult{Tools: tools}, nil
+	return metaList(tools), nil
+}
+
+// metaList is a tools/list result of a client in search or code mode.
+// Built here rather than by the SDK, it must fill the cache fields the
+// SDK fills for the lists it builds: clients of the newer protocol
+// reject a cacheScope that is neither "public" nor "private", and an
+// empty one is neither. The list depends on the client's mode, so it is
+// the client's own ("private") and stale at once (ttlMs 0).
+func metaList(tools []*mcp.Tool) *mcp.ListToolsResult {
+	return &mcp.ListToolsResult{Tools: tools, Cacheable: mcp.Cacheable{CacheScope: "private"}}
 }
 
 // listAll is the endpoint's whole direct list as the client would get it,

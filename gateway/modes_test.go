@@ -452,3 +452,32 @@ func TestCallToolProgress(t *testing.T) {
 	require.Len(t, seen, 1, "the progress goes out before the result")
 	assert.Equal(t, "mine", seen[0].ProgressToken)
 }
+
+// A list of meta-tools says how it may be cached in words clients of
+// the newer protocol accept, as a direct list does: Claude Code rejects
+// a whole tools/list whose cacheScope is neither "public" nor "private"
+// and is then left with no tools at all.
+func TestModeListsSayHowToCache(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	scope := func(t *testing.T, cs *mcp.ClientSession) string {
+		t.Helper()
+		res, err := cs.ListTools(ctx, nil)
+		require.NoError(t, err)
+		return res.CacheScope
+	}
+	for _, mode := range []gateway.Mode{gateway.ModeSearch, gateway.ModeCode} {
+		t.Run(string(mode), func(t *testing.T) {
+			r := modeRig(t, mode, (&fakeLua{ended: make(chan error, 1)}).run)
+			for _, client := range []string{"agent", "direct"} {
+				assert.Contains(t, []string{"public", "private"}, scope(t, connectAs(t, r.streamable("/mcp"), client)), client)
+			}
+		})
+	}
+	t.Run("search without pinned tools", func(t *testing.T) {
+		r := newRigWith(t, map[string]manager.Spec{"demo": {Transport: manager.TransportInProcess, Dial: &testutil.InProcess{Server: demo.NewServer()}}},
+			gateway.Options{Mode: gateway.ModeSearch}, gateway.HTTPOptions{})
+		r.wait("demo")
+		assert.Contains(t, []string{"public", "private"}, scope(t, connectAs(t, r.streamable("/mcp"), "agent")))
+	})
+}

@@ -6,8 +6,8 @@ package main
 // here wrote (the MCP Inspector's command-line mode and the TypeScript
 // SDK's client), over stdio and streamable HTTP: each finds a tool with
 // the meta-tools and calls it as a model would, knowing nothing of
-// mcpvisor. (Claude Code, the other client people use these modes from,
-// needs a model to decide its calls, so it cannot be driven here.)
+// mcpvisor. (Claude Code, which needs a model to decide its calls, is
+// driven by a fake one in interop_claude_e2e_test.go.)
 
 import (
 	"encoding/json"

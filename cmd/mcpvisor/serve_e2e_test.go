@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -35,6 +36,27 @@ func serveClient(t *testing.T, ctx context.Context, transport mcp.Transport, cha
 	cs, err := c.Connect(ctx, transport, nil)
 	require.NoError(t, err, "connect")
 	return cs
+}
+
+// serveOverStdio starts `mcpvisor serve` with args in dir as the command
+// of a go-sdk client and connects to it (changed, if not nil, hears its
+// tools/list_changed). What serve logs is shown with the test's output and
+// checked for data races when the test ends.
+func serveOverStdio(t *testing.T, ctx context.Context, dir string, changed chan struct{}, args ...string) (*exec.Cmd, *mcp.ClientSession) {
+	t.Helper()
+	cmd := command(ctx, t, invocation{dir: dir, args: append([]string{"serve"}, args...)})
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	t.Cleanup(func() {
+		t.Logf("mcpvisor serve stderr:\n%s", stderr.String())
+		checkNoRace(t, stderr.String())
+	})
+	if changed == nil {
+		changed = make(chan struct{}, 100)
+	}
+	cs := serveClient(t, ctx, &mcp.CommandTransport{Command: cmd}, changed)
+	ownPIDs.Store(cmd.Process.Pid, struct{}{})
+	return cmd, cs
 }
 
 // listedTools polls until the session's tools satisfy ok, failing after
@@ -74,16 +96,8 @@ func TestServeStdio(t *testing.T) {
 	writeConfig(t, path, demoDecl("demo")+demoDecl("other"))
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	cmd := command(ctx, t, invocation{dir: dir, args: []string{"serve", "-c", path, "--log-level", "info"}})
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	defer func() {
-		t.Logf("mcpvisor serve stderr:\n%s", stderr.String())
-		checkNoRace(t, stderr.String())
-	}()
 	changed := make(chan struct{}, 100)
-	cs := serveClient(t, ctx, &mcp.CommandTransport{Command: cmd}, changed)
-	ownPIDs.Store(cmd.Process.Pid, struct{}{})
+	cmd, cs := serveOverStdio(t, ctx, dir, changed, "-c", path, "--log-level", "info")
 
 	listedTools(t, ctx, cs, 20*time.Second, "both servers' tools", func(n []string) bool {
 		return slices.Contains(n, "demo__echo") && slices.Contains(n, "other__echo")
@@ -122,15 +136,7 @@ mcp_tool("a_rather_long_tool_name_written_in_lua", {handler = function() return 
 `)
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	cmd := command(ctx, t, invocation{dir: dir, args: []string{"serve", "-c", path, "--name-budget", "30"}})
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	defer func() {
-		t.Logf("mcpvisor serve stderr:\n%s", stderr.String())
-		checkNoRace(t, stderr.String())
-	}()
-	cs := serveClient(t, ctx, &mcp.CommandTransport{Command: cmd}, make(chan struct{}, 100))
-	ownPIDs.Store(cmd.Process.Pid, struct{}{})
+	_, cs := serveOverStdio(t, ctx, dir, nil, "-c", path, "--name-budget", "30")
 	res, err := cs.ListTools(ctx, nil)
 	require.NoError(t, err)
 	var names []string
@@ -212,9 +218,7 @@ func TestServeStdioChoosesWhatToServe(t *testing.T) {
 		t.Run(tt.flag, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 			defer cancel()
-			cmd := command(ctx, t, invocation{dir: dir, args: []string{"serve", "-c", path, "--no-watch", tt.flag, tt.name}})
-			cs := serveClient(t, ctx, &mcp.CommandTransport{Command: cmd}, make(chan struct{}, 100))
-			ownPIDs.Store(cmd.Process.Pid, struct{}{})
+			_, cs := serveOverStdio(t, ctx, dir, nil, "-c", path, "--no-watch", tt.flag, tt.name)
 			got := listedTools(t, ctx, cs, 20*time.Second, "the chosen tools", func(n []string) bool { return len(n) == len(tt.want) })
 			slices.Sort(got)
 			require.Equal(t, tt.want, got)
@@ -233,15 +237,7 @@ func TestServeSearchMode(t *testing.T) {
 	writeConfig(t, path, `mcp_add("demo", {command = {MCPVISOR, "demo-server"}, expose = {pin = {"echo"}, tags = {add = {"arithmetic"}}}})`+"\n")
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	cmd := command(ctx, t, invocation{dir: dir, args: []string{"serve", "-c", path, "--mode", "search", "--log-level", "error"}})
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	defer func() {
-		t.Logf("mcpvisor serve stderr:\n%s", stderr.String())
-		checkNoRace(t, stderr.String())
-	}()
-	cs := serveClient(t, ctx, &mcp.CommandTransport{Command: cmd}, make(chan struct{}, 100))
-	ownPIDs.Store(cmd.Process.Pid, struct{}{})
+	_, cs := serveOverStdio(t, ctx, dir, nil, "-c", path, "--mode", "search", "--log-level", "error")
 
 	listedTools(t, ctx, cs, 20*time.Second, "the meta-tools and the pinned tool", func(n []string) bool {
 		return slices.Equal(n, []string{"search_tools", "describe_tools", "call_tool", "demo__echo", "mcpvisor_status"})
@@ -266,15 +262,7 @@ func TestServeCodeMode(t *testing.T) {
 	writeConfig(t, path, demoDecl("demo"))
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	cmd := command(ctx, t, invocation{dir: dir, args: []string{"serve", "-c", path, "--mode", "code", "--log-level", "error"}})
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	defer func() {
-		t.Logf("mcpvisor serve stderr:\n%s", stderr.String())
-		checkNoRace(t, stderr.String())
-	}()
-	cs := serveClient(t, ctx, &mcp.CommandTransport{Command: cmd}, make(chan struct{}, 100))
-	ownPIDs.Store(cmd.Process.Pid, struct{}{})
+	_, cs := serveOverStdio(t, ctx, dir, nil, "-c", path, "--mode", "code", "--log-level", "error")
 
 	listedTools(t, ctx, cs, 20*time.Second, "run_lua alone", func(n []string) bool {
 		return slices.Equal(n, []string{"run_lua"})
@@ -314,13 +302,8 @@ func TestServeCodeLimits(t *testing.T) {
 	writeConfig(t, path, demoDecl("demo"))
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	cmd := command(ctx, t, invocation{dir: dir, args: []string{"serve", "-c", path, "--mode", "code", "--log-level", "error",
-		"--code-calls", "2", "--code-output", "300"}})
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	defer func() { checkNoRace(t, stderr.String()) }()
-	cs := serveClient(t, ctx, &mcp.CommandTransport{Command: cmd}, make(chan struct{}, 100))
-	ownPIDs.Store(cmd.Process.Pid, struct{}{})
+	_, cs := serveOverStdio(t, ctx, dir, nil, "-c", path, "--mode", "code", "--log-level", "error",
+		"--code-calls", "2", "--code-output", "300")
 	run := func(code string) string {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_lua", Arguments: map[string]any{"code": code}})

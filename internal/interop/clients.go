@@ -5,14 +5,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
-// The other pinned packages: a client people use to try a server, and a
-// second reference server.
+// The other pinned packages: a client people use to try a server, a
+// second reference server, and the AI client people use these servers
+// from most.
 const (
 	InspectorPackage  = "@modelcontextprotocol/inspector"
 	FilesystemPackage = "@modelcontextprotocol/server-filesystem"
+	ClaudeCodePackage = "@anthropic-ai/claude-code"
 )
 
 // FilesystemTools are the tools the pinned server-filesystem offers, sorted.
@@ -40,6 +43,34 @@ var FilesystemTools = []string{
 func Inspector(tb testing.TB) []string {
 	tb.Helper()
 	return []string{node(tb), entry(tb, InspectorPackage, "cli", "build", "cli.js"), "--cli"}
+}
+
+// ClaudeCode is the absolute path of the pinned Claude Code's `claude`,
+// the native binary of this platform that the package's install script
+// copies into its bin directory from the platform package npm installed
+// beside it. It skips tb (or fails it when MCPVISOR_INTEROP=1) when the
+// package is missing, or when that binary does not answer --version with
+// the pinned version (the placeholder left by an install without scripts
+// does not).
+func ClaudeCode(tb testing.TB) string {
+	tb.Helper()
+	path := entry(tb, ClaudeCodePackage, "bin", "claude.exe")
+	dir, err := packageDir(ClaudeCodePackage)
+	if err != nil {
+		missing(tb, err)
+	}
+	var pin struct{ Version string }
+	if err := readJSON(filepath.Join(dir, "package.json"), &pin); err != nil {
+		missing(tb, err)
+	}
+	version := exec.Command(path, "--version")
+	// Nothing of the user's, and nothing sent anywhere.
+	version.Env = append(os.Environ(), "HOME="+tb.TempDir(), "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	out, err := version.CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), pin.Version+" ") {
+		missing(tb, fmt.Errorf("%s --version: %q, %v (want %s; was the package installed with its install script?)", path, out, err, pin.Version))
+	}
+	return path
 }
 
 // FilesystemCommand is the argv that runs server-filesystem over stdio,

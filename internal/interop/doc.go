@@ -1,7 +1,8 @@
 // Package interop is a test fixture for running mcpvisor against software
 // nobody here wrote: the official MCP reference servers
 // (@modelcontextprotocol/server-everything, server-filesystem) and clients
-// (the MCP Inspector's command-line mode, the TypeScript SDK's client).
+// (the MCP Inspector's command-line mode, the TypeScript SDK's client), and
+// Claude Code.
 //
 // They are Node packages pinned in this directory's package.json and
 // package-lock.json and installed into internal/interop/node_modules with
@@ -9,7 +10,7 @@
 //	npm ci --prefix internal/interop
 //
 // (.ci/run does this). Tests obtain them through [StdioCommand], [StartHTTP],
-// [StartSSE], [FilesystemCommand], [Inspector] and [TSClient]. When node or
+// [StartSSE], [FilesystemCommand], [Inspector], [TSClient] and [ClaudeCode]. When node or
 // an installed package is missing, these helpers
 // skip the calling test, or fail it when the environment variable
 // MCPVISOR_INTEROP=1 is set (as it is in CI), so that a missing install can
@@ -80,4 +81,27 @@
 // server-filesystem 2026.8.31, `node dist/index.js DIR...`, offers the 14
 // [FilesystemTools] over stdio, and asks a client that declares roots for
 // them as soon as it has initialized.
+//
+// Claude Code 2.1.332 (@anthropic-ai/claude-code) is a native binary, not
+// a Node program: npm installs this platform's package
+// (@anthropic-ai/claude-code-linux-x64 and the like, an optional
+// dependency, about 400 MB) and the main package's install script copies
+// its binary to bin/claude.exe; nothing is downloaded from anywhere but
+// the npm registry, and it needs no login. Measured with `claude -p`
+// against a fake model (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY):
+//
+//   - It sends POST /v1/messages?beta=true with stream true (server-sent
+//     events), the model given by --model and the key as x-api-key. With
+//     --bare --tools "" and ENABLE_TOOL_SEARCH=false the request offers
+//     the MCP tools alone, named mcp__SERVER__TOOL; without
+//     ENABLE_TOOL_SEARCH=false it offers them only by name, behind its
+//     own ToolSearch tool.
+//   - It negotiates protocol 2026-07-28 and validates results strictly: a
+//     tools/list whose cacheScope is neither "public" nor "private" is
+//     rejected whole, retried, and the server left with no tools.
+//   - A tool result with structured content reaches the model as that
+//     content's JSON, not the text beside it.
+//   - It honours HTTP(S)_PROXY and NO_PROXY for the model and for MCP over
+//     HTTP, so a proxy that refuses everything shows what it reached for.
+//   - It stops a stdio server it started with SIGINT when it exits.
 package interop

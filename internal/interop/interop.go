@@ -42,7 +42,7 @@ var BaseTools = []string{
 }
 
 // InstallHint is the message given when a pinned package cannot be run.
-const InstallHint = "the interop packages (server-everything, server-filesystem, the MCP Inspector, the TypeScript SDK) are not installed: run `npm ci --prefix internal/interop`"
+const InstallHint = "the interop packages (server-everything, server-filesystem, the MCP Inspector, the TypeScript SDK, Claude Code) are not installed: run `npm ci --prefix internal/interop`"
 
 const (
 	// startTimeout bounds how long StartHTTP/StartSSE wait for the port.
