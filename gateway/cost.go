@@ -17,6 +17,10 @@ type ModeCost struct {
 	Endpoint string
 	// Tools is how many tools the endpoint serves.
 	Tools int
+	// Mode is the mode a client of the endpoint gets unless the mode
+	// function (Options.ModeFor) chooses another: the toolset's, else the
+	// gateway's.
+	Mode Mode
 	// Direct, Search and Code are the tokens of the list a client in
 	// each mode is given.
 	Direct, Search, Code int
@@ -35,9 +39,12 @@ func (c ModeCost) Of(m Mode) int {
 
 // ModeCosts is the cost of /mcp, of each toolset's endpoint and of each
 // server's, in that order, as the servers are now, whether or not a
-// client uses them. Definitions are counted once and remembered, so
-// asking again (a dashboard's refresh) is cheap.
+// client uses them, the servers' events and the toolsets handed over
+// before the call included. Definitions are counted once and remembered,
+// so asking again (a dashboard's refresh) is cheap; the counting is done
+// on the caller's goroutine, which must not be the gateway's.
 func (g *Gateway) ModeCosts() []ModeCost {
+	_ = g.do(func() {}) // takes what the bus and SetToolsets left
 	v := g.currentView()
 	out := []ModeCost{g.modeCost(v, everything, "", "/mcp")}
 	for _, name := range slices.Sorted(maps.Keys(*g.toolsets.Load())) {
@@ -72,7 +79,30 @@ func (g *Gateway) modeCost(v *view, sel selection, name, path string) ModeCost {
 	}
 	servers := slices.Sorted(maps.Keys(seen))
 	search := append(toolsearch.MetaTools(g.opts.MetaPrefix, servers), pins...)
-	return ModeCost{Endpoint: path, Tools: len(tools),
+	return ModeCost{Endpoint: path, Tools: len(tools), Mode: g.defaultMode(sel, name),
 		Direct: g.costs.Tools(direct), Search: g.costs.Tools(search),
 		Code: g.costs.Tool(RunLuaTool(g.opts.MetaPrefix, servers))}
+}
+
+// defaultMode is the mode of a client of the endpoint of sel and name
+// when no mode function chooses: the toolset's, if it has one the gateway
+// can serve (code mode without a runner is search, as pickMode has it),
+// else the gateway's. Unlike pickMode it logs nothing: it is asked for
+// figures, not for a client.
+func (g *Gateway) defaultMode(sel selection, name string) Mode {
+	if sel != oneToolset {
+		return g.opts.Mode
+	}
+	ts := g.toolset(name)
+	if ts == nil || ts.Mode == "" {
+		return g.opts.Mode
+	}
+	m, err := ParseMode(string(ts.Mode))
+	switch {
+	case err != nil:
+		return g.opts.Mode
+	case m == ModeCode && g.opts.Code == nil:
+		return ModeSearch
+	}
+	return m
 }

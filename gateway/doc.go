@@ -85,7 +85,9 @@
 // tool its endpoint does not serve the client (hidden, outside its
 // toolset) is neither found nor called. Options.MetaPrefix renames the
 // meta-tools. ModeCosts counts, in tokens, what each endpoint's list
-// costs in each mode.
+// costs in each mode, and says the mode its clients get by default; it
+// waits for the gateway's goroutine to take what was handed over before
+// it, so it must not be called from that goroutine.
 //
 // # Calls
 //

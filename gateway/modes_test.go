@@ -406,6 +406,14 @@ func TestModeCosts(t *testing.T) {
 	i := slices.IndexFunc(costs, func(c gateway.ModeCost) bool { return c.Endpoint == "/servers/demo/mcp" })
 	require.GreaterOrEqual(t, i, 0)
 	assert.Equal(t, 3, costs[i].Tools, "demo's tools but the hidden one")
+	assert.Equal(t, gateway.ModeSearch, all.Mode, "the gateway's mode")
+	assert.Equal(t, gateway.ModeSearch, costs[1].Mode, "a toolset without a mode of its own")
+
+	// A toolset with a mode of its own is counted in it.
+	r.gw.SetToolsets(map[string]gateway.Toolset{"math": {Include: []string{"demo.*"}, Mode: gateway.ModeDirect}})
+	costs = r.gw.ModeCosts()
+	assert.Equal(t, gateway.ModeDirect, costs[1].Mode)
+	assert.Equal(t, 3, costs[1].Tools)
 }
 
 // A client given a shorter name budget finds tools under the names its

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,22 +16,89 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// runCheck is `mcpvisor check [-c FILE]`: evaluate the config into its
-// declarations without connecting anything, print them with what would
-// keep each from starting here, and exit 0, or print the error with
-// file:line and exit 1 (also when a declared process cannot start).
+// checkUsage is `mcpvisor check --help` and `mcpvisor help check`.
+const checkUsage = `usage: mcpvisor check [-c FILE] [--tools [--timeout DURATION] [--mode MODE] [--meta-prefix P]]
+
+Evaluate and validate the config without starting anything: print the
+servers it declares and what would keep each from starting here (a program
+not on PATH, a missing cwd). Exit 1 on errors, else 0.
+
+  -c FILE               the config (default as mcpvisor itself finds it)
+  --tools               then start the servers as serve does, wait for them
+                        to settle, and print what their tools cost a model
+                        in tokens: each server's tool definitions, and the
+                        tools/list of /mcp and of each toolset in each mode
+                        (direct, search, code). A server that fails is
+                        shown with its error; the exit code is still 0.
+                        The servers are stopped before check exits; the
+                        config's mcp_serve listens nowhere.
+  --timeout DURATION    with --tools, how long to wait for the servers to
+                        settle (default 30s); those still connecting then
+                        are shown as such
+  --mode MODE           with --tools, the mode /mcp is served in (as serve
+                        --mode), shown as the endpoints' default
+  --meta-prefix P       with --tools, the meta-tools' prefix (as serve)
+`
+
+// defaultCheckTimeout is check --tools' default --timeout.
+const defaultCheckTimeout = 30 * time.Second
+
+// runCheck is `mcpvisor check [-c FILE] [--tools]`: evaluate the config
+// into its declarations without connecting anything, print them with what
+// would keep each from starting here, and exit 0, or print the error with
+// file:line and exit 1 (also when a declared process cannot start). With
+// --tools it then starts the servers and prints what their tools cost
+// (checkTools).
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcpvisor check", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	file := fs.String("c", "", "")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: mcpvisor check [-c FILE]")
+	tools := fs.Bool("tools", false, "")
+	timeout := fs.Duration("timeout", defaultCheckTimeout, "")
+	mode := fs.String("mode", "", "")
+	prefix := fs.String("meta-prefix", "", "")
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, checkUsage)
+		return 0
+	}
+	switch {
+	case err != nil:
+	case fs.NArg() > 0:
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case *timeout <= 0:
+		err = fmt.Errorf("--timeout must be more than 0, got %v", *timeout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpvisor check: %v\nRun 'mcpvisor check --help' for usage.\n", err)
 		return 2
 	}
-	path, src, err := startupSource(*file)
+	var cfg config
+	if *tools {
+		// The host's settings as serve's flags have them, but for these.
+		serveArgs := []string{"--no-watch", "--mode", *mode, "--meta-prefix", *prefix}
+		if *file != "" {
+			serveArgs = append(serveArgs, "-c", *file)
+		}
+		if cfg, err = parseFlags(serveArgs, io.Discard); err != nil {
+			fmt.Fprintf(stderr, "mcpvisor check: %v\nRun 'mcpvisor check --help' for usage.\n", err)
+			return 2
+		}
+	}
+	path, src, code := checkConfig(*file, stdout, stderr)
+	if code != 0 || !*tools {
+		return code
+	}
+	return checkTools(cfg, *timeout, path, src, stdout, stderr)
+}
+
+// checkConfig is check without --tools; it returns the config it checked
+// and the exit code.
+func checkConfig(file string, stdout, stderr io.Writer) (path, src string, code int) {
+	path, src, err := startupSource(file)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpvisor: %v\n", err)
-		return 1
+		return path, src, 1
 	}
 	bus := events.NewBus(events.Options{})
 	defer bus.Close()
@@ -38,7 +106,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	rt, err := luaapi.New(luaapi.Options{Manager: mgr, Stdout: stdout, ScriptDir: filepath.Join(filepath.Dir(path), "scripts")})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpvisor: %v\n", err)
-		return 1
+		return path, src, 1
 	}
 	defer func() {
 		rt.Close()
@@ -49,7 +117,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	decls, err := rt.CheckConfig(context.Background(), path, src)
 	if err != nil {
 		printError(stderr, err)
-		return 1
+		return path, src, 1
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tENDPOINT\tDECLARED AT")
@@ -66,7 +134,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	tw.Flush()
 	errs, warns := reportUnstartable(stdout, decls)
 	note := ""
-	if *file == "" && !fileExists(path) {
+	if file == "" && !fileExists(path) {
 		note = " (no ./startup.lua: this is the built-in default)"
 	}
 	verdict := "OK"
@@ -78,9 +146,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: %s, %d server(s)%s\n", textsafe.Line(path), verdict, len(decls), note)
 	if errs > 0 {
-		return 1
+		return path, src, 1
 	}
-	return 0
+	return path, src, 0
 }
 
 // reportUnstartable prints, under the table, each declared process that

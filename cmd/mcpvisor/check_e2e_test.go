@@ -3,11 +3,15 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -111,4 +115,100 @@ func TestCheckImportedCommandLine(t *testing.T) {
 	require.Len(t, lines, 4, o.stdout)
 	require.Regexp(t, `^everything\s+stdio\s+sh -c true\s+claude\.json: mcpServers\["everything"\] \(mcp_import at startup\.lua:1\)$`, lines[1])
 	require.Equal(t, `claude.json: mcpServers["everything"] (mcp_import at startup.lua:1): error: server "everything": spawn: program "sh -c true" not found: it is the program and its arguments in one string; give each on its own: command = {"sh", "-c", "true"} (in JSON: "command": "sh", "args": ["-c", "true"])`, lines[2])
+}
+
+// check --tools starts the servers, says what each one's tools cost a
+// model and what a client of /mcp and of each toolset is given to list in
+// each mode, reports a server that fails without failing, and leaves no
+// process behind. Plain check starts nothing.
+func TestCheckToolsCosts(t *testing.T) {
+	noLeftovers(t)
+	dir := t.TempDir()
+	// The config serves on an address a running mcpvisor holds: check
+	// measures the endpoints without listening.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	servers := `mcp_add("demo", {command = {MCPVISOR, "demo-server"}})
+mcp_add("broken", {command = {"sh", "-c", "exit 3"}, max_retries = 0})
+mcp_toolset("math", {include = {"demo.add"}, mode = "search"})
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "startup.lua"), []byte(servers+`mcp_serve({http = "`+busy.Addr().String()+`"})
+`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "servers.lua"), []byte(servers), 0o644))
+
+	plain := runBinary(t, invocation{dir: dir, args: []string{"check"}})
+	require.Equal(t, 0, plain.code, plain.stderr)
+	require.NotContains(t, plain.stdout, "TOKENS", "plain check connects nothing")
+
+	o := runBinary(t, invocation{dir: dir, args: []string{"check", "--tools", "--timeout", "20s"}})
+	require.Equal(t, 0, o.code, "a server that fails is reported, not fatal; stderr:\n%s", o.stderr)
+	out := o.stdout
+	require.Contains(t, out, "startup.lua: OK, 2 server(s)", "the check itself comes first")
+
+	demo := regexp.MustCompile(`(?m)^demo\s+connected\s+4\s+([\d,]+)$`).FindStringSubmatch(out)
+	require.NotNil(t, demo, "demo's row; stdout:\n%s", out)
+	require.Regexp(t, `(?m)^broken\s+failed\s+-\s+-$`, out)
+	require.Regexp(t, `(?m)^broken: gave up after 1 attempt: .*exit status 3`, out, "the failure, with its error")
+
+	// The same figure mcp_tools() gives each tool, summed.
+	sum := runBinary(t, invocation{dir: dir, args: []string{"-c", "servers.lua", "-e", `assert(mcp_wait("demo", "connected"))
+for _ = 1, 400 do
+  local n, all = 0, true
+  for _, t in ipairs(mcp_tools("demo")) do
+    if t.tokens then n = n + t.tokens else all = false end
+  end
+  if all then return n end
+  sleep(0.05)
+end
+error("mcp_tools never counted")`}})
+	require.Equal(t, 0, sum.code, sum.stderr)
+	require.Equal(t, strings.TrimSpace(sum.stdout), strings.ReplaceAll(demo[1], ",", ""), "demo's tokens are mcp_tools()' sum")
+
+	endpoint := func(path string) (mode string, tools, direct, search, code int) {
+		t.Helper()
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(path) + `\s+(\w+)\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)$`).FindStringSubmatch(out)
+		require.NotNil(t, m, "%s's row; stdout:\n%s", path, out)
+		n := func(s string) int {
+			v, err := strconv.Atoi(strings.ReplaceAll(s, ",", ""))
+			require.NoError(t, err)
+			return v
+		}
+		return m[1], n(m[2]), n(m[3]), n(m[4]), n(m[5])
+	}
+	mode, tools, direct, search, code := endpoint("/mcp")
+	assert.Equal(t, "direct", mode)
+	assert.Equal(t, 4, tools)
+	assert.Greater(t, direct, search, "search mode lists less than the catalogue")
+	assert.Greater(t, direct, code, "code mode lists less than the catalogue")
+	assert.Positive(t, search)
+	assert.Positive(t, code)
+	mode, tools, mathDirect, _, mathCode := endpoint("/toolsets/math/mcp")
+	assert.Equal(t, "search", mode, "the toolset's own mode")
+	assert.Equal(t, 1, tools)
+	assert.Less(t, mathDirect, direct, "one tool costs less than four and the status tool")
+	assert.Equal(t, code, mathCode, "run_lua names the same one server")
+	assert.NotContains(t, out, "/servers/", "each server's own endpoint is its row")
+}
+
+// check's help says what --tools does; its flags are checked before
+// anything runs; --mode is the default mode the endpoints are shown in.
+func TestCheckToolsFlags(t *testing.T) {
+	for _, args := range [][]string{{"help", "check"}, {"check", "--help"}} {
+		o := runBinary(t, invocation{args: args})
+		require.Equal(t, 0, o.code, o.stderr)
+		require.True(t, strings.HasPrefix(o.stdout, "usage: mcpvisor check [-c FILE] [--tools"), o.stdout)
+		require.Contains(t, o.stdout, "--timeout DURATION")
+	}
+	o := runBinary(t, invocation{args: []string{"check", "--tools", "--timeout", "0"}})
+	require.Equal(t, 2, o.code)
+	require.Contains(t, o.stderr, "mcpvisor check: --timeout must be more than 0, got 0s")
+	o = runBinary(t, invocation{args: []string{"check", "--tools", "--mode", "lazy"}})
+	require.Equal(t, 2, o.code)
+	require.Contains(t, o.stderr, `mcpvisor check: --mode: mode "lazy": unknown; the modes are direct, search and code`)
+
+	noLeftovers(t)
+	o = runBinary(t, invocation{args: []string{"check", "--tools", "--mode", "search"}}) // the built-in default: demo
+	require.Equal(t, 0, o.code, o.stderr)
+	require.Regexp(t, `(?m)^/mcp\s+search\s+4\s+[\d,]+\s+[\d,]+\s+[\d,]+$`, o.stdout)
 }

@@ -39,6 +39,7 @@ func (a gatewayAPI) SetToolsets(sets map[string]luaapi.Toolset) {
 			Resolved: ts.Resolved, Tools: ts.Tools, Version: ts.Version, Mode: gateway.Mode(ts.Mode)}
 	}
 	a.g.get().SetToolsets(out)
+	a.g.h.hud.endpointsChanged()
 }
 
 // Clients lists the gateway's clients; none if it was never started.

@@ -181,6 +181,7 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 	if hud != nil {
 		hud.Bus = h.bus
 		hud.Costs = toolCosts(h.mgr)
+		hud.Endpoints = gatewayEndpoints(&h.gateway)
 		h.hud = startHUD(*hud)
 		hudAPI = h.hud
 	}
@@ -199,7 +200,7 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 		panic(err) // only for a missing manager
 	}
 	h.rt = rt
-	if !cfg.hasCode && cfg.script == "" {
+	if !cfg.hasCode && cfg.script == "" && !cfg.noControl {
 		h.listenControl(cfg.file)
 	}
 	return h

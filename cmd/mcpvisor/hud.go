@@ -17,7 +17,6 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/events/hud"
-	"github.com/mcpvisor/mcpvisor/internal/tokens"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -50,6 +49,10 @@ const (
 	hudTick = time.Second
 	// hudMinCols and hudMinRows: below this the HUD hides itself.
 	hudMinCols, hudMinRows = 30, 8
+	// endpointRecountTicks: the endpoints are counted again this many
+	// ticks after a server's tools left the lists, once the gateway has
+	// taken them off.
+	endpointRecountTicks = 2
 	// hudStopWait bounds Stop: a terminal that does not take the last
 	// frame (Ctrl-S) must not hang the exit.
 	hudStopWait = 2 * time.Second
@@ -91,12 +94,12 @@ type hudOptions struct {
 	// loads the vocabulary), so the display calls it on a goroutine of its
 	// own, once per change of the server's tools. Set by startHost.
 	Costs func(server string) int
-}
-
-// tokenCount is what hudOptions.Costs said of a server.
-type tokenCount struct {
-	server string
-	tokens int
+	// Endpoints, if set, says what each endpoint of the gateway costs a
+	// model in its mode, or nil when no gateway runs, for the line under
+	// the summary. It reads the gateway and counts, so the display calls
+	// it on the counting goroutine too, when the servers' tools or the
+	// config change and when endpointsChanged says so. Set by startHost.
+	Endpoints func() []hud.Endpoint
 }
 
 // hudDisplay draws the HUD. Its goroutine (run) owns the model and
@@ -116,13 +119,22 @@ type hudDisplay struct {
 	count       chan string
 	counted     chan tokenCount
 	counterDone chan struct{}
+	// recount (capacity 1) asks the counter goroutine to count the
+	// gateway's endpoints again; endpoints brings its answer back.
+	recount   chan struct{}
+	endpoints chan []hud.Endpoint
 
 	// Owned by the run goroutine.
-	model      hud.Model
-	toCount    []string // servers whose tools changed since they were counted
-	shown      int      // rows the block occupies; 0: none, no scroll region
-	cols, rows int      // the size the block was laid out for
-	last       string   // the last frame written
+	model   hud.Model
+	toCount []string // servers whose tools changed since they were counted
+	// recountIn is how many ticks until the endpoints are counted again,
+	// after a server's tools left the lists (0: none due). The gateway
+	// keeps what leaves listed a moment, in case it comes straight back,
+	// so the count made at once still has them.
+	recountIn  int
+	shown      int    // rows the block occupies; 0: none, no scroll region
+	cols, rows int    // the size the block was laid out for
+	last       string // the last frame written
 }
 
 // startHUD subscribes to the bus and starts the display's goroutine.
@@ -140,6 +152,8 @@ func startHUD(opts hudOptions) *hudDisplay {
 		count:       make(chan string),
 		counted:     make(chan tokenCount),
 		counterDone: make(chan struct{}),
+		recount:     make(chan struct{}, 1),
+		endpoints:   make(chan []hud.Endpoint),
 	}
 	if d.opts.Resized == nil {
 		d.winch = make(chan os.Signal, 1)
@@ -156,28 +170,6 @@ func startHUD(opts hudOptions) *hudDisplay {
 	go d.run()
 	go d.counter()
 	return d
-}
-
-// counter is the goroutine that counts tokens, so that a slow count never
-// holds up a frame; without hudOptions.Costs it returns at once.
-func (d *hudDisplay) counter() {
-	defer close(d.counterDone)
-	if d.opts.Costs == nil {
-		return
-	}
-	for {
-		select {
-		case <-d.stop:
-			return
-		case server := <-d.count:
-			c := tokenCount{server, d.opts.Costs(server)}
-			select {
-			case d.counted <- c:
-			case <-d.stop:
-				return
-			}
-		}
-	}
 }
 
 // showing reports whether the block is on (false without a HUD).
@@ -288,6 +280,11 @@ func (d *hudDisplay) run() {
 			dirty = true
 		case <-tick.C:
 			dirty = true
+			if d.recountIn > 0 {
+				if d.recountIn--; d.recountIn == 0 {
+					d.endpointsChanged()
+				}
+			}
 		case <-d.opts.Resized:
 			dirty, resized = true, true
 		case <-d.poke:
@@ -296,6 +293,9 @@ func (d *hudDisplay) run() {
 			d.toCount = d.toCount[1:]
 		case c := <-d.counted:
 			d.model.SetTokens(c.server, c.tokens)
+			dirty = true
+		case eps := <-d.endpoints:
+			d.model.SetEndpoints(eps)
 			dirty = true
 		case reply := <-d.clearReq:
 			reply <- d.clearBelow()
@@ -318,7 +318,9 @@ func (d *hudDisplay) drain() {
 }
 
 // apply applies e to the model and, when it changed a server's tools,
-// puts the server in line to be counted.
+// puts the server in line to be counted; when it may have changed what
+// the gateway's endpoints list (tools, servers, the config), it asks for
+// them to be counted again.
 func (d *hudDisplay) apply(e events.Event) {
 	d.model.Apply(e)
 	switch p := e.Payload.(type) {
@@ -327,9 +329,17 @@ func (d *hudDisplay) apply(e events.Event) {
 		if p.Of != events.KindToolsChanged {
 			return
 		}
+	case manager.Removed, manager.Disabled, manager.Disconnected, manager.Failed:
+		d.endpointsChanged()
+		d.recountIn = endpointRecountTicks
+		return
 	default:
+		if e.Kind == events.KindConfigApplied {
+			d.endpointsChanged()
+		}
 		return
 	}
+	d.endpointsChanged()
 	if !slices.Contains(d.toCount, e.Server) {
 		d.toCount = append(d.toCount, e.Server)
 	}
@@ -349,10 +359,11 @@ func (d *hudDisplay) firstToCount() string {
 // column leaves some terminals waiting to wrap), a rule last.
 func (d *hudDisplay) frame(cols, rows int) []string {
 	lines := hud.Lines(d.model.View(d.opts.Now()), hud.Layout{
-		Width:    cols - 1,
-		MaxLines: rows/2 - 1,
-		Missed:   d.model.Missed(),
-		Clients:  d.model.Clients(),
+		Width:     cols - 1,
+		MaxLines:  rows/2 - 1,
+		Missed:    d.model.Missed(),
+		Clients:   d.model.Clients(),
+		Endpoints: d.model.Endpoints(),
 	})
 	return append(lines, strings.Repeat("─", cols-1))
 }
@@ -471,24 +482,5 @@ func terminalHUD(cfg config, interactive bool, stdout, stderr io.Writer) (io.Wri
 		Size:    func() (int, int, error) { return term.GetSize(fd) },
 		Enabled: cfg.hud == hudOn || (cfg.hud == hudAuto && interactive),
 		Config:  configHint(cfg.file),
-	}
-}
-
-// toolCosts counts what the definitions of a server's tools cost a model
-// in tokens, remembering each definition's count.
-func toolCosts(mgr *manager.Manager) func(server string) int {
-	var cache tokens.Cache
-	return func(server string) int {
-		tools, err := mgr.Tools(server)
-		if err != nil {
-			return 0
-		}
-		n := 0
-		for _, t := range tools {
-			if t.Tool != nil {
-				n += cache.Tool(t.Tool)
-			}
-		}
-		return n
 	}
 }

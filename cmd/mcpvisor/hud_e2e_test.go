@@ -176,3 +176,38 @@ func slicesContain(list []string, s string) bool {
 	}
 	return false
 }
+
+// With the gateway serving beside the REPL, the HUD's second line says
+// what /mcp and each toolset's endpoint cost a model in their modes; the
+// figure follows demo's tools as it connects.
+func TestHUDShowsGatewayEndpoints(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) is not installed; it provides the REPL's terminal")
+	}
+	if out, err := exec.Command(scriptBin, "--version").CombinedOutput(); err != nil || !bytes.Contains(out, []byte("util-linux")) {
+		t.Skipf("script(1) is not util-linux's (%s %v)", bytes.TrimSpace(out), err)
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "startup.lua"), []byte(`mcp_add("demo", {command = {MCPVISOR, "demo-server"}})
+mcp_toolset("math", {include = {"demo.add"}, mode = "search"})
+`), 0o644))
+	const cols, rows = 100, 24
+	p := start(t, invocation{
+		dir:  dir,
+		argv: []string{scriptBin, "-qec", fmt.Sprintf("stty rows %d cols %d; exec '%s' --http 127.0.0.1:0 --log-level warn", rows, cols, mcpvisorBin), "/dev/null"},
+		env:  []string{"SHELL=/bin/sh", "TERM=xterm"},
+	})
+	scr := &emulated{t: t, p: p, vt: vt10x.New(vt10x.WithSize(cols, rows))}
+	line := regexp.MustCompile(`^/mcp direct (\d+) tok · /toolsets/math search (\d+) tok$`)
+	scr.wait("the endpoints' line with demo's tools in it", func(_ string, screen []string, _ vt10x.Cursor) bool {
+		m := line.FindStringSubmatch(screen[1])
+		// /mcp lists the status tool alone (under 100 tokens) until demo is
+		// in, and demo's four tools beside it then.
+		return m != nil && strings.HasPrefix(screen[2], "● demo  stdio  4 tools") && len(m[1]) >= 3
+	})
+	scr.send("\x04")
+	if !p.wait(shutdownGrace) {
+		t.Fatalf("the REPL did not exit after Ctrl-D")
+	}
+}

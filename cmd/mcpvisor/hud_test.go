@@ -427,3 +427,71 @@ func TestHUDDisplayShowsTokens(t *testing.T) {
 		require.Equal(t, "● demo  stdio  5 tools  1.2k tok", rows[1], "counted again when the tools change")
 	})
 }
+
+// Once a gateway serves, the line under the summary says what each of its
+// endpoints costs a model in its mode; it is counted again when the
+// gateway starts listening and when the servers' tools change. Without a
+// gateway the block is as it was.
+func TestHUDDisplayShowsEndpoints(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tty := newFakeTTY(70, 12)
+		bus := events.NewBus(events.Options{})
+		defer bus.Close()
+		var mu sync.Mutex // guards eps: the counter goroutine reads it
+		var eps []hud.Endpoint
+		d := startHUD(hudOptions{Out: tty, Size: tty.Size, Bus: bus, Enabled: true, Resized: make(chan os.Signal),
+			Endpoints: func() []hud.Endpoint {
+				mu.Lock()
+				defer mu.Unlock()
+				return eps
+			}})
+		t.Cleanup(d.Stop)
+		bus.Emit("demo", "", manager.Added{Transport: manager.TransportStdio})
+		bus.Emit("demo", "", manager.Connected{Attempt: 1, Tools: 4})
+		settle()
+		rows, _ := tty.screen()
+		require.Equal(t, []string{"mcpvisor: 1 server · 1 connected", "● demo  stdio  4 tools", rule(70)}, rows[:3], "no gateway: no endpoint line")
+
+		mu.Lock()
+		eps = []hud.Endpoint{{Path: "/mcp", Mode: "direct", Tokens: 842}, {Path: "/toolsets/dev", Mode: "search", Tokens: 473}}
+		mu.Unlock()
+		d.endpointsChanged() // the gateway listens
+		settle()
+		rows, _ = tty.screen()
+		require.Equal(t, []string{"mcpvisor: 1 server · 1 connected", "/mcp direct 842 tok · /toolsets/dev search 473 tok", "● demo  stdio  4 tools", rule(70)}, rows[:4])
+
+		mu.Lock()
+		eps = []hud.Endpoint{{Path: "/mcp", Mode: "direct", Tokens: 1234}, {Path: "/toolsets/dev", Mode: "search", Tokens: 473}}
+		mu.Unlock()
+		bus.Emit("demo", "", manager.ItemsChanged{Of: events.KindToolsChanged, Added: []string{"more"}})
+		settle()
+		rows, _ = tty.screen()
+		require.Equal(t, "/mcp direct 1.2k tok · /toolsets/dev search 473 tok", rows[1], "counted again when the tools change")
+
+		// The gateway keeps a server's tools listed a moment after it is
+		// gone, in case it comes back: counted at once, and again later.
+		bus.Emit("demo", "", manager.Removed{})
+		settle()
+		mu.Lock()
+		eps = []hud.Endpoint{{Path: "/mcp", Mode: "direct", Tokens: 91}, {Path: "/toolsets/dev", Mode: "search", Tokens: 473}}
+		mu.Unlock()
+		time.Sleep(endpointRecountTicks * hudTick)
+		settle()
+		rows, _ = tty.screen()
+		require.Equal(t, "/mcp direct 91 tok · /toolsets/dev search 473 tok", rows[1], "counted again once the gateway has taken them off")
+	})
+}
+
+// The endpoints shown are /mcp and the toolsets', named without the
+// trailing /mcp; a server's own endpoint is left to its row.
+func TestHUDShownEndpoint(t *testing.T) {
+	for in, want := range map[string]string{"/mcp": "/mcp", "/toolsets/dev/mcp": "/toolsets/dev", "/servers/demo/mcp": ""} {
+		got, ok := shownEndpoint(in)
+		if want == "" {
+			assert.False(t, ok, in)
+			continue
+		}
+		assert.True(t, ok, in)
+		assert.Equal(t, want, got)
+	}
+}

@@ -48,7 +48,10 @@ Usage:
   mcpvisor check [-c FILE]  evaluate and validate the config without starting
                            anything; print the servers it declares and what
                            would keep each from starting here (a program not
-                           on PATH, a missing cwd); exit 1 on errors
+                           on PATH, a missing cwd); exit 1 on errors. With
+                           --tools, then start the servers and print what
+                           their tools cost a model in tokens, per server
+                           and per endpoint in each mode: mcpvisor help check
   mcpvisor login [-c FILE] NAME
                            log in to an OAuth server of the config: show the
                            authorization URL and open it ($BROWSER, else
@@ -251,6 +254,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 			return runServe(cfg, stdin, stdout, stderr)
 		case "help":
+			if len(args) > 1 && args[1] == "check" {
+				fmt.Fprint(stdout, checkUsage)
+				return 0
+			}
 			fmt.Fprint(stdout, usage)
 			return 0
 		case "--version", "-version", "version":
@@ -323,6 +330,9 @@ type config struct {
 	script      string
 	argv        []string
 	scriptIndex int
+	// noControl keeps a long run from opening the control socket
+	// `mcpvisor status` finds it by: check --tools is no mcpvisor to show.
+	noControl bool
 }
 
 // forServe checks the flags of `mcpvisor serve`.

@@ -191,6 +191,9 @@ func (g *gatewayHost) peek() *gateway.Gateway {
 // another address or with another token; the same address and token again
 // change nothing.
 func (g *gatewayHost) serveHTTP(addr, token string) error {
+	if g.opts.noListen {
+		return nil
+	}
 	g.changing.Lock()
 	defer g.changing.Unlock()
 	if addr == "" && g.peek() == nil {
@@ -214,6 +217,7 @@ func (g *gatewayHost) serveHTTP(addr, token string) error {
 		cancel()
 	}
 	if addr == "" {
+		g.h.hud.endpointsChanged() // no longer served
 		return nil
 	}
 	ui := g.h.webConsole(gw, token)
@@ -226,6 +230,7 @@ func (g *gatewayHost) serveHTTP(addr, token string) error {
 	g.mu.Lock()
 	g.http, g.ui, g.addr, g.token = srv, ui, addr, token
 	g.mu.Unlock()
+	g.h.hud.endpointsChanged() // they are served now
 	g.h.log.Info("serving MCP over HTTP", "url", "http://"+srv.Addr()+"/mcp", "sse", "http://"+srv.Addr()+"/sse",
 		"console", "http://"+srv.Addr()+"/ui", "token", token != "")
 	return nil
@@ -318,7 +323,10 @@ type gatewayOptions struct {
 	// clients in code mode (without it, code mode is refused).
 	mode       gateway.Mode
 	metaPrefix string
-	code       func(ctx context.Context, code string, env gateway.CodeEnv) (*mcp.CallToolResult, error)
+	// noListen makes serveHTTP (--http, mcp_serve) do nothing: check
+	// --tools measures the endpoints, it serves no one.
+	noListen bool
+	code     func(ctx context.Context, code string, env gateway.CodeEnv) (*mcp.CallToolResult, error)
 }
 
 // check reports a gateway setting that cannot be served (code mode with

@@ -31,7 +31,10 @@
 //
 // What a server's tools cost a model in tokens is not in any event (the
 // count is too slow to make as events are applied): the model's owner
-// counts it and hands it over with [Model.SetTokens].
+// counts it and hands it over with [Model.SetTokens]. Nor is what each of
+// the gateway's endpoints costs in its mode: the owner reads it from the
+// gateway, when one runs, and hands it over with [Model.SetEndpoints];
+// [Lines] shows it under the summary.
 //
 // The model reads each event's typed payload (manager.Connected,
 // manager.BackingOff, …), never field names; an event without one (a

@@ -24,6 +24,9 @@ type Model struct {
 	seq     uint64             // the last Seq applied
 	missed  uint64             // events this model's source dropped (lagged)
 	clients int                // gateway clients connected
+	// endpoints is what the gateway's endpoints cost, as SetEndpoints
+	// last said; nil without a gateway.
+	endpoints []Endpoint
 }
 
 // server is one server's row in the making.

@@ -25,6 +25,10 @@ type Layout struct {
 	// Clients, when not zero, is shown in the summary: the MCP clients
 	// the gateway serves ([Model.Clients]).
 	Clients int
+	// Endpoints, when not empty, are shown on the line under the summary:
+	// each gateway endpoint, its mode and what its tools/list costs
+	// ([Model.Endpoints]).
+	Endpoints []Endpoint
 }
 
 // Render lays rows out in width columns: the summary line, then one line
@@ -34,7 +38,9 @@ func Render(rows []Row, width int) string {
 }
 
 // Lines lays rows out as lines of at most l.Width columns each: the summary
-// (`mcpvisor: 3 servers · 2 connected · 1 retrying`), then one line per
+// (`mcpvisor: 3 servers · 2 connected · 1 retrying`), the endpoints when
+// there are any (`/mcp direct 34.5k tok · /toolsets/dev search 473 tok`;
+// left out when MaxLines leaves room for one line only), then one line per
 // server with aligned columns (glyph, name, transport, tools, the tokens
 // their definitions cost, latency)
 // followed by its status and last error, cut with "…" where the width ends.
@@ -45,8 +51,15 @@ func Lines(rows []Row, l Layout) []string {
 	}
 	shown := rows
 	more := 0
+	eps := ""
+	if len(l.Endpoints) > 0 && (l.MaxLines <= 0 || l.MaxLines > 2) {
+		eps = endpointLine(l.Endpoints)
+	}
 	if l.MaxLines > 0 {
 		limit := max(l.MaxLines, 2) - 1 // the summary takes one line
+		if eps != "" {
+			limit--
+		}
 		if len(rows) > limit {
 			shown, more = rows[:limit-1], len(rows)-(limit-1)
 		}
@@ -57,6 +70,9 @@ func Lines(rows []Row, l Layout) []string {
 		head = summary(rows, l, true)
 	}
 	out = append(out, Truncate(head, l.Width))
+	if eps != "" {
+		out = append(out, Truncate(eps, l.Width))
+	}
 	cols := measure(shown, l.Width)
 	for _, r := range shown {
 		out = append(out, Truncate(cols.line(r), l.Width))
@@ -127,16 +143,19 @@ type columns struct {
 	name, transport, tools, tokens, latency int
 }
 
-// tokens is the row's token estimate as shown ("840 tok", "12.3k tok"),
-// "" when not counted.
-func tokens(r Row) string {
+// tokens is the row's token estimate as shown, "" when not counted.
+func tokens(r Row) string { return tokenText(r.Tokens) }
+
+// tokenText is a token estimate as shown ("840 tok", "12.3k tok"), ""
+// for none.
+func tokenText(n int) string {
 	switch {
-	case r.Tokens <= 0:
+	case n <= 0:
 		return ""
-	case r.Tokens < 1000:
-		return fmt.Sprintf("%d tok", r.Tokens)
+	case n < 1000:
+		return fmt.Sprintf("%d tok", n)
 	}
-	return fmt.Sprintf("%.1fk tok", float64(r.Tokens)/1000)
+	return fmt.Sprintf("%.1fk tok", float64(n)/1000)
 }
 
 // minStatus is the room measure tries to leave for the status and error.

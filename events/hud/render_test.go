@@ -48,6 +48,8 @@ func fleet() *hud.Model {
 	m.SetTokens("demo", 842)
 	m.SetTokens("東京-files", 12345)
 	m.SetTokens("never-declared", 99) // ignored: no row
+	m.SetEndpoints([]hud.Endpoint{{Path: "/mcp", Mode: "direct", Tokens: 34473},
+		{Path: "/toolsets/dev", Mode: "search", Tokens: 473}, {Path: "/toolsets/empty", Mode: "code"}})
 	return m
 }
 
@@ -69,6 +71,8 @@ func TestHUDRenderGolden(t *testing.T) {
 		{"fleet_max5_missed", m.View(now), hud.Layout{Width: 80, MaxLines: 5, Missed: 3}},
 		{"empty", empty.View(now), hud.Layout{Width: 80}},
 		{"fleet_clients", m.View(now), hud.Layout{Width: 100, Clients: m.Clients()}},
+		{"fleet_endpoints", m.View(now), hud.Layout{Width: 100, Endpoints: m.Endpoints()}},
+		{"fleet_max5_endpoints", m.View(now), hud.Layout{Width: 60, MaxLines: 5, Endpoints: m.Endpoints()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
