@@ -57,6 +57,20 @@ func BenchmarkPublish(b *testing.B) {
 		bus.Close()
 		wait()
 	})
+	b.Run("unwanted-kind", func(b *testing.B) {
+		// A subscriber that takes the kind only passively: the publisher
+		// asks Wants and builds nothing (compare one-fast-subscriber).
+		bus := events.NewBus(events.Options{})
+		defer bus.Close()
+		passive := bus.Subscribe(events.SubscribeOptions{Passive: []events.Kind{events.KindBackoff}})
+		defer passive.Close()
+		b.ReportAllocs()
+		for b.Loop() {
+			if bus.Wants(events.KindBackoff) {
+				bus.Publish(events.KindBackoff, "git", events.Fields{"attempt": 3})
+			}
+		}
+	})
 	b.Run("stuck-subscriber", func(b *testing.B) {
 		bus := events.NewBus(events.Options{})
 		defer bus.Close()

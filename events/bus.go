@@ -2,7 +2,9 @@ package events
 
 import (
 	"errors"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,6 +28,9 @@ type Options struct {
 type Bus struct {
 	now       func() time.Time
 	queueSize int
+	// interest is what the subscribers ask for, stored under mu and read
+	// without it (Wants).
+	interest atomic.Pointer[interest]
 
 	mu sync.Mutex
 	// mu guards the following.
@@ -119,6 +124,13 @@ type SubscribeOptions struct {
 	// QueueSize bounds the events held for this subscriber. If zero, the
 	// bus's QueueSize.
 	QueueSize int
+	// Passive lists kinds this subscriber takes when they are published
+	// but does not ask for: [Bus.Wants] does not count it for them, so a
+	// publisher may leave them unpublished when no other subscriber asks
+	// (the manager's tool_call of a call that succeeded, for example).
+	// Those that are published are still delivered. If nil, the
+	// subscriber asks for every kind.
+	Passive []Kind
 }
 
 // Subscribe registers a new subscriber that receives every event published
@@ -129,10 +141,11 @@ func (b *Bus) Subscribe(opts SubscribeOptions) *Subscription {
 		size = b.queueSize
 	}
 	s := &Subscription{
-		bus:    b,
-		queue:  newRing(size),
-		notify: make(chan struct{}, 1),
-		now:    b.now,
+		bus:     b,
+		queue:   newRing(size),
+		notify:  make(chan struct{}, 1),
+		now:     b.now,
+		passive: slices.Clone(opts.Passive),
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -141,6 +154,7 @@ func (b *Bus) Subscribe(opts SubscribeOptions) *Subscription {
 		return s
 	}
 	b.subs[s] = struct{}{}
+	b.rebuildInterestLocked()
 	return s
 }
 
@@ -157,10 +171,14 @@ func (b *Bus) Close() {
 		s.closeQueue()
 	}
 	clear(b.subs)
+	b.rebuildInterestLocked()
 }
 
 func (b *Bus) unsubscribe(s *Subscription) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.subs, s)
+	if _, ok := b.subs[s]; ok {
+		delete(b.subs, s)
+		b.rebuildInterestLocked()
+	}
 }

@@ -29,6 +29,14 @@
 //     arrive in the order they happened, and Seq is strictly increasing
 //     across the whole bus.
 //
+// A subscriber may take some kinds only passively ([SubscribeOptions.Passive]):
+// it receives them when they are published, but does not ask for them.
+// [Bus.Wants] reports whether anyone asks for a kind, without a lock or an
+// allocation, so that the publisher of a frequent kind (the manager's
+// tool_call, one per call) can leave unbuilt and unpublished an event that
+// only passive subscribers would see: no payload, no lock, no subscriber
+// woken. Such an event is not in the history either.
+//
 // The bus also keeps a bounded history ring that serves "the last n events"
 // queries (mcp_events in Lua).
 //
@@ -38,7 +46,10 @@
 // sequence counter, the history ring and the set of subscribers; each
 // subscription's own mutex guards its ring. Publish holds the bus lock while it
 // appends to the rings, so sequence order and delivery order are the same for
-// every subscriber; it never calls out to subscriber code. Emit calls the
+// every subscriber; it never calls out to subscriber code. What the
+// subscribers ask for is rebuilt under the bus's mutex when one subscribes,
+// closes or changes its passive kinds, and stored in an atomic pointer that
+// Wants reads. Emit calls the
 // payload's Fields before taking the lock; a payload and its fields are
 // immutable once published, and may be read by any goroutine.
 //

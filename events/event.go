@@ -29,7 +29,7 @@ const (
 	KindIdle                 Kind = "idle"                  // idle_ms, or reason
 	KindClosing              Kind = "closing"               // reason
 	KindDisabled             Kind = "disabled"              //
-	KindToolCall             Kind = "tool_call"             // tool, duration_ms, is_error; code, error on failure; cancelled when the caller gave up
+	KindToolCall             Kind = "tool_call"             // tool, duration_ms, is_error; code, error on failure; cancelled when the caller gave up (a call that went well only when a subscriber asks: Bus.Wants)
 	KindSessionReinitialized Kind = "session_reinitialized" //
 	KindToolsChanged         Kind = "tools_changed"         // added, removed
 	KindResourcesChanged     Kind = "resources_changed"     // added, removed

@@ -12,6 +12,9 @@ type Subscription struct {
 	bus    *Bus
 	notify chan struct{} // capacity 1: "the queue changed"
 	now    func() time.Time
+	// passive is the kinds it takes only passively; the bus's mu guards
+	// it.
+	passive []Kind
 
 	mu sync.Mutex
 	// mu guards the following.

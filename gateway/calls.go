@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,17 +33,21 @@ func (ep *endpoint) toolHandler(server, tool string) mcp.ToolHandler {
 // session gets a JSON-RPC error instead: there is no model to read it.
 func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, server, tool string) (*mcp.CallToolResult, error) {
 	op := fmt.Sprintf("server %q: tools/call %q", server, tool)
-	var args map[string]any
-	if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
+	// The arguments go on as the client sent them: the manager decodes
+	// them once, to validate them, and forwards these very bytes. Only
+	// what is not an object is decoded here, for its error.
+	var args json.RawMessage
+	if raw := bytes.TrimSpace(req.Params.Arguments); len(raw) > 0 && string(raw) != "null" {
+		if !json.Valid(raw) {
 			return errorResult(fmt.Sprintf("%s: %s: the arguments are not valid JSON. Retrying the same arguments will not help.", manager.CodeInvalidArguments, op)), nil
 		}
-		var ok bool
-		if args, ok = v.(map[string]any); !ok {
+		if raw[0] != '{' {
+			var v any
+			_ = json.Unmarshal(raw, &v) // valid, as just checked
 			return errorResult(fmt.Sprintf("%s: %s: arguments must be a JSON object of named arguments, got %s. Retrying with the same arguments will not help; send an object.",
 				manager.CodeInvalidArguments, op, argschema.Describe(v))), nil
 		}
+		args = req.Params.Arguments
 	}
 	if req.Session == nil {
 		return errorResult(op + ": no client session"), nil
@@ -74,9 +79,11 @@ func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, serve
 
 // upstreamCall is what a client's tools/call asks of the source.
 type upstreamCall struct {
-	op    string // `server "s": tools/call "t"`, for errors
-	name  string // "server.tool"
-	args  map[string]any
+	op   string // `server "s": tools/call "t"`, for errors
+	name string // "server.tool"
+	// args are the arguments as the client sent them (an object), or nil
+	// for none.
+	args  json.RawMessage
 	token any // the client's progress token, if any
 	// life, if not nil, is the HTTP request whose end cancels the call
 	// (see requestLives).

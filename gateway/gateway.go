@@ -202,7 +202,9 @@ func New(opts Options) *Gateway {
 	// now on are told their client can (each call's answerer says whether
 	// its client does).
 	opts.Source.CallersAnswer(ask.All)
-	sub := g.bus.Subscribe(events.SubscribeOptions{})
+	// What the gateway follows is the servers' lifecycle and lists: a call
+	// that went well says nothing to it.
+	sub := g.bus.Subscribe(events.SubscribeOptions{Passive: []events.Kind{events.KindToolCall}})
 	g.settle.update(g.src, time.Now())
 	g.refresh()
 	g.settle.publish()

@@ -85,6 +85,15 @@ func runServer(mode string) int {
 		// to benchProtocolEnv's.
 		tr := &mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout}
 		err = demo.NewServer().Run(context.Background(), upTo{tr, os.Getenv(benchProtocolEnv)})
+	case "rawargs":
+		// A tool that answers with its arguments exactly as it received
+		// them, behind a schema the manager validates them against.
+		s := mcp.NewServer(&mcp.Implementation{Name: "rawargs", Version: "1"}, nil)
+		s.AddTool(&mcp.Tool{Name: "echo_raw", InputSchema: rawArgsSchema},
+			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+			})
+		err = s.Run(context.Background(), &mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout})
 	case "badnames":
 		s := mcp.NewServer(&mcp.Implementation{Name: "badnames", Version: "1"}, nil)
 		for _, name := range badNames {

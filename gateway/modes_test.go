@@ -466,7 +466,7 @@ func TestCallToolProgress(t *testing.T) {
 // a whole tools/list whose cacheScope is neither "public" nor "private"
 // and is then left with no tools at all.
 func TestModeListsSayHowToCache(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // one deadline for three rigs, on a machine that may be busy
 	defer cancel()
 	scope := func(t *testing.T, cs *mcp.ClientSession) string {
 		t.Helper()

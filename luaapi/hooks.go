@@ -147,6 +147,7 @@ func (r *Runtime) register(L *lua.LState, cb *callback) *lua.LTable {
 	}
 	if cb.timer == nil && cb.kind != "" {
 		r.hooks = append(r.hooks, cb)
+		r.askForCalls()
 	} else {
 		r.timers[cb.id] = cb
 	}
@@ -173,8 +174,32 @@ func (r *Runtime) unregister(cb *callback) {
 	for i, h := range r.hooks {
 		if h == cb {
 			r.hooks = append(r.hooks[:i:i], r.hooks[i+1:]...)
+			r.askForCalls()
 			break
 		}
+	}
+}
+
+// askForCalls tells the bus whether the loop's subscription asks for
+// tool calls: only while a hook takes them (mcp_on("tool_call") or "*").
+// Otherwise it takes them passively, and a call that went well publishes
+// nothing (see events.Bus.Wants); failed calls still come.
+func (r *Runtime) askForCalls() {
+	want := false
+	for _, h := range r.hooks {
+		if h.kind == "*" || h.kind == string(events.KindToolCall) {
+			want = true
+			break
+		}
+	}
+	if want == r.callsAsked {
+		return
+	}
+	r.callsAsked = want
+	if want {
+		r.sub.SetPassive()
+	} else {
+		r.sub.SetPassive(events.KindToolCall)
 	}
 }
 

@@ -799,3 +799,22 @@ end)`)
 		})
 	}
 }
+
+// The loop asks the bus for tool calls only while a hook takes them: a
+// call that went well publishes nothing otherwise (no hook to run, nothing
+// to wake), and a hook on tool_call or "*" gets every call.
+func TestHooksAskForToolCallsOnlyWhileHooked(t *testing.T) {
+	r := newTestRuntime(t, nil)
+	bus := r.m.Bus()
+	require.False(t, bus.Wants(events.KindToolCall), "no hook takes tool calls")
+
+	r.run(t, `h = mcp_on("tool_call", function(e) end)`)
+	require.True(t, bus.Wants(events.KindToolCall))
+	r.run(t, `mcp_off(h)`)
+	require.False(t, bus.Wants(events.KindToolCall))
+
+	r.run(t, `h1 = mcp_on("connected", function(e) end); h2 = mcp_on("*", function(e) end)`)
+	require.True(t, bus.Wants(events.KindToolCall), "a hook on every kind takes tool calls")
+	r.run(t, `mcp_off(h2)`)
+	require.False(t, bus.Wants(events.KindToolCall))
+}

@@ -47,8 +47,10 @@ func (r *Runtime) luaHUD(L *lua.LState) int {
 // sessions (a per-client server's clients' sessions)}, the
 // optional ones absent when they do not apply. The model follows the events
 // the loop has handled, so a server added in the same chunk appears once
-// its added event has gone through the loop.
+// its added event has gone through the loop; calls, failed_calls and
+// latency_ms are the manager's metrics as they are now.
 func (r *Runtime) luaHUDModel(L *lua.LState) int {
+	r.hud.UpdateMetrics(r.meter.Metrics)
 	rows := r.hud.View(time.Now())
 	items := make([]lua.LValue, len(rows))
 	for i, row := range rows {

@@ -170,9 +170,12 @@ type Runtime struct {
 	pending   sync.WaitGroup     // goroutines doing a task's async work
 	once      sync.Once
 	sub       *events.Subscription // the bus, drained by the loop for hooks
-	notes     *notify.Listener     // what servers say, drained by the loop for hooks
-	memory    memoryWatch
-	memDone   chan struct{} // closed when the memory watchdog has exited
+	// callsAsked is whether sub asks for tool calls (askForCalls); owned
+	// by the loop.
+	callsAsked bool
+	notes      *notify.Listener // what servers say, drained by the loop for hooks
+	memory     memoryWatch
+	memDone    chan struct{} // closed when the memory watchdog has exited
 }
 
 // New builds the Lua state and starts the loop.
@@ -228,7 +231,9 @@ func New(opts Options) (*Runtime, error) {
 	}
 	r.state = newState(opts.ScriptDir)
 	r.install()
-	r.sub = r.bus.Subscribe(events.SubscribeOptions{QueueSize: 4096})
+	// Tool calls only while a hook takes them (askForCalls); mcp_hud_model
+	// reads calls from the metrics.
+	r.sub = r.bus.Subscribe(events.SubscribeOptions{QueueSize: 4096, Passive: []events.Kind{events.KindToolCall}})
 	// Hooks only watch what servers say: never make a server wait for them.
 	r.notes = opts.Manager.Notices().Listen(notify.ListenOptions{QueueSize: 4096})
 	r.hud.ApplyAll(r.bus.History(0)) // servers added before us; the overlap is skipped

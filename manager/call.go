@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -130,10 +131,16 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 	return res, nil
 }
 
-// callEvent publishes a finished tool call (the log shows it at DEBUG, at
-// WARN when it failed).
+// callEvent records a finished tool call among the server's recent calls
+// and publishes it (the log shows it at DEBUG, at WARN when it failed). A
+// call that failed or answered isError is always published; one that went
+// well only when a subscriber asks for tool calls (a Lua hook, a log at
+// DEBUG, a console page streaming): the others take them passively, and a
+// call costs them nothing. The server's metrics count every call either
+// way.
 func (s *supervisor) callEvent(tool, client string, start time.Time, res *mcp.CallToolResult, err error) {
-	p := ToolCall{Tool: tool, Duration: time.Since(start), IsError: res != nil && res.IsError, Client: client}
+	now := time.Now()
+	p := ToolCall{Tool: tool, Duration: now.Sub(start), IsError: res != nil && res.IsError, Client: client}
 	if err != nil {
 		p.Error = err.Error()
 		var e *Error
@@ -141,6 +148,14 @@ func (s *supervisor) callEvent(tool, client string, start time.Time, res *mcp.Ca
 			p.Code = e.Code
 		}
 		p.Cancelled = errors.Is(err, ErrCancelled)
+	}
+	home := s
+	if s.home != nil {
+		home = s.home // a client's session: its server keeps the calls
+	}
+	home.recent.add(RecentCall{Time: now, ToolCall: p})
+	if err == nil && !p.IsError && !s.m.bus.Wants(events.KindToolCall) {
+		return
 	}
 	s.emit(p)
 }

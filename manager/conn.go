@@ -230,28 +230,16 @@ func (s *supervisor) connect() (*conn, error) {
 	if c.auth = s.m.authSource(s.name, s.spec); c.auth != nil {
 		c.needLogin = c.auth.LoginNeeded()
 	}
-	var t mcp.Transport
-	var err error
-	if s.spec.Transport == TransportInProcess {
-		// The server is in the host: its own Dialer reaches it, whatever
-		// Options.Dial substitutes for processes and the network.
-		t, err = s.spec.Dial.Dial(ctx)
-	} else {
-		t, err = s.m.dial(ctx, s.name, s.spec)
-	}
-	if err != nil {
+	if err := s.open(ctx, c); err != nil {
 		return fail(dialOp, err)
-	}
-	c.transport, c.httpEnded = t, endpoint.Ended(t)
-	if p := c.proc(); p != nil {
-		s.stderr.Store(p)
 	}
 	c.logs = &logTally{more: make(chan struct{})}
 	c.client, c.offers = s.m.newClient(s, c.logs)
 	if c.offers&ask.Roots != 0 {
 		c.roots.start(ctx, s, c)
 	}
-	c.session, err = c.client.Connect(ctx, t, nil)
+	var err error
+	c.session, err = s.handshake(ctx, c)
 	if err != nil {
 		return fail("initialize", err)
 	}
@@ -276,6 +264,27 @@ func (s *supervisor) connect() (*conn, error) {
 		return fail("connect", context.Cause(ctx))
 	}
 	return c, nil
+}
+
+// open spawns or dials the transport of c.
+func (s *supervisor) open(ctx context.Context, c *conn) error {
+	var t mcp.Transport
+	var err error
+	if s.spec.Transport == TransportInProcess {
+		// The server is in the host: its own Dialer reaches it, whatever
+		// Options.Dial substitutes for processes and the network.
+		t, err = s.spec.Dial.Dial(ctx)
+	} else {
+		t, err = s.m.dial(ctx, s.name, s.spec)
+	}
+	if err != nil {
+		return err
+	}
+	c.transport, c.httpEnded = t, endpoint.Ended(t)
+	if p := c.proc(); p != nil {
+		s.stderr.Store(p)
+	}
+	return nil
 }
 
 // streamable reports whether the connection is streamable HTTP.

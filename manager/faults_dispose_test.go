@@ -270,9 +270,10 @@ func TestDisposeDuringInitialize(t *testing.T) {
 			require.NoError(t, f.m.Add("x", spec))
 			evs := lifecycle(f.until("x", events.KindConnecting, patience))
 			require.Equal(t, []events.Kind{events.KindAdded, events.KindConnecting}, kinds(evs))
-			// The client's first request of the handshake (server/discover,
-			// before initialize) reached the server, which never answers.
-			awaitRecord(t, record, regexp.MustCompile(`(?m)^server/discover id=`), 1)
+			// The client's first request of the handshake (initialize: a
+			// process is asked for 2025-11-25) reached the server, which
+			// never answers.
+			awaitRecord(t, record, regexp.MustCompile(`(?m)^initialize id=`), 1)
 			pids := f.pids(spec)
 			require.Len(t, pids, 1)
 

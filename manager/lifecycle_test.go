@@ -261,9 +261,10 @@ func TestStatusSnapshot(t *testing.T) {
 			Prompts:       1, // greet
 			ServerName:    demo.Name,
 			ServerVersion: demo.Version,
-			// go-sdk v1.8.0 on both ends negotiates the newest version
-			// through server/discover.
-			Protocol: "2026-07-28",
+			// A process is asked for 2025-11-25 (protocol = "auto"), on
+			// which it may send requests during a call; the go-sdk would
+			// negotiate 2026-07-28 through server/discover.
+			Protocol: "2025-11-25",
 			Healthy:  true, // no ping has failed (none is due before 10s)
 			Circuit:  manager.CircuitClosed,
 		}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -252,4 +253,73 @@ func (c *conn) lostReason(ctx context.Context, waitErr error) error {
 		return fmt.Errorf("connection lost: %w", waitErr)
 	}
 	return errors.New("connection closed by the server")
+}
+
+// Protocol is the protocol generation the host speaks with a server
+// ([Spec].Protocol).
+type Protocol string
+
+// The protocol choices.
+const (
+	// ProtocolAuto, the default, speaks the generation that lets every
+	// feature of the server reach every client (see handshake).
+	ProtocolAuto Protocol = ""
+	// Protocol20251125 is the generation of the initialize handshake and
+	// sessions, in which a server sends its questions (elicitation,
+	// sampling, roots) as requests of its own.
+	Protocol20251125 Protocol = "2025-11-25"
+	// Protocol20260728 is the sessionless generation (server/discover), in
+	// which a server asks only through the input requests of a call's
+	// result. A server that does not speak it is answered in the newest
+	// generation it does, as the go-sdk negotiates.
+	Protocol20260728 Protocol = "2026-07-28"
+)
+
+// handshake opens c's session on its transport in the generation the
+// spec asks for. ProtocolAuto chooses by what the server can then send:
+//
+//   - stdio, sse and in-process servers are asked for 2025-11-25. A server
+//     keeps a session there, so it may send requests (elicitation,
+//     sampling, roots) during a call, which the gateway carries to clients
+//     of both generations; the go-sdk also turns a 2026-07-28 style
+//     handler's input requests into such requests on that generation. On
+//     2026-07-28 a server that sends requests fails instead. Only a server
+//     that answers the initialize request with an error (it knows no
+//     other generation than the sessionless one) is connected again, on
+//     2026-07-28.
+//   - streamable HTTP servers get the go-sdk's own negotiation:
+//     server/discover on 2026-07-28 first, initialize on 2025-11-25 when
+//     the server does not take it. A go-sdk server speaks 2026-07-28 over
+//     HTTP only when it keeps no session, and without one it cannot send
+//     requests on 2025-11-25: input requests are its only way to ask.
+func (s *supervisor) handshake(ctx context.Context, c *conn) (*mcp.ClientSession, error) {
+	want := s.spec.Protocol
+	if want == ProtocolAuto && s.spec.Transport == TransportHTTP {
+		return c.client.Connect(ctx, c.transport, nil)
+	}
+	if want == ProtocolAuto {
+		want = Protocol20251125
+	}
+	cs, err := c.client.Connect(ctx, c.transport, &mcp.ClientSessionOptions{ProtocolVersion: string(want)})
+	var refused *jsonrpc.Error
+	switch {
+	case err == nil:
+		if got := cs.InitializeResult().ProtocolVersion; want == Protocol20260728 && got < string(want) {
+			s.m.log.Warn("the server does not speak the protocol asked for; it answered in an older one",
+				"server", s.name, "protocol", want, "negotiated", got)
+		}
+		return cs, nil
+	case !errors.As(err, &refused) || want != Protocol20251125:
+		return nil, err
+	case s.spec.Protocol == Protocol20251125:
+		return nil, fmt.Errorf("the server refused the %s handshake (protocol = %q; \"auto\" also tries 2026-07-28): %w", want, want, err)
+	}
+	// It takes no initialize: connect again, sessionless.
+	if cl, ok := c.transport.(io.Closer); ok {
+		_ = cl.Close()
+	}
+	if err := s.open(ctx, c); err != nil {
+		return nil, err
+	}
+	return c.client.Connect(ctx, c.transport, &mcp.ClientSessionOptions{ProtocolVersion: string(Protocol20260728)})
 }

@@ -108,6 +108,9 @@ type Spec struct {
 	// Roots are the roots (file:// URIs) the server is told it may work
 	// in, before the host's own (Manager.SetAnswerer).
 	Roots []string
+	// Protocol is the protocol generation spoken with the server;
+	// ProtocolAuto (the default) chooses per transport (see Protocol).
+	Protocol Protocol
 	// Auth is how an http or sse server's client logs in when the server
 	// asks for OAuth (see package manager/oauth); the zero value discovers
 	// everything and registers dynamically. A server given an
@@ -360,6 +363,11 @@ func (s Spec) Problems() []string {
 	case QuestionsOwn, QuestionsCaller:
 	default:
 		p.add("questions", "must be \"own\" (the default: a client is asked only what its own call carries) or \"caller\" (also what comes while only its calls are in flight), got %q", s.Questions)
+	}
+	switch s.Protocol {
+	case ProtocolAuto, Protocol20251125, Protocol20260728:
+	default:
+		p.add("protocol", "must be \"auto\" (the default: the generation that lets every feature of the server reach every client), \"2025-11-25\" or \"2026-07-28\", got %q", s.Protocol)
 	}
 	for i, r := range s.Roots {
 		if err := CheckRoot(r); err != nil {

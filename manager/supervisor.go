@@ -91,6 +91,7 @@ type supervisor struct {
 	inflight inflight.Requests // requests from their start: abandoning them, who answers for them and their owner
 	progress inflight.Progress[Progress]
 	stats    callStats    // request metrics
+	recent   recentCalls  // the last calls, for RecentCalls
 	lastRecv atomic.Int64 // UnixNano when the server was last heard from
 	// stderr is the latest process started for a stdio server (kept after
 	// it exits, so that its last words can still be read); nil before.

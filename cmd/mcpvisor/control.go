@@ -29,7 +29,7 @@ func (b controlBackend) Snapshot() control.Snapshot {
 		HTTP: b.h.gateway.address(), Servers: []control.ServerRow{}, Clients: []control.ClientRow{}}
 	for _, st := range b.h.mgr.Statuses() {
 		row := control.ServerRow{Name: st.Name, State: st.State.String(), Transport: string(st.Transport),
-			Tools: st.Tools, Resources: st.Resources, Prompts: st.Prompts, Sessions: len(st.Sessions),
+			Protocol: st.Protocol, Tools: st.Tools, Resources: st.Resources, Prompts: st.Prompts, Sessions: len(st.Sessions),
 			LastError: st.LastError}
 		if st.State != manager.StateConnected {
 			row.NextAttempt = st.NextAttempt
@@ -216,7 +216,7 @@ func printSnapshot(w io.Writer, s control.Snapshot, now time.Time) {
 	}
 	fmt.Fprintln(w, where)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tSTATE\tTOOLS\tRESOURCES\tPROMPTS\tNOTE")
+	fmt.Fprintln(tw, "SERVER\tSTATE\tPROTOCOL\tTOOLS\tRESOURCES\tPROMPTS\tNOTE")
 	for _, r := range s.Servers {
 		note := r.LastError
 		if !r.NextAttempt.IsZero() && r.NextAttempt.After(now) {
@@ -225,7 +225,11 @@ func printSnapshot(w io.Writer, s control.Snapshot, now time.Time) {
 		if r.Sessions > 0 {
 			note = strings.TrimSpace(fmt.Sprintf("%d client session(s) %s", r.Sessions, note))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", textsafe.Line(r.Name), r.State, r.Tools, r.Resources, r.Prompts,
+		protocol := r.Protocol
+		if protocol == "" {
+			protocol = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", textsafe.Line(r.Name), r.State, textsafe.Line(protocol), r.Tools, r.Resources, r.Prompts,
 			textsafe.Line(truncate(note, 100)))
 	}
 	tw.Flush()

@@ -169,7 +169,7 @@ func (h *host) handleSignals(interactive bool, stderr io.Writer) (context.Contex
 // not nil, asks the person at the REPL what servers ask.
 func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir string, tel *hostTelemetry, hud *hudOptions, prompter *terminalPrompter) *host {
 	h := &host{started: time.Now(), bus: events.NewBus(events.Options{}), logOut: logOut, out: stdout, log: logger, logDone: make(chan struct{}), otel: tel, prompter: prompter}
-	sub := h.bus.Subscribe(events.SubscribeOptions{})
+	sub := h.bus.Subscribe(events.SubscribeOptions{Passive: logPassive(logger)})
 	go func() {
 		defer close(h.logDone)
 		logEvents(sub, logger, configHint(cfg.file))
@@ -181,6 +181,7 @@ func startHost(cfg config, logger *slog.Logger, logOut, stdout *swapWriter, dir 
 	if hud != nil {
 		hud.Bus = h.bus
 		hud.Costs = toolCosts(h.mgr)
+		hud.Metrics = h.mgr.Metrics
 		hud.Endpoints = gatewayEndpoints(&h.gateway)
 		h.hud = startHUD(*hud)
 		hudAPI = h.hud

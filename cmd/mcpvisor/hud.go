@@ -94,6 +94,10 @@ type hudOptions struct {
 	// loads the vocabulary), so the display calls it on a goroutine of its
 	// own, once per change of the server's tools. Set by startHost.
 	Costs func(server string) int
+	// Metrics, if set, is where a server's calls, failures and latency
+	// are read, on each frame (the manager's Metrics). The display takes
+	// no tool_call events: a call wakes no display. Set by startHost.
+	Metrics func(server string) (manager.Metrics, error)
 	// Endpoints, if set, says what each endpoint of the gateway costs a
 	// model in its mode, or nil when no gateway runs, for the line under
 	// the summary. It reads the gateway and counts, so the display calls
@@ -163,7 +167,8 @@ func startHUD(opts hudOptions) *hudDisplay {
 	d.enabled.Store(opts.Enabled)
 	d.model.LoginCommand = func(server string) string { return loginCommand(opts.Config, server) }
 	// Subscribe before reading the history: the model skips the overlap.
-	d.sub = opts.Bus.Subscribe(events.SubscribeOptions{})
+	// Calls are read from the metrics, not the bus.
+	d.sub = opts.Bus.Subscribe(events.SubscribeOptions{Passive: []events.Kind{events.KindToolCall}})
 	for _, e := range opts.Bus.History(0) {
 		d.apply(e)
 	}
@@ -358,6 +363,9 @@ func (d *hudDisplay) firstToCount() string {
 // rows, each line one column short of the width (a character in the last
 // column leaves some terminals waiting to wrap), a rule last.
 func (d *hudDisplay) frame(cols, rows int) []string {
+	if d.opts.Metrics != nil {
+		d.model.UpdateMetrics(d.opts.Metrics)
+	}
 	lines := hud.Lines(d.model.View(d.opts.Now()), hud.Layout{
 		Width:     cols - 1,
 		MaxLines:  rows/2 - 1,

@@ -335,8 +335,8 @@ func TestHUDDisplayThrottles(t *testing.T) {
 		startTestHUD(t, tty, bus, nil)
 		synctest.Wait()
 		before := tty.frames()
-		for i := range 400 { // 2s of a call every 5ms, each changing the average
-			bus.Emit("a", "", manager.ToolCall{Tool: "echo", Duration: time.Duration(1000+10*i) * time.Millisecond})
+		for i := range 400 { // 2s of an event every 5ms, each changing the line
+			bus.Emit("a", "", manager.HealthFailed{Error: fmt.Sprintf("ping %d timed out", i)})
 			time.Sleep(5 * time.Millisecond)
 		}
 		settle()
@@ -344,7 +344,7 @@ func TestHUDDisplayThrottles(t *testing.T) {
 		assert.LessOrEqual(t, frames, 21, "at most 10 frames a second")
 		assert.GreaterOrEqual(t, frames, 15, "but it keeps up")
 		rows, _ := tty.screen()
-		assert.Equal(t, "● a  stdio  1 tool   5.0s", rows[1], "the last average is drawn")
+		assert.Equal(t, "● a  stdio  1 tool   ping 399 timed out", rows[1], "the last event is drawn")
 	})
 }
 
@@ -425,6 +425,45 @@ func TestHUDDisplayShowsTokens(t *testing.T) {
 		settle()
 		rows, _ = tty.screen()
 		require.Equal(t, "● demo  stdio  5 tools  1.2k tok", rows[1], "counted again when the tools change")
+	})
+}
+
+// The HUD shows a server's calls, failures and latency as the manager
+// counts them, read on its tick: it asks the bus for no tool calls, so a
+// call that went well wakes no display.
+func TestHUDDisplayReadsCallsFromMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tty := newFakeTTY(70, 10)
+		bus := events.NewBus(events.Options{})
+		defer bus.Close()
+		var mu sync.Mutex
+		// mu guards metrics: the display's goroutine reads it.
+		metrics := manager.Metrics{Server: "demo"}
+		d := startHUD(hudOptions{Out: tty, Size: tty.Size, Bus: bus, Enabled: true, Resized: make(chan os.Signal),
+			Metrics: func(server string) (manager.Metrics, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return metrics, nil
+			}})
+		t.Cleanup(d.Stop)
+		require.False(t, bus.Wants(events.KindToolCall), "the HUD asks for no tool calls")
+
+		bus.Emit("demo", "", manager.Added{Transport: manager.TransportStdio})
+		bus.Emit("demo", "", manager.Connected{Attempt: 1, Tools: 4})
+		settle()
+		rows, _ := tty.screen()
+		require.Equal(t, "● demo  stdio  4 tools", rows[1])
+
+		mu.Lock()
+		metrics.Requests, metrics.Latency = 3, 12*time.Millisecond
+		metrics.Errors.Tool = 1
+		mu.Unlock()
+		frames := tty.frames()
+		time.Sleep(hudTick) // no event: the tick shows them
+		synctest.Wait()
+		rows, _ = tty.screen()
+		require.Equal(t, "● demo  stdio  4 tools  12ms  1 failed call", rows[1])
+		require.Greater(t, tty.frames(), frames)
 	})
 }
 

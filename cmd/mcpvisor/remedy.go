@@ -45,6 +45,16 @@ func cliRemedy(r manager.Remedy, config string) string {
 	return ""
 }
 
+// logPassive is what the log takes only passively: tool calls, whose
+// successes it logs at DEBUG, unless it logs DEBUG. A failed call, logged
+// at WARN, is published whoever asks.
+func logPassive(logger *slog.Logger) []events.Kind {
+	if logger.Enabled(context.Background(), slog.LevelDebug) {
+		return nil
+	}
+	return []events.Kind{events.KindToolCall}
+}
+
 // logEvents writes every event received on sub to logger, as events.Log
 // does, saying an event's remedy (field "remedy", a manager.RemedyKind's
 // name) as a shell user acts on it where the command line has a command

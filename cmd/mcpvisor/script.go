@@ -52,7 +52,7 @@ func (h *host) settle(ctx context.Context, bound time.Duration) {
 	if bound <= 0 {
 		return
 	}
-	sub := h.bus.Subscribe(events.SubscribeOptions{})
+	sub := h.bus.Subscribe(events.SubscribeOptions{Passive: []events.Kind{events.KindToolCall}})
 	defer sub.Close()
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()

@@ -1,6 +1,7 @@
 // Package hud is the view model of mcpvisor's live status display (the HUD):
 // one line per server with its state, tools, latency, retry countdown,
-// circuit and last error, built from bus events alone.
+// circuit and last error, built from bus events, and its calls from the
+// manager's metrics.
 //
 // # Model
 //
@@ -34,7 +35,11 @@
 // counts it and hands it over with [Model.SetTokens]. Nor is what each of
 // the gateway's endpoints costs in its mode: the owner reads it from the
 // gateway, when one runs, and hands it over with [Model.SetEndpoints];
-// [Lines] shows it under the summary.
+// [Lines] shows it under the summary. Nor are its calls: the model takes
+// no tool_call events (a display woken once per call would cost every
+// call), and its owner hands over, before each View, the counters the
+// manager keeps ([Model.UpdateMetrics]: requests, failures and the
+// latency average), so that a display reads them on its tick.
 //
 // The model reads each event's typed payload (manager.Connected,
 // manager.BackingOff, …), never field names; an event without one (a
@@ -56,9 +61,6 @@
 //     time + probe_in_ms) and state open.
 //   - idle, closing, disabled: the state of that name.
 //   - tools_changed: the tool count moves by len(added) − len(removed).
-//   - tool_call: an exponential moving average of duration_ms (weight 0.2
-//     for the newest, as the manager's metrics) and a count of failed calls
-//     (is_error or an error code).
 //
 // # Glyphs
 //

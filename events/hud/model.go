@@ -8,10 +8,6 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// latencyWeight is the newest sample's weight in the latency average, as in
-// the manager's metrics.
-const latencyWeight = 0.2
-
 // Model is what the HUD knows of each server, built from events. The zero
 // value is an empty model ready to use. See the package documentation for
 // what each event kind contributes.
@@ -92,8 +88,8 @@ func (m *Model) Apply(e events.Event) {
 	}
 	if e.Client != "" {
 		// A client's own session of a per-client server: its lifecycle is
-		// not the server's; the row counts the sessions. Its calls count
-		// as the server's.
+		// not the server's; the row counts the sessions. (Its calls count
+		// in the server's metrics.)
 		s := m.servers[e.Server]
 		switch p := e.Payload.(type) {
 		case manager.SessionOpened:
@@ -103,10 +99,6 @@ func (m *Model) Apply(e events.Event) {
 		case manager.SessionClosed:
 			if s != nil {
 				s.sessions = p.Sessions
-			}
-		case manager.ToolCall:
-			if s != nil {
-				s.apply(e, m.LoginCommand)
 			}
 		}
 		return
@@ -148,6 +140,25 @@ func (m *Model) Clients() int { return m.clients }
 func (m *Model) SetTokens(server string, n int) {
 	if s := m.servers[server]; s != nil {
 		s.tokens = max(n, 0)
+	}
+}
+
+// UpdateMetrics takes each shown server's request counters from get (the
+// manager's Metrics): its calls, failed calls and latency. Its owner calls
+// it before a View, on the display's tick: a call is counted by the
+// manager, and wakes no display. A server get has no metrics for keeps
+// what it had.
+func (m *Model) UpdateMetrics(get func(server string) (manager.Metrics, error)) {
+	for name, s := range m.servers {
+		mt, err := get(name)
+		if err != nil {
+			continue
+		}
+		// Calls its caller gave up on count neither as the server's
+		// latency nor as its failures.
+		s.calls = int(mt.Requests - mt.Errors.Cancelled)
+		s.failedCalls = int(mt.Errors.Total())
+		s.latency = float64(mt.Latency) / float64(time.Millisecond)
 	}
 }
 
@@ -229,20 +240,6 @@ func (s *server) apply(e events.Event, loginCommand func(string) string) {
 	case manager.ItemsChanged:
 		if p.Of == events.KindToolsChanged {
 			s.tools = max(s.tools+len(p.Added)-len(p.Removed), 0)
-		}
-	case manager.ToolCall:
-		if p.Cancelled {
-			break // the caller gave up: neither the server's latency nor its failure
-		}
-		d := float64(p.Duration.Microseconds()) / 1000
-		s.calls++
-		if s.calls == 1 {
-			s.latency = d
-		} else {
-			s.latency += latencyWeight * (d - s.latency)
-		}
-		if p.IsError || p.Code != "" {
-			s.failedCalls++
 		}
 	}
 }

@@ -2,6 +2,7 @@ package hud_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -210,19 +211,25 @@ func TestHUDModelToolsAndLatency(t *testing.T) {
 	s.at(0, "demo", manager.Added{Transport: manager.TransportStdio})
 	s.at(0, "demo", manager.Connected{Attempt: 1, Tools: 4})
 	s.at(0, "demo", manager.ItemsChanged{Of: events.KindToolsChanged, Added: []string{"a", "b"}, Removed: []string{"echo"}})
-	s.at(0, "demo", manager.ToolCall{Tool: "echo", Duration: 100 * time.Millisecond})
-	s.at(0, "demo", manager.ToolCall{Tool: "echo", Duration: 200 * time.Millisecond})
-	s.at(0, "demo", manager.ToolCall{Tool: "fail", Duration: 100 * time.Millisecond, IsError: true})
-	s.at(0, "demo", manager.ToolCall{Tool: "sleep", Duration: 100 * time.Millisecond, Code: manager.CodeConnectionTimeout, Error: "timed out"})
-	// Ctrl-C after 30s: the caller gave up; neither a failure nor latency.
-	s.at(0, "demo", manager.ToolCall{Tool: "sleep", Duration: 30000 * time.Millisecond, Code: manager.CodeInvocationFailed, Error: "cancelled: context canceled", Cancelled: true})
 	m := s.model()
 	r := row(t, m, t0, "demo")
 	assert.Equal(t, 5, r.Tools, "4 + 2 added - 1 removed")
+	assert.Zero(t, r.Calls, "no metrics yet")
+	assert.Equal(t, "● demo  stdio  5 tools", line(t, m, t0, "demo"))
+
+	// The calls, their failures and latency are the manager's counters.
+	// Calls the caller gave up on are neither calls nor failures.
+	m.UpdateMetrics(func(server string) (manager.Metrics, error) {
+		if server != "demo" {
+			return manager.Metrics{}, errors.New("no such server")
+		}
+		return manager.Metrics{Server: "demo", Requests: 5, Latency: 112800 * time.Microsecond,
+			Errors: manager.ErrorCounts{Tool: 1, Timeout: 1, Cancelled: 1}}, nil
+	})
+	r = row(t, m, t0, "demo")
 	assert.Equal(t, 4, r.Calls)
-	assert.Equal(t, 2, r.FailedCalls, "an error result and an error code")
-	// 100, then +0.2·(200−100) = 120, then +0.2·(100−120) = 116, then 112.8.
-	assert.InDelta(t, 112.8, float64(r.Latency)/float64(time.Millisecond), 0.001)
+	assert.Equal(t, 2, r.FailedCalls, "an error result and a timeout")
+	assert.Equal(t, 112800*time.Microsecond, r.Latency)
 	assert.Equal(t, "● demo  stdio  5 tools  112ms  2 failed calls", line(t, m, t0, "demo"))
 	assert.Empty(t, r.Error, "a failed call is not the server's error")
 
@@ -308,7 +315,7 @@ func TestHUDModelFromHistoryAndSubscription(t *testing.T) {
 	sub := bus.Subscribe(events.SubscribeOptions{})
 	defer sub.Close()
 	bus.Emit("early", "", manager.ItemsChanged{Of: events.KindToolsChanged, Added: []string{"new"}})
-	bus.Emit("early", "", manager.ToolCall{Tool: "echo", Duration: 10 * time.Millisecond})
+	bus.Emit("early", "", manager.HealthFailed{Error: "ping timed out"})
 	bus.Emit("late", "", manager.Added{Transport: manager.TransportHTTP})
 
 	var m hud.Model
@@ -324,7 +331,7 @@ func TestHUDModelFromHistoryAndSubscription(t *testing.T) {
 	}
 	early := row(t, &m, t0, "early")
 	assert.Equal(t, 4, early.Tools, "tools_changed counted once")
-	assert.Equal(t, 1, early.Calls, "tool_call counted once")
+	assert.Equal(t, "ping timed out", early.Error)
 	assert.Equal(t, hud.StateConnected, early.State)
 	assert.Equal(t, hud.StateConnected, row(t, &m, t0, "late").State)
 	assert.Zero(t, m.Missed())
@@ -353,14 +360,13 @@ func TestHUDModelLagged(t *testing.T) {
 	bus.Emit("a", "", manager.Connected{Attempt: 1, Tools: 2})
 	drain()
 	for range 10 {
-		bus.Emit("a", "", manager.ToolCall{Tool: "echo", Duration: 3 * time.Millisecond})
+		bus.Publish(events.KindNotification, "a", events.Fields{"method": "notifications/message"})
 	}
 	bus.Emit("a", "", manager.BackingOff{Attempt: 1, Delay: 500 * time.Millisecond, Error: "lost"})
 	drain()
 	assert.Equal(t, uint64(7), m.Missed(), "11 published into a queue of 4")
 	r := row(t, &m, t0, "a")
 	assert.Equal(t, hud.StateBackoff, r.State, "the newest events still applied")
-	assert.Equal(t, 3, r.Calls)
 	assert.Equal(t, 2, r.Tools)
 	assert.Contains(t, hud.Lines(m.View(t0), hud.Layout{Width: 80, Missed: m.Missed()})[0], "missed 7 events")
 
@@ -368,7 +374,7 @@ func TestHUDModelLagged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for range 6 {
-		bus.Emit("a", "", manager.ToolCall{Tool: "echo", Duration: 3 * time.Millisecond})
+		bus.Publish(events.KindNotification, "a", events.Fields{"method": "notifications/message"})
 	}
 	e, err := sub.Recv(ctx)
 	require.NoError(t, err)
@@ -376,7 +382,7 @@ func TestHUDModelLagged(t *testing.T) {
 	m.Apply(e)
 	drain()
 	assert.Equal(t, uint64(9), m.Missed())
-	assert.Equal(t, 7, row(t, &m, t0, "a").Calls)
+	assert.Equal(t, hud.StateBackoff, row(t, &m, t0, "a").State)
 }
 
 // Error text is shown on one line, whatever the server put in it: line
@@ -410,11 +416,18 @@ func TestHUDModelClientSessions(t *testing.T) {
 	s.atFor(time.Second, "pc", "a", manager.Connecting{Attempt: 1})
 	s.atFor(time.Second, "pc", "b", manager.SessionOpened{Sessions: 2, MaxSessions: 2})
 	s.atFor(time.Second, "pc", "b", manager.BackingOff{Attempt: 1, Delay: 100 * time.Millisecond, Error: "boom"})
-	s.atFor(time.Second, "pc", "a", manager.ToolCall{Tool: "t", Duration: 2 * time.Millisecond})
 	m := s.model()
+	// Its clients' calls are counted in the server's metrics.
+	m.UpdateMetrics(func(string) (manager.Metrics, error) {
+		return manager.Metrics{Server: "pc", Requests: 1, Latency: 2 * time.Millisecond}, nil
+	})
 	assert.Equal(t, "● pc  stdio  1 tool   2.0ms  2 client sessions", line(t, m, t0.Add(2*time.Second), "pc"))
 	s.atFor(3*time.Second, "pc", "a", manager.SessionClosed{Reason: "client left", Sessions: 1})
-	assert.Equal(t, "● pc  stdio  1 tool   2.0ms  1 client session", line(t, s.model(), t0.Add(4*time.Second), "pc"))
+	m = s.model()
+	m.UpdateMetrics(func(string) (manager.Metrics, error) {
+		return manager.Metrics{Server: "pc", Requests: 1, Latency: 2 * time.Millisecond}, nil
+	})
+	assert.Equal(t, "● pc  stdio  1 tool   2.0ms  1 client session", line(t, m, t0.Add(4*time.Second), "pc"))
 }
 
 // A server waiting for a login shows what to run first on its line: the

@@ -28,9 +28,6 @@ func fleet() *hud.Model {
 	for _, k := range []events.Kind{events.KindClientConnected, events.KindClientConnected, events.KindClientDisconnected, events.KindClientConnected} {
 		s.plain(0, k, "", events.Fields{"client": "claude-ai/0.1"})
 	}
-	for _, d := range []int{2, 3, 2, 4} {
-		s.at(0, "demo", manager.ToolCall{Tool: "echo", Duration: time.Duration(d) * time.Millisecond})
-	}
 	s.at(0, "broken", manager.Added{Transport: manager.TransportStdio})
 	s.at(time.Second, "broken", manager.BackingOff{Attempt: 2, Delay: 2400 * time.Millisecond, Error: `server "broken": spawn: fork/exec /nonexistent/prog: no such file or directory`})
 	s.at(0, "remote", manager.Added{Transport: manager.TransportHTTP})
@@ -41,10 +38,15 @@ func fleet() *hud.Model {
 	s.at(0, "off", manager.Disabled{})
 	s.at(0, "東京-files", manager.Added{Transport: manager.TransportStdio})
 	s.at(0, "東京-files", manager.Connected{Attempt: 1, Tools: 12})
-	s.at(0, "東京-files", manager.ToolCall{Tool: "read", Duration: 1250 * time.Millisecond, IsError: true})
 	s.at(0, "a-server-with-a-very-long-name", manager.Added{Transport: manager.TransportHTTP})
 	s.at(0, "a-server-with-a-very-long-name", manager.Connecting{Attempt: 2})
 	m := s.model()
+	// Calls of 2, 3, 2 and 4 ms; one of 1.25s that failed.
+	calls := map[string]manager.Metrics{
+		"demo":     {Requests: 4, Latency: 2528 * time.Microsecond},
+		"東京-files": {Requests: 1, Latency: 1250 * time.Millisecond, Errors: manager.ErrorCounts{Tool: 1}},
+	}
+	m.UpdateMetrics(func(server string) (manager.Metrics, error) { return calls[server], nil })
 	m.SetTokens("demo", 842)
 	m.SetTokens("東京-files", 12345)
 	m.SetTokens("never-declared", 99) // ignored: no row

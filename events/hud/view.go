@@ -22,11 +22,14 @@ type Row struct {
 	// Tokens estimates what the tools' definitions cost a model on every
 	// turn they are listed ([Model.SetTokens]); zero when not counted.
 	Tokens int
-	// Latency is the moving average of tool-call durations; zero before
-	// the first call.
+	// Latency is the moving average of the durations of the requests
+	// that reached the server (manager.Metrics); zero before the first.
 	Latency time.Duration
-	// Calls and FailedCalls count the tool calls seen; failed ones ended in
-	// an error result or an error code.
+	// Calls counts the requests that reached the server (tool calls,
+	// resource reads, prompt gets), leaving out those their caller gave up
+	// on; FailedCalls those that failed (an error result, a timeout, a
+	// lost session, a protocol error). Both come from manager.Metrics, as
+	// of the last [Model.UpdateMetrics].
 	Calls, FailedCalls int
 	// Attempt is the connection attempt in progress (connecting), the one
 	// the retry will make (backoff), or how many were made (failed); 0

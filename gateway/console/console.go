@@ -21,6 +21,7 @@ type Backend interface {
 	Statuses() []manager.Status
 	Status(name string) (manager.Status, error)
 	Metrics(name string) (manager.Metrics, error)
+	RecentCalls(name string) ([]manager.RecentCall, error)
 	Tools(server string) ([]manager.ToolInfo, error)
 	StderrTail(server string) (string, error)
 	Bus() *events.Bus

@@ -28,7 +28,8 @@ func (b *fakeBackend) Status(name string) (manager.Status, error) {
 	}
 	return manager.Status{Name: "s", LastError: "<b>"}, nil
 }
-func (b *fakeBackend) Metrics(string) (manager.Metrics, error) { return manager.Metrics{}, nil }
+func (b *fakeBackend) Metrics(string) (manager.Metrics, error)          { return manager.Metrics{}, nil }
+func (b *fakeBackend) RecentCalls(string) ([]manager.RecentCall, error) { return nil, nil }
 func (b *fakeBackend) Tools(string) ([]manager.ToolInfo, error) {
 	return []manager.ToolInfo{{FullName: "s.t", Server: "s", Name: "t", InputSchema: b.schema}}, nil
 }

@@ -225,16 +225,13 @@ type callView struct {
 // maxCalls is how many recent calls the server page lists.
 const maxCalls = 20
 
-// callsOf are the calls among evs (newest first), as the server page
-// lists them.
-func callsOf(evs []events.Event) []callView {
+// callsOf are the server's recent calls (newest first), as the server
+// page lists them: the manager keeps them whether or not their events
+// were published.
+func callsOf(calls []manager.RecentCall) []callView {
 	var out []callView
-	for _, e := range evs {
-		p, ok := e.Payload.(manager.ToolCall)
-		if !ok {
-			continue
-		}
-		cv := callView{Time: e.Time, Tool: p.Tool, Client: p.Client, Took: roundDuration(p.Duration), Outcome: "ok", Tone: "ok"}
+	for _, p := range calls {
+		cv := callView{Time: p.Time, Tool: p.Tool, Client: p.Client, Took: roundDuration(p.Duration), Outcome: "ok", Tone: "ok"}
 		switch {
 		case p.Cancelled:
 			cv.Outcome, cv.Tone = "cancelled", "off"
@@ -276,7 +273,9 @@ func (c *Console) showServer(w http.ResponseWriter, r *http.Request, s session, 
 		d.Login = c.taskOf("login/" + st.Name).view()
 	}
 	d.Events = c.history(st.Name, "")
-	d.Calls = callsOf(d.Events)
+	if calls, err := c.opts.Backend.RecentCalls(st.Name); err == nil {
+		d.Calls = callsOf(calls)
+	}
 	p := newPage(s, st.Name, "servers")
 	p.Data = d
 	p.Flash, p.FlashTone = flash(r)

@@ -21,6 +21,9 @@ type ServerRow struct {
 	Name      string `json:"name"`
 	State     string `json:"state"`
 	Transport string `json:"transport"`
+	// Protocol is the protocol version negotiated with the server, if
+	// it has been connected.
+	Protocol  string `json:"protocol,omitempty"`
 	Tools     int    `json:"tools"`
 	Resources int    `json:"resources"`
 	Prompts   int    `json:"prompts"`

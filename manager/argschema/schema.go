@@ -87,8 +87,14 @@ func (a *Schema) resolveParts(s *jsonschema.Schema, depth int) {
 // Check validates a call's arguments against the schema before any RPC,
 // returning them coerced toward the schema, or an error listing every
 // violation with its JSON path. A nil Schema (a tool without one) accepts
-// any object.
+// any object. Arguments given as JSON text (a json.RawMessage, what a
+// gateway client sent) are decoded once, for the validator, and come back
+// as they were, byte for byte, unless coercing reshaped them (see
+// checkJSON).
 func (s *Schema) Check(args any) (any, error) {
+	if raw, ok := args.(json.RawMessage); ok {
+		return s.checkJSON(raw)
+	}
 	if args == nil {
 		args = map[string]any{}
 	}
@@ -99,7 +105,7 @@ func (s *Schema) Check(args any) (any, error) {
 	if s == nil {
 		return m, nil
 	}
-	coerced, violations := s.check(m)
+	coerced, _, violations := s.check(m, true)
 	if len(violations) > 0 {
 		return nil, fmt.Errorf("invalid arguments: %s", strings.Join(violations, "; "))
 	}
@@ -107,25 +113,27 @@ func (s *Schema) Check(args any) (any, error) {
 }
 
 // check coerces args toward the schema (an empty Lua table where an array is
-// expected, an integral float where an integer is) and validates them. It
-// returns every violation found, each prefixed by its JSON path.
-func (a *Schema) check(args map[string]any) (map[string]any, []string) {
-	coerced, _ := coerce(args, a.schema).(map[string]any)
+// expected and, if numbers, an integral float where an integer is) and
+// validates them. It returns every violation found, each prefixed by its
+// JSON path, and whether coercing changed anything.
+func (a *Schema) check(args map[string]any, numbers bool) (map[string]any, bool, []string) {
+	c, changed := coerced(args, a.schema, numbers)
+	coerced, _ := c.(map[string]any)
 	if a.flat != nil && a.flat.valid(coerced) {
-		return coerced, nil
+		return coerced, changed, nil
 	}
 	err := a.root.Validate(coerced)
 	if err == nil {
 		if hasBigInteger(a.schema, coerced) {
-			return coerced, bigIntegers("$", a.schema, coerced, nil)
+			return coerced, changed, bigIntegers("$", a.schema, coerced, nil)
 		}
-		return coerced, nil
+		return coerced, changed, nil
 	}
 	out := a.violations("$", a.schema, coerced, nil)
 	if len(out) == 0 {
 		out = append(out, "$: "+lastClause(err.Error()))
 	}
-	return coerced, out
+	return coerced, changed, out
 }
 
 // violations appends what is wrong with v, found at path, against s. It
@@ -237,12 +245,14 @@ var typeMismatch = regexp.MustCompile(`^type: (.*) has type "(\w+)", want "(\w+)
 // array from an empty object, nor an integer from an integral float. It
 // copies only what it changes.
 func coerce(v any, s *jsonschema.Schema) any {
-	out, _ := coerced(v, s)
+	out, _ := coerced(v, s, true)
 	return out
 }
 
-// coerced is coerce reporting whether anything changed.
-func coerced(v any, s *jsonschema.Schema) (any, bool) {
+// coerced is coerce reporting whether anything changed; integral floats
+// become integers only if numbers (JSON text needs no such change: its
+// 5 and 5.0 are one integer to the validator and to the server).
+func coerced(v any, s *jsonschema.Schema, numbers bool) (any, bool) {
 	if s == nil {
 		return v, false
 	}
@@ -253,7 +263,7 @@ func coerced(v any, s *jsonschema.Schema) (any, bool) {
 		}
 		var out map[string]any
 		for k, e := range x {
-			c, changed := coerced(e, s.Properties[k])
+			c, changed := coerced(e, s.Properties[k], numbers)
 			if !changed {
 				continue
 			}
@@ -273,7 +283,7 @@ func coerced(v any, s *jsonschema.Schema) (any, bool) {
 			if i < len(s.PrefixItems) {
 				item = s.PrefixItems[i]
 			}
-			c, changed := coerced(e, item)
+			c, changed := coerced(e, item, numbers)
 			if !changed {
 				continue
 			}
@@ -287,7 +297,7 @@ func coerced(v any, s *jsonschema.Schema) (any, bool) {
 		}
 		return out, true
 	case float64:
-		if wants(s, "integer") && x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+		if numbers && wants(s, "integer") && x == math.Trunc(x) && math.Abs(x) < 1<<53 {
 			return int64(x), true
 		}
 	}

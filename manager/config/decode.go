@@ -24,7 +24,7 @@ type DecodeOptions struct {
 // specFields are the accepted keys of a declaration, for unknown-field
 // errors and did-you-mean suggestions.
 var specFields = map[string][]string{
-	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "breaker", "max_retries", "max_frame_bytes", "expose", "session", "max_sessions", "questions", "roots", "auth"},
+	"":         {"command", "url", "transport", "env", "cwd", "headers", "enabled", "timeouts", "backoff", "breaker", "max_retries", "max_frame_bytes", "expose", "session", "max_sessions", "questions", "roots", "auth", "protocol"},
 	"expose":   {"prefix", "hide", "rename", "pin", "describe", "tags", "aliases"},
 	"auth":     {"client_id", "client_secret", "scopes", "redirect_port", "client_metadata_url"},
 	"timeouts": {"connect", "request", "health_interval", "health_timeout", "keepalive", "server", "idle"},
@@ -266,6 +266,11 @@ func (d *decoder) spec(raw map[string]any) manager.Spec {
 	}
 	if v, ok := raw["roots"]; ok {
 		s.Roots = d.strings("roots", v)
+	}
+	if v, ok := raw["protocol"]; ok {
+		if p := d.str("protocol", v); p != "auto" {
+			s.Protocol = manager.Protocol(p) // validated with the spec
+		}
 	}
 	return s
 }

@@ -89,6 +89,21 @@ func TestDecodeSpecValid(t *testing.T) {
 			want: defaults(manager.Spec{Transport: manager.TransportStdio, Command: []string{"x"}, Questions: manager.QuestionsCaller}),
 		},
 		{
+			name: "protocol pinned to the sessionless generation",
+			raw:  map[string]any{"command": []any{"x"}, "protocol": "2026-07-28"},
+			want: defaults(manager.Spec{Transport: manager.TransportStdio, Command: []string{"x"}, Protocol: manager.Protocol20260728}),
+		},
+		{
+			name: "protocol pinned to the generation with sessions",
+			raw:  map[string]any{"url": "http://x/mcp", "protocol": "2025-11-25"},
+			want: defaults(manager.Spec{Transport: manager.TransportHTTP, URL: "http://x/mcp", Protocol: manager.Protocol20251125}),
+		},
+		{
+			name: "protocol, the default spelled out",
+			raw:  map[string]any{"command": []any{"x"}, "protocol": "auto"},
+			want: defaults(manager.Spec{Transport: manager.TransportStdio, Command: []string{"x"}}),
+		},
+		{
 			name: "questions, the default spelled out",
 			raw:  map[string]any{"command": []any{"x"}, "questions": "own"},
 			want: defaults(manager.Spec{Transport: manager.TransportStdio, Command: []string{"x"}}),
@@ -176,6 +191,16 @@ func TestDecodeSpecInvalid(t *testing.T) {
 			want: []string{`questions: must be "own" (the default: a client is asked only what its own call carries) or "caller" (also what comes while only its calls are in flight), got "anyone"`},
 		},
 		{
+			name: "protocol of no generation",
+			raw:  map[string]any{"command": cmd, "protocol": "2025-06-18"},
+			want: []string{`protocol: must be "auto" (the default: the generation that lets every feature of the server reach every client), "2025-11-25" or "2026-07-28", got "2025-06-18"`},
+		},
+		{
+			name: "protocol that is no string",
+			raw:  map[string]any{"command": cmd, "protocol": 2026},
+			want: []string{`protocol: must be a string, got number 2026`},
+		},
+		{
 			name: "missing transport",
 			raw:  map[string]any{},
 			want: []string{`command: missing transport: set command = {"prog", "arg"} for a process or url = "http://…" for a remote server`},
@@ -196,7 +221,7 @@ func TestDecodeSpecInvalid(t *testing.T) {
 		{
 			name: "unknown field, nothing close",
 			raw:  map[string]any{"command": cmd, "zzzzzz": 1},
-			want: []string{`zzzzzz: unknown field; known fields: command, url, transport, env, cwd, headers, enabled, timeouts, backoff, breaker, max_retries, max_frame_bytes, expose, session, max_sessions, questions, roots, auth`},
+			want: []string{`zzzzzz: unknown field; known fields: command, url, transport, env, cwd, headers, enabled, timeouts, backoff, breaker, max_retries, max_frame_bytes, expose, session, max_sessions, questions, roots, auth, protocol`},
 		},
 		{
 			name: "expose",
