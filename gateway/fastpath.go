@@ -120,6 +120,8 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 		why = "no request id"
 	case len(req.Params.Task) > 0 || len(req.Params.RequestState) > 0:
 		why = "a task or request state"
+	case !objectOrNothing(req.Params.Arguments):
+		why = "arguments that are not an object" // refused in the go-sdk path's words
 	}
 	var meta fastMeta
 	if why == "" && len(req.Params.Meta) > 0 && string(req.Params.Meta) != "null" {
@@ -324,4 +326,10 @@ func (s *session) cancelFast(id json.RawMessage) bool {
 	}
 	cancel(errCallCancelled)
 	return true
+}
+
+// objectOrNothing reports whether raw JSON is absent, null or an object.
+func objectOrNothing(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || string(t) == "null" || t[0] == '{'
 }

@@ -121,6 +121,7 @@ func TestFastPathAnswersAsTheSDKPathDoes(t *testing.T) {
 		{"fail", map[string]any{"message": "no luck"}, true},
 		{"echo", map[string]any{"text": 5}, true}, // refused by the schema
 		{"boom", map[string]any{}, true},
+		{"echo", "not an object", false}, // refused in the go-sdk path's words
 		{"nope", map[string]any{}, false},
 		{"sleep", map[string]any{"ms": 1}, false}, // hidden
 	}
