@@ -84,7 +84,11 @@ func runServer(mode string) int {
 		// The demo server of the benchmarks, serving protocol versions up
 		// to benchProtocolEnv's.
 		tr := &mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout}
-		err = demo.NewServer().Run(context.Background(), upTo{tr, os.Getenv(benchProtocolEnv)})
+		s := demo.NewServer()
+		if f := os.Getenv(benchProtocolFileEnv); f != "" {
+			s.AddReceivingMiddleware(recordProtocol(f))
+		}
+		err = s.Run(context.Background(), upTo{tr, os.Getenv(benchProtocolEnv)})
 	case "rawargs":
 		// A tool that answers with its arguments exactly as it received
 		// them, behind a schema the manager validates them against.
