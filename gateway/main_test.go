@@ -80,6 +80,8 @@ func runServer(mode string) int {
 		err = s.Run(context.Background(), &mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout})
 	case "fastpath":
 		err = runFastServer()
+	case "bench-relay":
+		err = runRelayProcess()
 	case "bench-demo":
 		// The demo server of the benchmarks, serving protocol versions up
 		// to benchProtocolEnv's.

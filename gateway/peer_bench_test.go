@@ -15,12 +15,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -141,9 +143,9 @@ func peerParallel(b *testing.B, rig peerRig) {
 		b.ReportMetric(rate, name+"-calls/s")
 		if i > 0 {
 			b.ReportMetric(rate/relay, name+"-throughput-ratio")
-			if cpuOK[i] {
-				b.ReportMetric(micros(cpu[i])/float64(calls[i]), name+"-proc-cpu-µs/call")
-			}
+		}
+		if cpuOK[i] {
+			b.ReportMetric(micros(cpu[i])/float64(calls[i]), name+"-proc-cpu-µs/call")
 		}
 	}
 }
@@ -166,10 +168,16 @@ func peerPaths(b *testing.B, peer string) peerRig {
 	}
 	bin := testutil.BuildMcpvisor(b)
 
-	rcs := connectHTTP(b, startRelay(b, httpProtocol), httpProtocol)
-	if _, err := rcs.ListTools(context.Background(), nil); err != nil {
-		b.Fatalf("relay: tools/list: %v", err)
+	relayAddr := freeAddr(b)
+	relayCmd := exec.Command(self)
+	relayCmd.Env = append(os.Environ(), serverEnv+"=bench-relay", relayAddrEnv+"="+relayAddr)
+	for k, v := range demoEnv("relay") {
+		if k != serverEnv && k != "GOGC" { // the relay's own; its demo server gets them
+			relayCmd.Env = append(relayCmd.Env, k+"="+v)
+		}
 	}
+	relayPID := startPeerProcess(b, "relay", relayCmd)
+	rcs := connectWhenUp(b, "http://"+relayAddr+"/mcp", "echo")
 
 	serve := func(name, fastPath string) (string, int) {
 		var src strings.Builder
@@ -207,7 +215,7 @@ func peerPaths(b *testing.B, peer string) peerRig {
 	proxyPID := startPeerProcess(b, "mcp-proxy", exec.Command(peer, "--config", configFile))
 	pcs := connectWhenUp(b, "http://"+proxyAddr+"/demo/mcp", "echo")
 
-	for _, name := range peerPath[1:] {
+	for _, name := range peerPath {
 		if name == "mcpvisor-fast-server" {
 			continue // the same server as mcpvisor-fast's
 		}
@@ -225,7 +233,7 @@ func peerPaths(b *testing.B, peer string) peerRig {
 	return peerRig{
 		calls: []func() error{echo(rcs, "echo", "relay"), echo(fcs, "demo__echo", "mcpvisor-fast"),
 			echo(scs, "echo", "mcpvisor-fast-server"), echo(gcs, "demo__echo", "mcpvisor"), echo(pcs, "echo", "mcp-proxy")},
-		pids: []int{0, fastPID, fastPID, slowPID, proxyPID},
+		pids: []int{relayPID, fastPID, fastPID, slowPID, proxyPID},
 	}
 }
 
@@ -327,9 +335,6 @@ func requireAnsweredAs(b *testing.B, hc *http.Client, url string, cs *mcp.Client
 // /proc/PID/stat (all its threads; Linux only, in the kernel's ticks of
 // 1/100 s); false if it cannot be read.
 func procCPU(pid int) (time.Duration, bool) {
-	if pid == 0 {
-		return 0, false
-	}
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, false
@@ -350,4 +355,53 @@ func procCPU(pid int) (time.Duration, bool) {
 	}
 	const tick = 10 * time.Millisecond // USER_HZ, 100 on every Linux port Go supports
 	return time.Duration(utime+stime) * tick, true
+}
+
+// relayAddrEnv is the address a bench-relay process serves on.
+const relayAddrEnv = "MCPVISOR_BENCH_RELAY_ADDR"
+
+// runRelayProcess is the minimal relay (startRelay's) in a process of its
+// own, so that its CPU can be read as the proxies' is: it starts this
+// binary as a bench-demo server (with this process's environment) and
+// relays HTTP on relayAddrEnv's address to it until SIGTERM.
+func runRelayProcess() error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), serverEnv+"=bench-demo", "GOGC="+childGOGC())
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", os.Getenv(relayAddrEnv))
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		_ = l.Close()
+		return err
+	}
+	r := &relay{stdin: stdin, pending: map[string]chan []byte{}}
+	go r.read(stdout)
+	srv := &http.Server{Handler: r}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM)
+	go func() {
+		<-stop
+		_ = srv.Close()
+	}()
+	err = srv.Serve(l)
+	_ = stdin.Close() // the demo server exits at EOF
+	_ = cmd.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
 }
