@@ -222,7 +222,7 @@ func peerPaths(b *testing.B, peer string) peerRig {
 		file := filepath.Join(dir, name+".protocol")
 		got, err := os.ReadFile(file)
 		if err != nil {
-			b.Fatalf("%s's demo server said nothing of its protocol: %v", name, err)
+			b.Fatalf("%s's demo server answered no initialize (a protocol generation without one?): %v", name, err)
 		}
 		requireProtocol(b, name+"'s session of the demo server", string(got), httpProtocol)
 	}
