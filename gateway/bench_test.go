@@ -10,8 +10,10 @@ package gateway_test
 //	go test -run '^$' -bench 'IdleSessions' -benchtime 1x -count 3 ./gateway/
 //	go test -run '^$' -bench 'ServeInitialize' -benchtime 20x -count 3 ./gateway/
 //
-// (a start of serve takes ~2 s to wind down). BENCHMARKS.md §8 gives the
-// figures and the targets. The servers' GOGC is pinned
+// (a start of serve takes ~2 s to wind down). The same call beside
+// TBXark/mcp-proxy, every path a process of its own, is
+// BenchmarkPeerHTTPCall (peer_bench_test.go; scripts/bench-peer runs it).
+// BENCHMARKS.md §8 gives the figures and the targets. The servers' GOGC is pinned
 // (MCPVISOR_BENCH_CHILD_GOGC, default 100) so that the host's GOGC alone
 // varies with the environment.
 //
