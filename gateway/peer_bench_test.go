@@ -60,15 +60,15 @@ func recordProtocol(file string) mcp.Middleware {
 	}
 }
 
-// peerPath names the paths of BenchmarkPeerHTTPCall, in its order. The
-// relay runs in this process; the others are processes of their own,
-// each with its own demo server: mcpvisor serve --http with the fast
-// path on (its /mcp and /servers/demo/mcp), the same with it off (/mcp),
-// and mcp-proxy (/demo/mcp).
+// peerPath names the paths of BenchmarkPeerHTTPCall, in its order, each
+// served by a process of its own in front of its own demo server: the
+// minimal relay, mcpvisor serve --http with the fast path on (its /mcp
+// and /servers/demo/mcp), the same with it off (/mcp), and mcp-proxy
+// (/demo/mcp).
 var peerPath = []string{"relay", "mcpvisor-fast", "mcpvisor-fast-server", "mcpvisor", "mcp-proxy"}
 
 // peerRig is what BenchmarkPeerHTTPCall measures: a call per path, and
-// the process serving each path (0 for the relay, which shares this one).
+// the process serving each path.
 type peerRig struct {
 	calls []func() error
 	pids  []int
@@ -80,9 +80,9 @@ type peerRig struct {
 // a time, one of each per round; then b.N calls of each with 16 in
 // flight on one session, taking turns in rounds. Reported for each path:
 // its p50 (µs) and p50-ratio (÷ the relay), its calls/s @16 and
-// throughput-ratio (÷ the relay) and, for the paths served by a process
-// of their own, that process's CPU per call at 16 in flight
-// (proc-cpu-µs/call, user+system from /proc, Linux only). ns/op is
+// throughput-ratio (÷ the relay) and the CPU per call at 16 in flight of
+// the process serving it (proc-cpu-µs/call, user+system from /proc, Linux
+// only; not reported where /proc cannot be read). ns/op is
 // mcpvisor-fast's mean serial latency. It skips unless peerBinEnv names
 // an mcp-proxy binary.
 func BenchmarkPeerHTTPCall(b *testing.B) {
@@ -151,7 +151,7 @@ func peerParallel(b *testing.B, rig peerRig) {
 }
 
 // peerPaths starts the relay, two `mcpvisor serve --http` (fast path on
-// and off) and mcp-proxy, each in front of a demo server of its own
+// and off) and mcp-proxy as processes, each in front of a demo server of its own
 // serving up to httpProtocol, connects a client to each, and checks that
 // every hop agreed httpProtocol and that each mcpvisor answers calls on
 // the path it claims to.
