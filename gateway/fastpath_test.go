@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -258,7 +257,9 @@ func TestFastPathServerCrashMidCall(t *testing.T) {
 	st, err := r.m.Status("demo")
 	require.NoError(t, err)
 	require.NotZero(t, st.PID)
-	require.NoError(t, syscall.Kill(st.PID, syscall.SIGKILL))
+	server, err := os.FindProcess(st.PID)
+	require.NoError(t, err)
+	require.NoError(t, server.Kill())
 	select {
 	case res := <-got:
 		require.True(t, res.IsError, text(res))
