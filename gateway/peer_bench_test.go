@@ -251,7 +251,7 @@ func freeAddr(b *testing.B) string {
 
 // startPeerProcess starts cmd, its output kept for a failure's log, and
 // returns its pid; when b ends it is asked to stop (SIGTERM), killed if
-// it has not within 15 s, and reaped.
+// it has not within 15 s (or cannot be asked), and reaped.
 func startPeerProcess(b *testing.B, name string, cmd *exec.Cmd) int {
 	b.Helper()
 	var out bytes.Buffer
@@ -260,7 +260,9 @@ func startPeerProcess(b *testing.B, name string, cmd *exec.Cmd) int {
 		b.Fatalf("%s: %v", name, err)
 	}
 	b.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if cmd.Process.Signal(syscall.SIGTERM) != nil { // no SIGTERM on windows
+			_ = cmd.Process.Kill()
+		}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
