@@ -66,26 +66,18 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 	}
 	span.target(s.name, tool, opts.Client)
 	op := s.snap.Load().cat.callOp(tool)
-	if s, err = s.target(opts.Client, op); err != nil {
+	s, ctx, req, leave, err := s.enterCall(ctx, op, opts)
+	if err != nil {
 		return nil, err
 	}
-	if !s.callers.enter() {
-		return nil, errorf(CodeClosed, s.name, op, "server is being removed")
-	}
-	defer s.callers.exit() // after its event
-	ctx, req, cancel := s.requestContext(ctx, opts.Timeout)
-	defer s.inflight.End(req, cancel)
-	ctx = s.asking(ctx, req, opts)
+	defer leave() // after its event
 
 	start := time.Now()
 	var sentOn *mcp.ClientSession // the session the call was last sent on
 	call := func(ctx context.Context, snap *snapshot) (bool, error) {
-		t := snap.cat.tool(tool)
-		if t == nil {
-			return false, toolNotFound(s.name, tool, snap.cat.toolNames())
-		}
-		if reason := snap.cat.problem(tool); reason != "" {
-			return false, errorf(CodeInvalidArguments, s.name, op, "%s; the call was not sent (the server must fix the tool's schema)", reason)
+		t, err := s.callable(snap, tool, op)
+		if err != nil {
+			return false, err
 		}
 		if size := minFrameSize(args, s.spec.MaxFrameBytes); size > s.spec.MaxFrameBytes {
 			// The server reads frames no larger than it sends: a message it
@@ -377,6 +369,39 @@ func (e slotWaitError) Error() string {
 }
 
 func (e slotWaitError) Unwrap() error { return e.cause }
+
+// enterCall is what a call does before its request: it finds the
+// supervisor to send it to (the client's own session of a per-client
+// server), takes a place among that server's callers and makes the
+// request's context, answerer included. leave ends all of it, once the
+// call's event is published.
+func (s *supervisor) enterCall(ctx context.Context, op string, opts CallOptions) (_ *supervisor, _ context.Context, req uint64, leave func(), err error) {
+	if s, err = s.target(opts.Client, op); err != nil {
+		return nil, nil, 0, nil, err
+	}
+	if !s.callers.enter() {
+		return nil, nil, 0, nil, errorf(CodeClosed, s.name, op, "server is being removed")
+	}
+	ctx, req, cancel := s.requestContext(ctx, opts.Timeout)
+	leave = func() {
+		s.inflight.End(req, cancel)
+		s.callers.exit()
+	}
+	return s, s.asking(ctx, req, opts), req, leave, nil
+}
+
+// callable is tool as snap lists it, or why it cannot be called there:
+// it is not listed, or its schema is one no call can satisfy.
+func (s *supervisor) callable(snap *snapshot, tool, op string) (*mcp.Tool, error) {
+	t := snap.cat.tool(tool)
+	if t == nil {
+		return nil, toolNotFound(s.name, tool, snap.cat.toolNames())
+	}
+	if reason := snap.cat.problem(tool); reason != "" {
+		return nil, errorf(CodeInvalidArguments, s.name, op, "%s; the call was not sent (the server must fix the tool's schema)", reason)
+	}
+	return t, nil
+}
 
 // requestContext bounds one request by timeout, or by the server's request
 // timeout when zero; its cause says which limit ran out. The request is in

@@ -506,25 +506,17 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 	}()
 	span.target(s.name, tool, opts.Client)
 	op := s.snap.Load().cat.callOp(tool)
-	if s, err = s.target(opts.Client, op); err != nil {
+	s, ctx, req, leave, err := s.enterCall(ctx, op, opts)
+	if err != nil {
 		return nil, err
 	}
-	if !s.callers.enter() {
-		return nil, errorf(CodeClosed, s.name, op, "server is being removed")
-	}
-	defer s.callers.exit() // after its event
-	ctx, req, cancel := s.requestContext(ctx, opts.Timeout)
-	defer s.inflight.End(req, cancel)
-	ctx = s.asking(ctx, req, opts)
+	defer leave() // after its event
 
 	start := time.Now()
 	err = s.request(ctx, op, opts.FailFast, func(ctx context.Context, snap *snapshot) (bool, error) {
-		t := snap.cat.tool(tool)
-		if t == nil {
-			return false, toolNotFound(s.name, tool, snap.cat.toolNames())
-		}
-		if reason := snap.cat.problem(tool); reason != "" {
-			return false, errorf(CodeInvalidArguments, s.name, op, "%s; the call was not sent (the server must fix the tool's schema)", reason)
+		t, err := s.callable(snap, tool, op)
+		if err != nil {
+			return false, err
 		}
 		if len(args) > s.spec.MaxFrameBytes {
 			return false, errorf(CodeInvalidArguments, s.name, op, "the arguments are %d bytes, over the %d-byte frame limit (max_frame_bytes); the call was not sent", len(args), s.spec.MaxFrameBytes)
