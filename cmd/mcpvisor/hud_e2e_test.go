@@ -79,11 +79,10 @@ func (e *emulated) send(s string) {
 	require.NoError(e.t, err)
 }
 
-// The HUD and the REPL share the terminal: while events redraw the block
-// and log lines scroll under it, a half-typed line stays intact, the
-// cursor in it, and the line runs as typed. Run through script(1)'s pty
-// and a terminal emulator, so what is checked is the screen a person sees.
-func TestHUDREPLTypingIntact(t *testing.T) {
+// utilLinuxScript is the path of util-linux's script(1), which gives the
+// REPL a terminal; a test without it is skipped.
+func utilLinuxScript(t *testing.T) string {
+	t.Helper()
 	scriptBin, err := exec.LookPath("script")
 	if err != nil {
 		t.Skip("script(1) is not installed; it provides the REPL's terminal")
@@ -91,6 +90,15 @@ func TestHUDREPLTypingIntact(t *testing.T) {
 	if out, err := exec.Command(scriptBin, "--version").CombinedOutput(); err != nil || !bytes.Contains(out, []byte("util-linux")) {
 		t.Skipf("script(1) is not util-linux's (%s %v)", bytes.TrimSpace(out), err)
 	}
+	return scriptBin
+}
+
+// The HUD and the REPL share the terminal: while events redraw the block
+// and log lines scroll under it, a half-typed line stays intact, the
+// cursor in it, and the line runs as typed. Run through script(1)'s pty
+// and a terminal emulator, so what is checked is the screen a person sees.
+func TestHUDREPLTypingIntact(t *testing.T) {
+	scriptBin := utilLinuxScript(t)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "startup.lua"), []byte(hudStartup), 0o644))
 	const cols, rows = 100, 24
@@ -181,13 +189,7 @@ func slicesContain(list []string, s string) bool {
 // what /mcp and each toolset's endpoint cost a model in their modes; the
 // figure follows demo's tools as it connects.
 func TestHUDShowsGatewayEndpoints(t *testing.T) {
-	scriptBin, err := exec.LookPath("script")
-	if err != nil {
-		t.Skip("script(1) is not installed; it provides the REPL's terminal")
-	}
-	if out, err := exec.Command(scriptBin, "--version").CombinedOutput(); err != nil || !bytes.Contains(out, []byte("util-linux")) {
-		t.Skipf("script(1) is not util-linux's (%s %v)", bytes.TrimSpace(out), err)
-	}
+	scriptBin := utilLinuxScript(t)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "startup.lua"), []byte(`mcp_add("demo", {command = {MCPVISOR, "demo-server"}})
 mcp_toolset("math", {include = {"demo.add"}, mode = "search"})
