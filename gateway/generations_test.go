@@ -114,6 +114,13 @@ func TestBothGenerationsOnOneAddress(t *testing.T) {
 // and the JSON-RPC response (from a JSON body or an event stream).
 func sessionlessPost(t *testing.T, r *rig, path, method, name string, params map[string]any) (int, map[string]any) {
 	t.Helper()
+	return sessionlessPostAs(t, r, path, method, method, name, params)
+}
+
+// sessionlessPostAs is sessionlessPost with an Mcp-Method header of its
+// own, headerMethod.
+func sessionlessPostAs(t *testing.T, r *rig, path, method, headerMethod, name string, params map[string]any) (int, map[string]any) {
+	t.Helper()
 	params["_meta"] = map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
@@ -121,7 +128,7 @@ func sessionlessPost(t *testing.T, r *rig, path, method, name string, params map
 	}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	require.NoError(t, err)
-	header := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+	header := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": headerMethod}
 	if name != "" {
 		header["Mcp-Name"] = name
 	}
@@ -143,8 +150,9 @@ func sessionlessPost(t *testing.T, r *rig, path, method, name string, params map
 }
 
 // A request whose Mcp-Name header does not name what its body names (here
-// the server's own name of a tool /mcp shows prefixed) is refused with a
-// header mismatch; with the name the client sees, it is served.
+// the server's own name of a tool /mcp shows prefixed), or whose Mcp-Method
+// header is not its method, is refused with a header mismatch; with the
+// name the client sees, it is served.
 func TestSessionlessHeaderMismatchRefused(t *testing.T) {
 	t.Parallel()
 	r := generationRig(t)
@@ -163,6 +171,13 @@ func TestSessionlessHeaderMismatchRefused(t *testing.T) {
 	rpcErr := resp["error"].(map[string]any)
 	assert.Equal(t, float64(mcp.CodeHeaderMismatch), rpcErr["code"], "%v", rpcErr)
 	assert.Contains(t, rpcErr["message"], "Mcp-Name")
+
+	status, resp = sessionlessPostAs(t, r, "/mcp", "tools/call", "tools/list", seen, map[string]any{"name": seen, "arguments": map[string]any{}})
+	assert.Equal(t, 400, status)
+	require.Contains(t, resp, "error", "%v", resp)
+	rpcErr = resp["error"].(map[string]any)
+	assert.Equal(t, float64(mcp.CodeHeaderMismatch), rpcErr["code"], "%v", rpcErr)
+	assert.Contains(t, rpcErr["message"], "Mcp-Method")
 
 	status, resp = sessionlessPost(t, r, "/mcp", "tools/call", seen, map[string]any{"name": seen, "arguments": map[string]any{}})
 	require.Equal(t, 200, status, "%v", resp)
