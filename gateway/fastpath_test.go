@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -163,6 +164,42 @@ func TestFastPathLeavesProgressToTheSDKPath(t *testing.T) {
 	res = call(t, cs, "tick", map[string]any{})
 	require.Equal(t, "ticked", text(res))
 	require.EqualValues(t, 1, gateway.FastServed(r.gw), "without progress, the fast path answers")
+}
+
+// With the fast path on, a call that asks for progress gets it on the
+// call's response, before the result, on either endpoint.
+func TestFastPathProgressComesBeforeTheResult(t *testing.T) {
+	t.Parallel()
+	r := fastRig(t, "on", t.TempDir()+"/m")
+	for _, ep := range []struct{ path, tool string }{{"/servers/demo/mcp", "tick"}, {"/mcp", "demo__tick"}} {
+		session := fastSession(t, r, ep.path)
+		code, body, _ := post(t, r.base+ep.path, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"`+ep.tool+`","arguments":{},"_meta":{"progressToken":"tok-9"}}}`, session)
+		require.Equal(t, http.StatusOK, code, body)
+		var got []string
+		for line := range strings.Lines(body) {
+			data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: ")
+			if !ok {
+				continue
+			}
+			var msg struct {
+				Method string `json:"method"`
+				Params struct {
+					ProgressToken any     `json:"progressToken"`
+					Progress      float64 `json:"progress"`
+				} `json:"params"`
+				Result json.RawMessage `json:"result"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(data), &msg), data)
+			switch {
+			case msg.Method == "notifications/progress":
+				require.Equal(t, "tok-9", msg.Params.ProgressToken, "the client's own token")
+				got = append(got, fmt.Sprintf("progress %v", msg.Params.Progress))
+			case len(msg.Result) > 0:
+				got = append(got, "result")
+			}
+		}
+		require.Equal(t, []string{"progress 1", "progress 2", "result"}, got, "%s: the response, in order:\n%s", ep.path, body)
+	}
 }
 
 // fastSession initializes a session on path by hand and returns the
