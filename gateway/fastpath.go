@@ -37,8 +37,9 @@ import (
 const FastPathEnv = "MCPVISOR_FASTPATH"
 
 // DefaultFastPath is whether the fast path is on when neither
-// Options.FastPath nor FastPathEnv says.
-const DefaultFastPath = false
+// Options.FastPath nor FastPathEnv says: it is, since what it serves
+// behaves as the go-sdk path does (the gateway's tests pass either way).
+const DefaultFastPath = true
 
 // fastPathOn resolves Options.FastPath.
 func fastPathOn(setting string) (bool, error) {
