@@ -37,7 +37,10 @@ type catalog struct {
 	resources []*mcp.Resource // sorted by URI
 	templates []*mcp.ResourceTemplate
 	prompts   []*mcp.Prompt // sorted by name
-	at        time.Time
+	// ttl is how long the server said each list may be cached, from its
+	// latest list of that kind (the smallest of its pages; zero: no hint).
+	ttl CacheTTL
+	at  time.Time
 	// refused is what the last discovery refused (screenNames).
 	refused []refusal
 }
@@ -67,8 +70,16 @@ func discover(ctx context.Context, sess *mcp.ClientSession, prev *catalog, kinds
 	}
 	if kinds&listTools != 0 {
 		next.tools, next.callOps, next.schemas, next.unsafe = nil, nil, nil, nil
+		next.ttl.Tools = 0
 		if caps.Tools != nil {
-			tools, err := collect(sess.Tools(ctx, nil))
+			tools, ttl, err := pages(ctx, func(ctx context.Context, cursor string) ([]*mcp.Tool, string, int, error) {
+				res, err := sess.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+				if err != nil {
+					return nil, "", 0, err
+				}
+				return res.Tools, res.NextCursor, res.TTLMs, nil
+			})
+			next.ttl.Tools = ttl
 			if err != nil {
 				return nil, &discoverError{"tools/list", err}
 			}
@@ -86,24 +97,46 @@ func discover(ctx context.Context, sess *mcp.ClientSession, prev *catalog, kinds
 	}
 	if kinds&listResources != 0 {
 		next.resources, next.templates = nil, nil
+		next.ttl.Resources, next.ttl.Templates = 0, 0
 		if caps.Resources != nil {
-			res, err := collect(sess.Resources(ctx, nil))
+			res, ttl, err := pages(ctx, func(ctx context.Context, cursor string) ([]*mcp.Resource, string, int, error) {
+				res, err := sess.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+				if err != nil {
+					return nil, "", 0, err
+				}
+				return res.Resources, res.NextCursor, res.TTLMs, nil
+			})
+			next.ttl.Resources = ttl
 			if err != nil {
 				return nil, &discoverError{"resources/list", err}
 			}
 			slices.SortFunc(res, func(a, b *mcp.Resource) int { return strings.Compare(a.URI, b.URI) })
 			next.resources = res
-			tmpl, err := collect(sess.ResourceTemplates(ctx, nil))
+			tmpl, ttl, err := pages(ctx, func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, int, error) {
+				res, err := sess.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+				if err != nil {
+					return nil, "", 0, err
+				}
+				return res.ResourceTemplates, res.NextCursor, res.TTLMs, nil
+			})
 			if err != nil && !isMethodNotFound(err) {
 				return nil, &discoverError{"resources/templates/list", err}
 			}
-			next.templates = tmpl
+			next.templates, next.ttl.Templates = tmpl, ttl
 		}
 	}
 	if kinds&listPrompts != 0 {
 		next.prompts = nil
+		next.ttl.Prompts = 0
 		if caps.Prompts != nil {
-			prompts, err := collect(sess.Prompts(ctx, nil))
+			prompts, ttl, err := pages(ctx, func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, int, error) {
+				res, err := sess.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+				if err != nil {
+					return nil, "", 0, err
+				}
+				return res.Prompts, res.NextCursor, res.TTLMs, nil
+			})
+			next.ttl.Prompts = ttl
 			if err != nil {
 				return nil, &discoverError{"prompts/list", err}
 			}
@@ -133,15 +166,29 @@ func unsafeSchemas(tools []*mcp.Tool) map[string]string {
 	return out
 }
 
-func collect[T any](seq func(func(T, error) bool)) ([]T, error) {
-	var out []T
-	for item, err := range seq {
+// pages lists every page of one kind, following the cursors, and returns
+// the items and the smallest time to live a page carried (zero when none
+// gave one: a negative or zero hint is no hint).
+func pages[T any](ctx context.Context, list func(ctx context.Context, cursor string) (items []T, next string, ttlMs int, err error)) ([]T, time.Duration, error) {
+	var (
+		out    []T
+		cursor string
+		ttl    time.Duration
+	)
+	for {
+		items, next, ttlMs, err := list(ctx, cursor)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		out = append(out, item)
+		out = append(out, items...)
+		if d := time.Duration(ttlMs) * time.Millisecond; ttlMs > 0 && (ttl == 0 || d < ttl) {
+			ttl = d
+		}
+		if next == "" {
+			return out, ttl, nil
+		}
+		cursor = next
 	}
-	return out, nil
 }
 
 // isMethodNotFound reports a JSON-RPC -32601 answer: the server does not

@@ -42,6 +42,9 @@ type Status struct {
 	Resources    int // resources and resource templates
 	Prompts      int
 	DiscoveredAt time.Time
+	// CacheTTL is how long the server said its lists may be cached, from
+	// its latest list of each kind; zero where it gave no hint.
+	CacheTTL CacheTTL
 	// ServerName and ServerVersion are what the server reported.
 	ServerName    string
 	ServerVersion string
@@ -100,6 +103,14 @@ func (st *Status) setCatalog(c *catalog) {
 	st.Resources = len(c.resources) + len(c.templates)
 	st.Prompts = len(c.prompts)
 	st.DiscoveredAt = c.at
+	st.CacheTTL = c.ttl
+}
+
+// CacheTTL is the time to live a server gave its lists, by kind (the
+// ttlMs of protocol 2026-07-28); zero is no hint. Where a list came in
+// pages, it is the smallest of theirs.
+type CacheTTL struct {
+	Tools, Resources, Templates, Prompts time.Duration
 }
 
 // usable reports whether a call would be served without waiting out a
