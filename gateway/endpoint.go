@@ -44,6 +44,9 @@ type endpoint struct {
 	resources map[string]string // URI or URI template → server
 
 	routes atomic.Pointer[routeTable]
+	// ttls is the time to live of the endpoint's lists, for SetCacheable
+	// (the run goroutine stores it as it applies a view).
+	ttls atomic.Pointer[listTTLs]
 	// index finds the endpoint's tools by what they do, for clients in
 	// search and code mode; nil until the first such client (the run
 	// goroutine makes it and keeps it in step with tools).
@@ -131,6 +134,7 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 		ep.path = "/toolsets/" + name + "/mcp"
 	}
 	ep.routes.Store(&routeTable{tools: map[string]toolRoute{}})
+	ep.ttls.Store(&listTTLs{})
 	impl := &mcp.Implementation{Name: "mcpvisor", Version: g.opts.Version}
 	// Clients may list before any server has connected: the lists exist
 	// from the start and grow with list_changed.
@@ -207,6 +211,7 @@ func (ep *endpoint) apply(v *view) {
 		ep.applyPrompts(v)
 		ep.applyResources(v)
 	}
+	ep.ttls.Store(ep.listTTLs(v))
 }
 
 func (ep *endpoint) applyTools(v *view) {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -97,13 +98,69 @@ func (t *clientTable) holder(ep *endpoint, s *session) (*session, error) {
 // them (server/discover, the lists, resources/read). A tools list is the
 // client's own ("private") where what a client is shown depends on more
 // than the address: on a toolset's endpoint, and wherever name budgets or
-// a mode chooser can make one client's list another's. The time to live
-// stays 0 (stale at once): the lists follow the servers, which connect,
-// reconnect and change theirs at any time, and the upstream's own hints
-// are not kept. The SDK calls it under its lock: it reads atomics only.
+// a mode chooser can make one client's list another's. A list's time to
+// live is the smallest its servers gave theirs (listTTLs). The SDK calls
+// it under its lock: it reads atomics only.
 func (ep *endpoint) cacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
-	if _, ok := req.(*mcp.ListToolsRequest); ok && ep.toolsPerClient() {
-		c.CacheScope = "private"
+	ttl := ep.ttls.Load()
+	switch req.(type) {
+	case *mcp.ListToolsRequest:
+		if ep.toolsPerClient() {
+			c.CacheScope = "private"
+		}
+		c.TTLMs = ttl.tools
+	case *mcp.ListPromptsRequest:
+		c.TTLMs = ttl.prompts
+	case *mcp.ListResourcesRequest:
+		c.TTLMs = ttl.resources
+	case *mcp.ListResourceTemplatesRequest:
+		c.TTLMs = ttl.templates
+	}
+}
+
+// listTTLs is the time to live, in milliseconds, of an endpoint's lists;
+// 0 is no hint (stale at once).
+type listTTLs struct{ tools, prompts, resources, templates int }
+
+// listTTLs gives each of the endpoint's lists of v the smallest time to
+// live the servers behind that list gave theirs, ignoring the servers that
+// gave none: on a server's endpoint that server's, on a toolset's the
+// servers whose tools it lists, on /mcp every server whose items are
+// offered. A server's hint covers its own list only; when a server comes,
+// goes or changes its list, the endpoint's clients hear list_changed.
+func (ep *endpoint) listTTLs(v *view) *listTTLs {
+	var servers []string
+	switch ep.sel {
+	case oneServer:
+		servers = []string{ep.name}
+	case oneToolset:
+		for _, r := range ep.tools {
+			servers = append(servers, r.server)
+		}
+	default:
+		servers = v.servers
+	}
+	out := &listTTLs{}
+	for _, s := range servers {
+		ttl, ok := v.ttl[s]
+		if !ok {
+			continue
+		}
+		smallest(&out.tools, ttl.Tools)
+		if ep.sel != oneToolset {
+			smallest(&out.prompts, ttl.Prompts)
+			smallest(&out.resources, ttl.Resources)
+			smallest(&out.templates, ttl.Templates)
+		}
+	}
+	return out
+}
+
+// smallest lowers *ms to d when d is a hint (over 0) smaller than *ms, or
+// *ms has none yet.
+func smallest(ms *int, d time.Duration) {
+	if n := int(d.Milliseconds()); n > 0 && (*ms == 0 || n < *ms) {
+		*ms = n
 	}
 }
 

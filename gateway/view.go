@@ -19,11 +19,12 @@ type view struct {
 	prompts   []manager.PromptInfo
 	promptAs  map[itemKey]string // each prompt's name on /mcp
 	resources []manager.ResourceInfo
-	prefix    map[string]string       // each server's prefix on /mcp
-	down      map[string]bool         // servers whose items are not offered (see offered)
-	rules     map[string]expose.Rules // each server's, as declared
-	own       *nameSet                // toolNames and promptAs, both ways
-	other     map[int]*nameSet        // names under other budgets clients are given, by budget
+	prefix    map[string]string           // each server's prefix on /mcp
+	down      map[string]bool             // servers whose items are not offered (see offered)
+	rules     map[string]expose.Rules     // each server's, as declared
+	ttl       map[string]manager.CacheTTL // the time to live each server gave its lists
+	own       *nameSet                    // toolNames and promptAs, both ways
+	other     map[int]*nameSet            // names under other budgets clients are given, by budget
 }
 
 // nameSet is the names of tools and prompts under one budget, both ways.
@@ -89,12 +90,15 @@ func newNamers(budget int) *namers {
 // build reads the source and names what it offers. It returns the
 // collisions resolved for the first time, for the caller to announce.
 func (n *namers) build(src Source) (*view, []collision) {
-	v := &view{servers: src.Names(), prefix: map[string]string{}, down: map[string]bool{}, rules: map[string]expose.Rules{}}
+	v := &view{servers: src.Names(), prefix: map[string]string{}, down: map[string]bool{}, rules: map[string]expose.Rules{},
+		ttl: map[string]manager.CacheTTL{}}
 	slices.Sort(v.servers)
 	rules := v.rules
 	for _, s := range v.servers {
 		if st, err := src.Status(s); err != nil || !offered(st.State) {
 			v.down[s] = true
+		} else {
+			v.ttl[s] = st.CacheTTL
 		}
 		v.prefix[s], _ = sanitize(s)
 		if spec, err := src.Spec(s); err == nil {
