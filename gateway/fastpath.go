@@ -58,6 +58,7 @@ func fastPathOn(setting string) (bool, error) {
 
 // rawCaller is the Source's raw call path (manager.Manager has it).
 type rawCaller interface {
+	RawCalls(server string) bool
 	CallRaw(ctx context.Context, server, tool string, args, meta json.RawMessage, opts manager.CallOptions) (json.RawMessage, error)
 }
 
@@ -85,6 +86,45 @@ type fastMeta struct {
 	TraceState      string          `json:"tracestate"`
 }
 
+// fastMessage reads body, one JSON-RPC message, as the fast path does:
+// the request and its _meta, and why the fast path leaves it to the
+// go-sdk ("" when it takes it). A client's notifications/cancelled is
+// taken too, for the caller to look for the fast call it cancels.
+func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
+	switch t := bytes.TrimLeft(body, " \t\r\n"); {
+	case len(t) == 0 || t[0] != '{':
+		return req, meta, "not a single JSON-RPC message"
+	case json.Unmarshal(body, &req) != nil:
+		return req, meta, "not JSON the fast path reads"
+	case req.JSONRPC != "2.0":
+		return req, meta, "not JSON-RPC 2.0"
+	case req.Method == "notifications/cancelled" && len(req.ID) == 0:
+		return req, meta, ""
+	case req.Method != "tools/call":
+		return req, meta, "method " + req.Method
+	case len(req.ID) == 0 || string(req.ID) == "null":
+		return req, meta, "no request id"
+	case req.ID[0] != '"' && req.ID[0] != '-' && (req.ID[0] < '0' || req.ID[0] > '9'):
+		return req, meta, "a request id that is neither a string nor a number"
+	case len(req.Params.Task) > 0 || len(req.Params.RequestState) > 0:
+		return req, meta, "a task or request state"
+	case !objectOrNothing(req.Params.Arguments):
+		return req, meta, "arguments that are not an object" // refused in the go-sdk path's words
+	}
+	if len(req.Params.Meta) == 0 || string(req.Params.Meta) == "null" {
+		return req, meta, ""
+	}
+	switch {
+	case json.Unmarshal(req.Params.Meta, &meta) != nil:
+		why = "_meta is not an object"
+	case len(meta.ProgressToken) > 0 && string(meta.ProgressToken) != "null":
+		why = "progress wanted"
+	case meta.ProtocolVersion >= multiRoundTripVersion:
+		why = "protocol version " + meta.ProtocolVersion
+	}
+	return req, meta, why
+}
+
 // fastPost serves r, a POST of session s on endpoint ep, if the fast path
 // can; it reports whether it did. If not, r's body is as it came, for the
 // go-sdk to read.
@@ -99,39 +139,13 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 		return false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	var req fastRequest
-	why := ""
-	switch t := bytes.TrimLeft(body, " \t\r\n"); {
-	case len(t) == 0 || t[0] != '{':
-		why = "not a single JSON-RPC message"
-	case json.Unmarshal(body, &req) != nil:
-		why = "not JSON the fast path reads"
-	case req.JSONRPC != "2.0":
-		why = "not JSON-RPC 2.0"
-	case req.Method == "notifications/cancelled" && len(req.ID) == 0:
+	req, meta, why := fastMessage(body)
+	if why == "" && req.Method == "notifications/cancelled" {
 		if s.cancelFast(req.Params.RequestID) {
 			w.WriteHeader(http.StatusAccepted)
 			return true
 		}
 		why = "a cancellation of no fast call"
-	case req.Method != "tools/call":
-		why = "method " + req.Method
-	case len(req.ID) == 0 || string(req.ID) == "null":
-		why = "no request id"
-	case len(req.Params.Task) > 0 || len(req.Params.RequestState) > 0:
-		why = "a task or request state"
-	case !objectOrNothing(req.Params.Arguments):
-		why = "arguments that are not an object" // refused in the go-sdk path's words
-	}
-	var meta fastMeta
-	if why == "" && len(req.Params.Meta) > 0 && string(req.Params.Meta) != "null" {
-		if json.Unmarshal(req.Params.Meta, &meta) != nil {
-			why = "_meta is not an object"
-		} else if len(meta.ProgressToken) > 0 && string(meta.ProgressToken) != "null" {
-			why = "progress wanted"
-		} else if meta.ProtocolVersion >= multiRoundTripVersion {
-			why = "protocol version " + meta.ProtocolVersion
-		}
 	}
 	if why != "" {
 		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "why", why)
@@ -148,7 +162,10 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 		return false
 	}
 	defer s.done() // after the answer is written
-	res, err := g.fastCall(r.Context(), s, server, tool, req, meta)
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	defer s.trackFast(req.ID, cancel)()
+	res, err := g.fastCall(ctx, s, server, tool, req, meta)
 	if errors.Is(err, manager.ErrNotRaw) {
 		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "server", server, "why", "the server is not one the raw path calls")
 		return false
@@ -226,7 +243,8 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 }
 
 // fastCall makes the call upstream, ended as the go-sdk path's is: when
-// the POST ends, the client cancels it, or its session ends.
+// ctx ends (the POST ends, or the client cancels the call: the caller
+// tracks it) or the client's session does.
 func (g *Gateway) fastCall(ctx context.Context, s *session, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
 	rc, ok := g.src.(rawCaller)
 	if !ok {
@@ -238,7 +256,6 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, server, tool string,
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })()
-	defer s.trackFast(req.ID, cancel)()
 	var caps *mcp.ClientCapabilities
 	if p := s.ss.InitializeParams(); p != nil {
 		caps = p.Capabilities
@@ -254,11 +271,21 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, server, tool string,
 	return res, err
 }
 
-// writeFast writes the answer to the call with id: its raw result, or an
-// error result the model reads, or a JSON-RPC error when the client's
-// session ended under the call (no model is left to read it).
+// writeFast writes the answer to the call with id (see fastAnswer).
 func writeFast(w http.ResponseWriter, s *session, op string, id, res json.RawMessage, err error) {
-	out := make([]byte, 0, len(res)+len(id)+48)
+	out := append(fastAnswer(s, op, id, res, err, 1), '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Mcp-Session-Id", s.ss.ID())
+	_, _ = w.Write(out)
+}
+
+// fastAnswer is the answer to the call with id, without a line ending
+// (with room for spare more bytes after it): its raw result, or an error result
+// the model reads, or a JSON-RPC error when the client's session ended
+// under the call (no model is left to read it).
+func fastAnswer(s *session, op string, id, res json.RawMessage, err error, spare int) []byte {
+	out := make([]byte, 0, len(res)+len(id)+48+spare)
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, id...)
 	switch cause := context.Cause(s.ctx); {
@@ -278,11 +305,7 @@ func writeFast(w http.ResponseWriter, s *session, op string, id, res json.RawMes
 		out = append(out, `,"result":`...)
 		out = append(out, r...)
 	}
-	out = append(out, "}\n"...)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Mcp-Session-Id", s.ss.ID())
-	_, _ = w.Write(out)
+	return append(out, '}')
 }
 
 // errReader returns its error: what is left of a body whose reading

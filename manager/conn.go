@@ -575,6 +575,19 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 	return result, nil
 }
 
+// RawCalls reports whether [Manager.CallRaw] makes calls of server now,
+// rather than returning ErrNotRaw at once: a caller that must decide
+// before it calls (it cannot take a refused call back) asks first. A
+// server that reconnects on another protocol meanwhile still gets
+// ErrNotRaw.
+func (m *Manager) RawCalls(server string) bool {
+	if m.opts.Dial != nil {
+		return false
+	}
+	s, _, _ := m.find(server)
+	return s != nil && s.spec.Transport == TransportStdio && rawProtocol(s.snap.Load())
+}
+
 // rawProtocol reports whether snap's session, if any, is on a protocol
 // version whose requests the raw path writes: before 2026-07-28, whose
 // requests carry the client's identity in each _meta instead.
