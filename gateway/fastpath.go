@@ -165,13 +165,13 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	defer s.trackFast(req.ID, cancel)()
-	res, err := g.fastCall(ctx, s, server, tool, req, meta)
+	res, err := g.fastCall(ctx, cancel, s, server, tool, req, meta)
 	if errors.Is(err, manager.ErrNotRaw) {
 		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "server", server, "why", "the server is not one the raw path calls")
 		return false
 	}
 	g.fastServed.Add(1)
-	writeFast(w, s, fmt.Sprintf("server %q: tools/call %q", server, tool), req.ID, res, err)
+	writeFast(w, s, server, tool, req.ID, res, err)
 	return true
 }
 
@@ -244,8 +244,11 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 
 // fastCall makes the call upstream, ended as the go-sdk path's is: when
 // ctx ends (the POST ends, or the client cancels the call: the caller
-// tracks it) or the client's session does.
-func (g *Gateway) fastCall(ctx context.Context, s *session, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
+// tracks it) or the client's session does. cancel is ctx's own; the call
+// cancels ctx as it returns, before its answer goes out (the answerer,
+// which the manager may keep, no longer asks within the call).
+func (g *Gateway) fastCall(ctx context.Context, cancel context.CancelCauseFunc, s *session, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
+	defer cancel(nil)
 	rc, ok := g.src.(rawCaller)
 	if !ok {
 		return nil, manager.ErrNotRaw
@@ -253,17 +256,13 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, server, tool string,
 	if meta.TraceParent != "" {
 		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": meta.TraceParent, "tracestate": meta.TraceState})
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	defer context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })()
 	var caps *mcp.ClientCapabilities
 	if p := s.ss.InitializeParams(); p != nil {
 		caps = p.Capabilities
 	}
-	call, over := context.WithCancel(ctx)
-	defer over()
-	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: newClientAnswerer(call, s, caps, nil)}
-	res, err := rc.CallRaw(call, server, tool, req.Params.Arguments, req.Params.Meta, opts)
+	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: newClientAnswerer(ctx, s, caps, nil)}
+	res, err := rc.CallRaw(ctx, server, tool, req.Params.Arguments, req.Params.Meta, opts)
 	if err != nil && !errors.Is(err, manager.ErrNotRaw) && errors.Is(context.Cause(ctx), ErrShuttingDown) {
 		return nil, fmt.Errorf("server %q: tools/call %q: %w: the call did not finish within the shutdown grace and was cancelled upstream. "+
 			"It may or may not have done its work; retrying once mcpvisor is back may succeed", server, tool, ErrShuttingDown)
@@ -272,8 +271,8 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, server, tool string,
 }
 
 // writeFast writes the answer to the call with id (see fastAnswer).
-func writeFast(w http.ResponseWriter, s *session, op string, id, res json.RawMessage, err error) {
-	out := append(fastAnswer(s, op, id, res, err, 1), '\n')
+func writeFast(w http.ResponseWriter, s *session, server, tool string, id, res json.RawMessage, err error) {
+	out := append(fastAnswer(s, server, tool, id, res, err, 1), '\n')
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Mcp-Session-Id", s.ss.ID())
@@ -284,7 +283,7 @@ func writeFast(w http.ResponseWriter, s *session, op string, id, res json.RawMes
 // (with room for spare more bytes after it): its raw result, or an error result
 // the model reads, or a JSON-RPC error when the client's session ended
 // under the call (no model is left to read it).
-func fastAnswer(s *session, op string, id, res json.RawMessage, err error, spare int) []byte {
+func fastAnswer(s *session, server, tool string, id, res json.RawMessage, err error, spare int) []byte {
 	out := make([]byte, 0, len(res)+len(id)+48+spare)
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, id...)
@@ -293,6 +292,7 @@ func fastAnswer(s *session, op string, id, res json.RawMessage, err error, spare
 		out = append(out, `,"result":`...)
 		out = append(out, res...)
 	case cause != nil && !errors.Is(cause, ErrShuttingDown):
+		op := fmt.Sprintf("server %q: tools/call %q", server, tool)
 		e, _ := json.Marshal(&jsonrpc.Error{Code: CodeRefused, Message: op + ": " + cause.Error() + "; the call was cancelled upstream"})
 		out = append(out, `,"error":`...)
 		out = append(out, e...)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -74,20 +73,19 @@ func (f *stdioFast) take(c *stdioConn, line []byte) bool {
 	msg := bytes.Clone(line)               // line is the reader's, reused for the next one
 	go func() {
 		defer s.done() // after the answer is written
-		defer cancel(nil)
 		defer untrack()
-		res, err := f.g.fastCall(ctx, s, server, tool, req, meta)
+		res, err := f.g.fastCall(ctx, cancel, s, server, tool, req, meta)
 		if errors.Is(err, manager.ErrNotRaw) {
 			// The server reconnected on another protocol since: the go-sdk
 			// serves the call, unless the client cancelled it meanwhile.
 			f.g.log.Debug("fast path: left to the go-sdk", "endpoint", f.ep.path, "transport", "stdio", "server", server, "why", "the server is not one the raw path calls")
-			if ctx.Err() == nil {
+			if !errors.Is(context.Cause(ctx), errCallCancelled) && s.ctx.Err() == nil {
 				c.handOver(msg)
 			}
 			return
 		}
 		f.g.fastServed.Add(1)
-		_ = c.writeLine(fastAnswer(s, fmt.Sprintf("server %q: tools/call %q", server, tool), req.ID, res, err, 1))
+		_ = c.writeLine(fastAnswer(s, server, tool, req.ID, res, err, 1))
 	}()
 	return true
 }
