@@ -619,7 +619,8 @@ func serveCmd(bin, startup string, stderr io.Writer) *exec.Cmd {
 //
 //   - proto=2026-07-28 (the go-sdk's latest, which the gateway serves over
 //     stdio through the go-sdk: the fast path leaves this generation to
-//     it): serve against direct. Reported: serve-p50-µs, direct-p50-µs,
+//     it; serve's session of the server is held to it with protocol =):
+//     serve against direct. Reported: serve-p50-µs, direct-p50-µs,
 //     p50-ratio and the p99s; ns/op is the serve path's mean.
 //   - proto=2025-11-25: serve with the fast path off (sdk), serve with
 //     --fast-path on (fast) and direct, interleaved. Reported: each
@@ -628,8 +629,13 @@ func serveCmd(bin, startup string, stderr io.Writer) *exec.Cmd {
 func BenchmarkServeStdioCall(b *testing.B) {
 	bin := testutil.BuildMcpvisor(b)
 	b.Run("proto="+stdioProtocol, func(b *testing.B) {
-		startup := writeStartup(b, fmt.Sprintf("mcp_add(\"demo\", {command = {MCPVISOR, \"demo-server\"}, env = {GOGC = %q}})\n", childGOGC()))
-		serve := startServe(b, bin, startup, stdioProtocol)
+		// The manager asks a stdio server for 2025-11-25 unless told.
+		startup := writeStartup(b, fmt.Sprintf("mcp_add(\"demo\", {command = {MCPVISOR, \"demo-server\"}, protocol = %q, env = {GOGC = %q}})\n", stdioProtocol, childGOGC()))
+		var stderr testutil.SyncBuffer
+		serve := startServe(b, bin, startup, stdioProtocol, &stderr)
+		if strings.Contains(stderr.String(), "does not speak the protocol asked for") {
+			b.Fatalf("serve's session of demo is not on %s:\n%s", stdioProtocol, stderr.String())
+		}
 		direct := exec.Command(bin, "demo-server")
 		direct.Env = append(os.Environ(), "GOGC="+childGOGC())
 		dcs := connectStdio(b, direct, stdioProtocol)
@@ -659,9 +665,9 @@ func BenchmarkServeStdioCall(b *testing.B) {
 			startup := writeStartup(b, lua.String())
 			lua.Reset()
 			if path == "sdk" {
-				sdk = startServe(b, bin, startup, httpProtocol)
+				sdk = startServe(b, bin, startup, httpProtocol, nil)
 			} else {
-				fast = startServe(b, bin, startup, httpProtocol)
+				fast = startServe(b, bin, startup, httpProtocol, nil)
 			}
 			got, err := os.ReadFile(env[benchProtocolFileEnv])
 			if err != nil {
@@ -695,16 +701,19 @@ func BenchmarkServeStdioCall(b *testing.B) {
 
 // startServe starts `mcpvisor serve` of startup (the fast path as
 // FastPathEnv says), connects a go-sdk client on protocol version and
-// waits until it lists demo__echo; serve's log is shown if b fails.
-func startServe(b *testing.B, bin, startup, version string) *mcp.ClientSession {
+// waits until it lists demo__echo. serve's log (warnings) goes to stderr,
+// if not nil, and is shown if b fails.
+func startServe(b *testing.B, bin, startup, version string, stderr *testutil.SyncBuffer) *mcp.ClientSession {
 	b.Helper()
-	var stderr bytes.Buffer
+	if stderr == nil {
+		stderr = &testutil.SyncBuffer{}
+	}
 	b.Cleanup(func() {
 		if b.Failed() {
 			b.Logf("mcpvisor serve stderr:\n%s", stderr.String())
 		}
 	})
-	cs := connectStdio(b, serveCmd(bin, startup, &stderr), version)
+	cs := connectStdio(b, serveCmd(bin, startup, stderr), version)
 	waitForTool(b, cs, "demo__echo")
 	return cs
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -86,6 +87,9 @@ func (f *stdioFast) take(c *stdioConn, line []byte) bool {
 		}
 		f.g.fastServed.Add(1)
 		_ = c.writeLine(fastAnswer(s, server, tool, req.ID, res, err, 1))
+		if f.g.log.Enabled(context.Background(), slog.LevelDebug) {
+			f.g.log.Debug("fast path: served", "endpoint", f.ep.path, "transport", "stdio", "server", server, "tool", tool)
+		}
 	}()
 	return true
 }
