@@ -108,6 +108,8 @@ func (f *stdioFast) session() *session {
 func (f *stdioFast) ready(s *session) string {
 	p := f.ss.InitializeParams()
 	switch {
+	case f.ep.sel == oneToolset:
+		return "a toolset's endpoint"
 	case p == nil:
 		return "the session has not initialized"
 	case p.ProtocolVersion >= multiRoundTripVersion:

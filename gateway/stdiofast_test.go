@@ -23,15 +23,16 @@ type lineClient struct {
 	lines chan string
 }
 
-// lineStdio serves server ("" for everything) of r over stdio to a
-// lineClient, initialized on protocol version, its tools listed.
-func lineStdio(t *testing.T, r *rig, server, version string) *lineClient {
+// lineStdio serves server or toolset (both "": everything) of r over
+// stdio to a lineClient, initialized on protocol version, its tools
+// listed.
+func lineStdio(t *testing.T, r *rig, server, toolset, version string) *lineClient {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &lineClient{in: inW, lines: make(chan string, 1000)}
 	done := make(chan error, 1)
-	go func() { done <- r.gw.ServeStdio(context.Background(), inR, outW, server, "") }()
+	go func() { done <- r.gw.ServeStdio(context.Background(), inR, outW, server, toolset) }()
 	go func() {
 		sc := bufio.NewScanner(outR)
 		sc.Buffer(nil, 1<<20)
@@ -112,8 +113,8 @@ func TestStdioFastPathAnswersAsTheSDKPathDoes(t *testing.T) {
 		{"sleep", `{"ms":1}`, false}, // hidden
 	}
 	for _, ep := range []struct{ server, prefix string }{{"demo", ""}, {"", "demo__"}} {
-		lOn := lineStdio(t, on, ep.server, fastProtocol)
-		lOff := lineStdio(t, off, ep.server, fastProtocol)
+		lOn := lineStdio(t, on, ep.server, "", fastProtocol)
+		lOff := lineStdio(t, off, ep.server, "", fastProtocol)
 		for i, l := range lines {
 			args := `,"arguments":` + l.args
 			if l.args == "\n" {
@@ -157,7 +158,7 @@ func TestStdioFastPathAnswersAsTheSDKPathDoes(t *testing.T) {
 func TestStdioFastPathLinesDoNotInterleave(t *testing.T) {
 	t.Parallel()
 	r := fastRig(t, "on", t.TempDir()+"/m")
-	c := lineStdio(t, r, "demo", fastProtocol)
+	c := lineStdio(t, r, "demo", "", fastProtocol)
 	const n = 40
 	var batch strings.Builder
 	for i := range n {
@@ -189,7 +190,7 @@ func TestStdioFastPathCancellationReachesTheServer(t *testing.T) {
 	t.Parallel()
 	mark := t.TempDir() + "/block"
 	r := fastRig(t, "on", mark)
-	c := lineStdio(t, r, "demo", fastProtocol)
+	c := lineStdio(t, r, "demo", "", fastProtocol)
 	c.send(t, `{"jsonrpc":"2.0","id":"c-7","method":"tools/call","params":{"name":"block","arguments":{}}}`)
 	pollUntil(t, 10*time.Second, "the server has the call", func() bool { return exists(mark + ".started") })
 	c.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c-7","reason":"changed my mind"}}`)
@@ -214,4 +215,15 @@ func TestStdioFastPathLeavesTheNewGenerationToTheSDKPath(t *testing.T) {
 	toolNames(t, old)
 	require.Equal(t, "old", text(call(t, old, "echo", map[string]any{"text": "old"})))
 	require.EqualValues(t, 1, gateway.FastServed(r.gw))
+}
+
+// A toolset's endpoint over stdio is served by the go-sdk path, as over
+// HTTP.
+func TestStdioFastPathLeavesToolsetsToTheSDKPath(t *testing.T) {
+	t.Parallel()
+	r := fastRig(t, "on", t.TempDir()+"/m")
+	r.gw.SetToolsets(map[string]gateway.Toolset{"echoes": {Include: []string{"demo.echo"}}})
+	c := lineStdio(t, r, "", "echoes", fastProtocol)
+	require.Contains(t, c.ask(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo__echo","arguments":{"text":"set"}}}`), `"text":"set"`)
+	require.Zero(t, gateway.FastServed(r.gw))
 }
