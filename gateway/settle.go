@@ -146,7 +146,10 @@ func (ep *endpoint) settled(ctx context.Context) {
 	if g.opts.Wait <= 0 {
 		return
 	}
-	server := ep.settlesOn()
+	server := ""
+	if ep.sel == oneServer {
+		server = ep.name
+	}
 	var bound *time.Timer
 	for {
 		st := g.settle.state.Load()
@@ -167,19 +170,6 @@ func (ep *endpoint) settled(ctx context.Context) {
 			return
 		}
 	}
-}
-
-// settlesOn is the server ep's requests wait for, "" for every server.
-func (ep *endpoint) settlesOn() string {
-	if ep.sel == oneServer {
-		return ep.name
-	}
-	return ""
-}
-
-// unsettled reports whether settled would wait now.
-func (ep *endpoint) unsettled() bool {
-	return ep.g.opts.Wait > 0 && ep.g.settle.state.Load().waitsFor(ep.settlesOn())
 }
 
 // waitsForServers reports whether a request of method is answered from

@@ -18,8 +18,9 @@ import (
 // on a goroutine of its own and its answer written as one line among the
 // go-sdk's; a notifications/cancelled for such a call cancels it. Every
 // other line goes to the go-sdk as before, in the order it came. What
-// could make the reader wait (servers still settling, a client whose mode
-// is not chosen yet) sends the call to the go-sdk instead.
+// could make the reader wait (a tool not listed while servers have not
+// had their first say, a client whose mode is not chosen yet) sends the
+// call to the go-sdk instead.
 
 // stdioFast serves the fast calls of one stdio session. ss is set before
 // the first line is read; the other fields are the reader goroutine's.
@@ -52,7 +53,9 @@ func (f *stdioFast) take(c *stdioConn, line []byte) bool {
 	}
 	var server, tool string
 	if why == "" {
-		server, tool, why = f.ep.fastRoute(context.Background(), s, req.Params.Name)
+		// Routed without waiting for servers still to have their first
+		// say: a tool not listed yet goes to the go-sdk path, which waits.
+		server, tool, why = f.ep.fastRoute(noWait, s, req.Params.Name)
 	}
 	rc, ok := f.g.src.(rawCaller)
 	if why == "" && (!ok || !rc.RawCalls(server)) {
@@ -94,6 +97,13 @@ func (f *stdioFast) take(c *stdioConn, line []byte) bool {
 	return true
 }
 
+// noWait is a context that has ended: what waits on it does not.
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
 // session is the gateway's record of the stdio session, or nil until it
 // has one (the client has not initialized).
 func (f *stdioFast) session() *session {
@@ -114,8 +124,6 @@ func (f *stdioFast) ready(s *session) string {
 		return "the session has not initialized"
 	case p.ProtocolVersion >= multiRoundTripVersion:
 		return "protocol version " + p.ProtocolVersion
-	case f.ep.unsettled():
-		return "servers have not had their first say"
 	}
 	s.mu.Lock()
 	chosen := s.mode != ""
