@@ -94,7 +94,9 @@ func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 	switch t := bytes.TrimLeft(body, " \t\r\n"); {
 	case len(t) == 0 || t[0] != '{':
 		return req, meta, "not a single JSON-RPC message"
-	case json.Unmarshal(body, &req) != nil:
+	case !json.Valid(body):
+		return req, meta, "not JSON the fast path reads"
+	case !scanFast(body, &req) && unmarshalAfresh(body, &req) != nil:
 		return req, meta, "not JSON the fast path reads"
 	case req.JSONRPC != "2.0":
 		return req, meta, "not JSON-RPC 2.0"
@@ -123,6 +125,12 @@ func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 		why = "protocol version " + meta.ProtocolVersion
 	}
 	return req, meta, why
+}
+
+// unmarshalAfresh is json.Unmarshal into a zeroed req.
+func unmarshalAfresh(body []byte, req *fastRequest) error {
+	*req = fastRequest{}
+	return json.Unmarshal(body, req)
 }
 
 // fastPost serves r, a POST of session s on endpoint ep, if the fast path
