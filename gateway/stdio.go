@@ -70,8 +70,14 @@ func (c *stdioConn) read(lr *lineReader) {
 			}
 			return
 		}
-		if c.fast != nil && !l.tooLong && c.fast.take(c, l.data) {
-			continue
+		if c.fast != nil && !l.tooLong {
+			if taken, run := c.fast.take(c, l.data); taken {
+				if run == nil {
+					continue
+				}
+				go run()
+				continue
+			}
 		}
 		msg, refusal := decodeLine(l)
 		if refusal != nil {

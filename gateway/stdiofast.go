@@ -32,21 +32,23 @@ type stdioFast struct {
 }
 
 // take serves line (a message the client sent), if the fast path can,
-// and reports whether it did; if not, the line is for the go-sdk. c is
-// the connection the answer goes out on.
-func (f *stdioFast) take(c *stdioConn, line []byte) bool {
+// and reports whether it did; if not, the line is for the go-sdk. A call
+// it took is made by run, which the caller runs on a goroutine other
+// than the one that reads the next line (nil for a cancellation, served
+// already). c is the connection the answer goes out on.
+func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 	// Most lines are not calls: they are not decoded here.
 	isCall := bytes.Contains(line, []byte(`"tools/call"`))
 	if !isCall && !bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
-		return false
+		return false, nil
 	}
 	s := f.session()
 	if s == nil {
-		return false
+		return false, nil
 	}
 	req, meta, why := fastMessage(line)
 	if why == "" && req.Method == "notifications/cancelled" {
-		return s.cancelFast(req.Params.RequestID)
+		return s.cancelFast(req.Params.RequestID), nil
 	}
 	if why == "" {
 		why = f.ready(s)
@@ -70,12 +72,12 @@ func (f *stdioFast) take(c *stdioConn, line []byte) bool {
 		if isCall {
 			f.g.log.Debug("fast path: left to the go-sdk", "endpoint", f.ep.path, "transport", "stdio", "tool", req.Params.Name, "why", why)
 		}
-		return false
+		return false, nil
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	untrack := s.trackFast(req.ID, cancel) // before the next line is read: it may cancel this call
 	msg := bytes.Clone(line)               // line is the reader's, reused for the next one
-	go func() {
+	return true, func() {
 		defer s.done() // after the answer is written
 		defer untrack()
 		res, err := f.g.fastCall(ctx, cancel, s, server, tool, req, meta)
@@ -93,8 +95,7 @@ func (f *stdioFast) take(c *stdioConn, line []byte) bool {
 		if f.g.log.Enabled(context.Background(), slog.LevelDebug) {
 			f.g.log.Debug("fast path: served", "endpoint", f.ep.path, "transport", "stdio", "server", server, "tool", tool)
 		}
-	}()
-	return true
+	}
 }
 
 // noWait is a context that has ended: what waits on it does not.
