@@ -96,8 +96,14 @@ func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 		return req, meta, "not a single JSON-RPC message"
 	case !json.Valid(body):
 		return req, meta, "not JSON the fast path reads"
-	case !scanFast(body, &req) && unmarshalAfresh(body, &req) != nil:
+	}
+	switch ok, foreign := scanFast(body, &req); {
+	case foreign:
+		return req, meta, "a member named in another case"
+	case !ok && unmarshalAfresh(body, &req) != nil:
 		return req, meta, "not JSON the fast path reads"
+	}
+	switch {
 	case req.JSONRPC != "2.0":
 		return req, meta, "not JSON-RPC 2.0"
 	case req.Method == "notifications/cancelled" && len(req.ID) == 0:

@@ -10,18 +10,22 @@ import (
 // scanFast reads body, one valid JSON value, into req as
 // json.Unmarshal(body, &req) would, and reports whether it could: it
 // takes only the plain shape every client sends (an object whose members
-// the fast path reads are written plainly: keys without escapes or
-// letters in another case, each once; strings without escapes; params an
-// object or null) and leaves anything else to json.Unmarshal, whose
-// result is then the one that counts. It is the fast path's reading of
-// every call, without reflection.
-func scanFast(body []byte, req *fastRequest) bool {
+// the fast path reads are written plainly: keys without escapes, each
+// once; strings without escapes; params an object or null) and leaves
+// anything else to json.Unmarshal, whose result is then the one that
+// counts. It is the fast path's reading of every call, without
+// reflection. foreign is set when a key is one the fast path reads in
+// another case (or one that may fold to it): json.Unmarshal would take
+// it for that member, the go-sdk does not, so the message is not the
+// fast path's.
+func scanFast(body []byte, req *fastRequest) (ok, foreign bool) {
 	var sc jsonScan
 	sc.b = body
 	seen := 0
-	ok := sc.object(func(key string, v []byte) bool {
+	ok = sc.object(func(key string, v []byte) bool {
 		switch k := topKey(key); k {
 		case -1:
+			foreign = true
 			return false
 		case 0:
 			return true // a member the fast path does not read
@@ -39,15 +43,15 @@ func scanFast(body []byte, req *fastRequest) bool {
 		case "method":
 			return plainString(v, &req.Method)
 		case "params":
-			return scanParams(v, req)
+			return scanParams(v, req, &foreign)
 		}
 		return true
 	})
-	return ok
+	return ok, foreign
 }
 
 // scanParams reads a request's params, an object or null, as scanFast.
-func scanParams(v []byte, req *fastRequest) bool {
+func scanParams(v []byte, req *fastRequest, foreign *bool) bool {
 	if string(v) == "null" {
 		return true
 	}
@@ -60,6 +64,7 @@ func scanParams(v []byte, req *fastRequest) bool {
 	return sc.object(func(key string, v []byte) bool {
 		switch k := paramKey(key); k {
 		case -1:
+			*foreign = true
 			return false
 		case 0:
 			return true

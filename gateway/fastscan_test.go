@@ -31,7 +31,7 @@ func FuzzFastScan(f *testing.F) {
 			return // refused before either reads it
 		}
 		var got, want fastRequest
-		if !scanFast(body, &got) {
+		if ok, _ := scanFast(body, &got); !ok {
 			return
 		}
 		require.NoError(t, json.Unmarshal(body, &want), "scanned what json.Unmarshal refuses: %q", body)
@@ -44,17 +44,29 @@ func FuzzFastScan(f *testing.F) {
 // FuzzFastScan for more).
 func TestFastScanReadsTheCommonShape(t *testing.T) {
 	var req fastRequest
-	require.True(t, scanFast([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`), &req))
+	ok, foreign := scanFast([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`), &req)
+	require.True(t, ok)
+	require.False(t, foreign)
 	require.Equal(t, "tools/call", req.Method)
 	require.Equal(t, "echo", req.Params.Name)
 	require.JSONEq(t, `{"text":"x"}`, string(req.Params.Arguments))
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","ID":1,"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"ſ":1,"Name":"x"}}`,
+	} {
+		req = fastRequest{}
+		ok, foreign := scanFast([]byte(s), &req)
+		require.False(t, ok, s)
+		require.True(t, foreign, "json.Unmarshal would read a member the go-sdk does not: %s", s)
+	}
+	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call"}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools\/call"}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[]}`,
 	} {
 		req = fastRequest{}
-		require.False(t, scanFast([]byte(s), &req), s)
+		ok, foreign := scanFast([]byte(s), &req)
+		require.False(t, ok, s)
+		require.False(t, foreign, s)
 	}
 }

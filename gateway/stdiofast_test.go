@@ -142,9 +142,15 @@ func TestStdioFastPathAnswersAsTheSDKPathDoes(t *testing.T) {
 			`{"jsonrpc":"1.0","id":8,"method":"tools/call","params":{"name":"` + ep.prefix + `echo","arguments":{"text":"x"}}}`,
 			`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"` + ep.prefix + `echo","arguments":{"text":"x"}}`,
 			`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"` + ep.prefix + `echo","arguments":{"text":"x"},"_meta":[]}}`,
+			`[{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"` + ep.prefix + `echo","arguments":{"text":"x"}}}]`,
+			`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"` + ep.prefix + `echo","arguments":{"text":"x"}}}{"jsonrpc":"2.0","id":13,"method":"ping"}`,
 		} {
 			require.Equal(t, lOff.ask(t, req), lOn.ask(t, req), req)
 		}
+		// A member named in another case the go-sdk does not read as that
+		// member (this is no request to it): neither answers the call.
+		caseLine := `{"jsonrpc":"2.0","id":14,"Method":"tools/call","params":{"name":"` + ep.prefix + `echo","arguments":{"text":"x"}}}` + "\n" + `{"jsonrpc":"2.0","id":"after case","method":"ping"}`
+		require.Equal(t, lOff.ask(t, caseLine), lOn.ask(t, caseLine))
 		require.Equal(t, before, gateway.FastServed(on.gw), "none of those took the fast path")
 		require.Equal(t, lOff.ask(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"none"}}`+"\n"+`{"jsonrpc":"2.0","id":"after","method":"ping"}`),
 			lOn.ask(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"none"}}`+"\n"+`{"jsonrpc":"2.0","id":"after","method":"ping"}`),
