@@ -37,8 +37,9 @@ import (
 const FastPathEnv = "MCPVISOR_FASTPATH"
 
 // DefaultFastPath is whether the fast path is on when neither
-// Options.FastPath nor FastPathEnv says.
-const DefaultFastPath = false
+// Options.FastPath nor FastPathEnv says: it is, since what it serves
+// behaves as the go-sdk path does (the gateway's tests pass either way).
+const DefaultFastPath = true
 
 // fastPathOn resolves Options.FastPath.
 func fastPathOn(setting string) (bool, error) {
@@ -67,7 +68,10 @@ type fastRequest struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
-	Params  struct {
+	// Present on a response: the client's answer to a question.
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+	Params struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 		Meta      json.RawMessage `json:"_meta"`
@@ -88,8 +92,10 @@ type fastMeta struct {
 
 // fastMessage reads body, one JSON-RPC message, as the fast path does:
 // the request and its _meta, and why the fast path leaves it to the
-// go-sdk ("" when it takes it). A client's notifications/cancelled is
-// taken too, for the caller to look for the fast call it cancels.
+// go-sdk ("" when it takes it). Besides a tools/call, it takes a client's
+// notifications/cancelled (for the caller to look for the fast call it
+// cancels) and a client's answer (no method; a result or an error), for
+// the caller to look for the question it answers.
 func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 	switch t := bytes.TrimLeft(body, " \t\r\n"); {
 	case len(t) == 0 || t[0] != '{':
@@ -106,6 +112,8 @@ func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 	switch {
 	case req.JSONRPC != "2.0":
 		return req, meta, "not JSON-RPC 2.0"
+	case req.Method == "" && (len(req.Result) > 0 || len(req.Error) > 0):
+		return req, meta, ""
 	case req.Method == "notifications/cancelled" && len(req.ID) == 0:
 		return req, meta, ""
 	case req.Method != "tools/call":
@@ -143,7 +151,10 @@ func unmarshalAfresh(body []byte, req *fastRequest) error {
 // can; it reports whether it did. If not, r's body is as it came, for the
 // go-sdk to read.
 func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *http.Request) bool {
-	if why := fastHeaders(ep, s, r); why != "" {
+	// A client answering a question of a fast call is heard whatever its
+	// headers: the go-sdk knows no such question.
+	why := fastHeaders(ep, s, r)
+	if why != "" && !s.asking() {
 		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "why", why)
 		return false
 	}
@@ -153,8 +164,18 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 		return false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	req, meta, why := fastMessage(body)
-	if why == "" && req.Method == "notifications/cancelled" {
+	req, meta, read := fastMessage(body)
+	switch {
+	case read == "" && req.Method == "":
+		if s.answerFast(req.ID, body) {
+			w.WriteHeader(http.StatusAccepted)
+			return true
+		}
+		why = "an answer to no question of a fast call"
+	case why != "":
+	case read != "":
+		why = read
+	case req.Method == "notifications/cancelled":
 		if s.cancelFast(req.Params.RequestID) {
 			w.WriteHeader(http.StatusAccepted)
 			return true
@@ -176,16 +197,14 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 		return false
 	}
 	defer s.done() // after the answer is written
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
-	defer s.trackFast(req.ID, cancel)()
-	res, err := g.fastCall(ctx, cancel, s, server, tool, req, meta)
+	out := &fastStream{w: w, sessionID: s.ss.ID()}
+	res, err := g.fastCall(r.Context(), s, out, server, tool, req, meta)
 	if errors.Is(err, manager.ErrNotRaw) {
 		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "server", server, "why", "the server is not one the raw path calls")
 		return false
 	}
 	g.fastServed.Add(1)
-	writeFast(w, s, server, tool, req.ID, res, err)
+	out.finish(fastAnswerOf(s, fmt.Sprintf("server %q: tools/call %q", server, tool), req.ID, res, err))
 	return true
 }
 
@@ -257,12 +276,8 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 }
 
 // fastCall makes the call upstream, ended as the go-sdk path's is: when
-// ctx ends (the POST ends, or the client cancels the call: the caller
-// tracks it) or the client's session does. cancel is ctx's own; the call
-// cancels ctx as it returns, before its answer goes out (the answerer,
-// which the manager may keep, no longer asks within the call).
-func (g *Gateway) fastCall(ctx context.Context, cancel context.CancelCauseFunc, s *session, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
-	defer cancel(nil)
+// the POST ends, the client cancels it, or its session ends.
+func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
 	rc, ok := g.src.(rawCaller)
 	if !ok {
 		return nil, manager.ErrNotRaw
@@ -270,13 +285,20 @@ func (g *Gateway) fastCall(ctx context.Context, cancel context.CancelCauseFunc, 
 	if meta.TraceParent != "" {
 		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": meta.TraceParent, "tracestate": meta.TraceState})
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	defer context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })()
+	defer s.trackFast(req.ID, cancel)()
 	var caps *mcp.ClientCapabilities
 	if p := s.ss.InitializeParams(); p != nil {
 		caps = p.Capabilities
 	}
-	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: newClientAnswerer(ctx, s, caps, nil)}
-	res, err := rc.CallRaw(ctx, server, tool, req.Params.Arguments, req.Params.Meta, opts)
+	call, over := context.WithCancel(ctx)
+	defer over()
+	a := newClientAnswerer(call, s, caps, nil)
+	a.fast = out
+	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
+	res, err := rc.CallRaw(call, server, tool, req.Params.Arguments, req.Params.Meta, opts)
 	if err != nil && !errors.Is(err, manager.ErrNotRaw) && errors.Is(context.Cause(ctx), ErrShuttingDown) {
 		return nil, fmt.Errorf("server %q: tools/call %q: %w: the call did not finish within the shutdown grace and was cancelled upstream. "+
 			"It may or may not have done its work; retrying once mcpvisor is back may succeed", server, tool, ErrShuttingDown)
@@ -284,21 +306,11 @@ func (g *Gateway) fastCall(ctx context.Context, cancel context.CancelCauseFunc, 
 	return res, err
 }
 
-// writeFast writes the answer to the call with id (see fastAnswer).
-func writeFast(w http.ResponseWriter, s *session, server, tool string, id, res json.RawMessage, err error) {
-	out := append(fastAnswer(s, server, tool, id, res, err, 1), '\n')
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Mcp-Session-Id", s.ss.ID())
-	_, _ = w.Write(out)
-}
-
-// fastAnswer is the answer to the call with id, without a line ending
-// (with room for spare more bytes after it): its raw result, or an error result
-// the model reads, or a JSON-RPC error when the client's session ended
-// under the call (no model is left to read it).
-func fastAnswer(s *session, server, tool string, id, res json.RawMessage, err error, spare int) []byte {
-	out := make([]byte, 0, len(res)+len(id)+48+spare)
+// fastAnswerOf is the answer to the call with id: its raw result, or an
+// error result the model reads, or a JSON-RPC error when the client's
+// session ended under the call (no model is left to read it).
+func fastAnswerOf(s *session, op string, id, res json.RawMessage, err error) []byte {
+	out := make([]byte, 0, len(res)+len(id)+48)
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, id...)
 	switch cause := context.Cause(s.ctx); {
@@ -306,7 +318,6 @@ func fastAnswer(s *session, server, tool string, id, res json.RawMessage, err er
 		out = append(out, `,"result":`...)
 		out = append(out, res...)
 	case cause != nil && !errors.Is(cause, ErrShuttingDown):
-		op := fmt.Sprintf("server %q: tools/call %q", server, tool)
 		e, _ := json.Marshal(&jsonrpc.Error{Code: CodeRefused, Message: op + ": " + cause.Error() + "; the call was cancelled upstream"})
 		out = append(out, `,"error":`...)
 		out = append(out, e...)
@@ -319,7 +330,7 @@ func fastAnswer(s *session, server, tool string, id, res json.RawMessage, err er
 		out = append(out, `,"result":`...)
 		out = append(out, r...)
 	}
-	return append(out, '}')
+	return append(out, "}\n"...)
 }
 
 // errReader returns its error: what is left of a body whose reading

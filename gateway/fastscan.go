@@ -44,6 +44,10 @@ func scanFast(body []byte, req *fastRequest) (ok, foreign bool) {
 			return plainString(v, &req.Method)
 		case "params":
 			return scanParams(v, req, &foreign)
+		case "result":
+			req.Result = clone(v)
+		case "error":
+			req.Error = clone(v)
 		}
 		return true
 	})
@@ -94,7 +98,7 @@ func scanParams(v []byte, req *fastRequest, foreign *bool) bool {
 }
 
 var (
-	topKeys   = []string{"jsonrpc", "id", "method", "params"}
+	topKeys   = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 	paramKeys = []string{"name", "arguments", "_meta", "task", "requestState", "requestId"}
 )
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,8 +48,13 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 		return false, nil
 	}
 	req, meta, why := fastMessage(line)
-	if why == "" && req.Method == "notifications/cancelled" {
+	switch {
+	case why == "" && req.Method == "notifications/cancelled":
 		return s.cancelFast(req.Params.RequestID), nil
+	case why == "" && req.Method == "":
+		// An answer: questions of fast calls over stdio go out through
+		// the go-sdk (the answerer asks on its session), which takes it.
+		return false, nil
 	}
 	if why == "" {
 		why = f.ready(s)
@@ -80,7 +86,8 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 	return true, func() {
 		defer s.done() // after the answer is written
 		defer untrack()
-		res, err := f.g.fastCall(ctx, cancel, s, server, tool, req, meta)
+		defer cancel(nil)
+		res, err := f.g.fastCall(ctx, s, nil, server, tool, req, meta)
 		if errors.Is(err, manager.ErrNotRaw) {
 			// The server reconnected on another protocol since: the go-sdk
 			// serves the call, unless the client cancelled it meanwhile.
@@ -91,7 +98,8 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 			return
 		}
 		f.g.fastServed.Add(1)
-		_ = c.writeLine(fastAnswer(s, server, tool, req.ID, res, err, 1))
+		answer := fastAnswerOf(s, fmt.Sprintf("server %q: tools/call %q", server, tool), req.ID, res, err)
+		_ = c.writeLine(answer[:len(answer)-1]) // without its newline, which writeLine adds in place
 		if f.g.log.Enabled(context.Background(), slog.LevelDebug) {
 			f.g.log.Debug("fast path: served", "endpoint", f.ep.path, "transport", "stdio", "server", server, "tool", tool)
 		}

@@ -36,11 +36,11 @@ func serveClient(t *testing.T, ctx context.Context, transport mcp.Transport, cha
 			}
 		},
 	})
-	// When the suite reruns with the fast path on, the clients speak the
-	// generation it serves (the go-sdk's default, 2026-07-28, is left to
-	// the go-sdk path), so that those calls take it.
+	// With the fast path on (the default) the clients speak the generation
+	// it serves, so that their calls take it; the suite's rerun with it
+	// off has them speak the go-sdk's default, 2026-07-28.
 	var opts *mcp.ClientSessionOptions
-	if os.Getenv(gateway.FastPathEnv) == "on" {
+	if os.Getenv(gateway.FastPathEnv) != "off" {
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
 	}
 	cs, err := c.Connect(ctx, transport, opts)
