@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -614,32 +615,153 @@ func serveCmd(bin, startup string, stderr io.Writer) *exec.Cmd {
 // BenchmarkServeStdioCall compares a tool call through `mcpvisor serve`
 // over stdio (a go-sdk client on mcp.CommandTransport → the gateway →
 // the manager → a stdio demo server) with a direct stdio session to the
-// same server binary. Both clients are on stdioProtocol (the go-sdk's
-// latest, which the gateway serves over stdio), and so is the manager's
-// session in serve: a go-sdk client of the same server, on its default.
-// Reported: serve-p50-µs, direct-p50-µs, p50-ratio (target ≤ 2.0) and the
-// p99s; ns/op is the serve path's mean.
+// same server binary, every hop of every path on one protocol version:
+//
+//   - proto=2026-07-28 (the go-sdk's latest, which the gateway serves over
+//     stdio through the go-sdk: the fast path leaves this generation to
+//     it; serve's session of the server is held to it with protocol =):
+//     serve against direct. Reported: serve-p50-µs, direct-p50-µs,
+//     p50-ratio and the p99s; ns/op is the serve path's mean.
+//   - proto=2025-11-25: serve with the fast path off (sdk), serve with
+//     --fast-path on (fast) and direct, interleaved. Reported: each
+//     path's p50 and p99, sdk-p50-ratio and fast-p50-ratio (target
+//     ≤ 1.6) against direct; ns/op is the fast path's mean.
 func BenchmarkServeStdioCall(b *testing.B) {
 	bin := testutil.BuildMcpvisor(b)
-	startup := writeStartup(b, fmt.Sprintf("mcp_add(\"demo\", {command = {MCPVISOR, \"demo-server\"}, env = {GOGC = %q}})\n", childGOGC()))
-	var stderr bytes.Buffer
+	b.Run("proto="+stdioProtocol, func(b *testing.B) {
+		// The manager asks a stdio server for 2025-11-25 unless told.
+		startup := writeStartup(b, fmt.Sprintf("mcp_add(\"demo\", {command = {MCPVISOR, \"demo-server\"}, protocol = %q, env = {GOGC = %q}})\n", stdioProtocol, childGOGC()))
+		var stderr testutil.SyncBuffer
+		serve := startServe(b, bin, startup, stdioProtocol, &stderr)
+		if strings.Contains(stderr.String(), "does not speak the protocol asked for") {
+			b.Fatalf("serve's session of demo is not on %s:\n%s", stdioProtocol, stderr.String())
+		}
+		direct := exec.Command(bin, "demo-server")
+		direct.Env = append(os.Environ(), "GOGC="+childGOGC())
+		dcs := connectStdio(b, direct, stdioProtocol)
+		if _, err := dcs.ListTools(context.Background(), nil); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		sTimes, dTimes := serial(b, echo(serve, "demo__echo", "serve"), echo(dcs, "echo", "direct"), b.N, 100)
+		b.StopTimer()
+		reportLatency(b, "serve", "direct", sTimes, dTimes)
+	})
+	b.Run("proto="+httpProtocol, func(b *testing.B) {
+		// The bench-demo server (this binary) held to httpProtocol, behind
+		// serve as directly: a go-sdk client would take 2026-07-28 of it.
+		command, env := benchServer(b, httpProtocol)
+		dir := b.TempDir()
+		var sdk, fast *mcp.ClientSession
+		var lua strings.Builder
+		for _, path := range []string{"sdk", "fast"} {
+			env[benchProtocolFileEnv] = filepath.Join(dir, path+".protocol")
+			fmt.Fprintf(&lua, "mcp_add(%q, {command = {%q}, env = {", "demo", command[0])
+			for _, k := range slices.Sorted(maps.Keys(env)) {
+				fmt.Fprintf(&lua, "[%q] = %q, ", k, env[k])
+			}
+			lua.WriteString("}})\n")
+			b.Setenv(gateway.FastPathEnv, map[string]string{"sdk": "off", "fast": "on"}[path])
+			startup := writeStartup(b, lua.String())
+			lua.Reset()
+			if path == "sdk" {
+				sdk = startServe(b, bin, startup, httpProtocol, nil)
+			} else {
+				fast = startServe(b, bin, startup, httpProtocol, nil)
+			}
+			got, err := os.ReadFile(env[benchProtocolFileEnv])
+			if err != nil {
+				b.Fatal(err)
+			}
+			requireProtocol(b, "serve's session of demo ("+path+")", string(got), httpProtocol)
+		}
+		dcs := connectStdio(b, benchServerCmd(b, httpProtocol), httpProtocol)
+		if _, err := dcs.ListTools(context.Background(), nil); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		t := serialN(b, []func() error{echo(fast, "demo__echo", "fast"), echo(sdk, "demo__echo", "sdk"), echo(dcs, "echo", "direct")}, b.N, 100)
+		b.StopTimer()
+		var total time.Duration
+		for _, d := range t[0] {
+			total += d
+		}
+		b.ReportMetric(float64(total.Nanoseconds())/float64(len(t[0])), "ns/op")
+		base := testutil.Percentile(t[2], 50)
+		for i, name := range []string{"fast", "sdk", "direct"} {
+			p50 := testutil.Percentile(t[i], 50)
+			b.ReportMetric(micros(p50), name+"-p50-µs")
+			b.ReportMetric(micros(testutil.Percentile(t[i], 99)), name+"-p99-µs")
+			if name != "direct" {
+				b.ReportMetric(float64(p50)/float64(base), name+"-p50-ratio")
+			}
+		}
+	})
+}
+
+// startServe starts `mcpvisor serve` of startup (the fast path as
+// FastPathEnv says), connects a go-sdk client on protocol version and
+// waits until it lists demo__echo. serve's log (warnings) goes to stderr,
+// if not nil, and is shown if b fails.
+func startServe(b *testing.B, bin, startup, version string, stderr *testutil.SyncBuffer) *mcp.ClientSession {
+	b.Helper()
+	if stderr == nil {
+		stderr = &testutil.SyncBuffer{}
+	}
 	b.Cleanup(func() {
 		if b.Failed() {
 			b.Logf("mcpvisor serve stderr:\n%s", stderr.String())
 		}
 	})
-	serve := connectStdio(b, serveCmd(bin, startup, &stderr), stdioProtocol)
-	waitForTool(b, serve, "demo__echo")
-	direct := exec.Command(bin, "demo-server")
-	direct.Env = append(os.Environ(), "GOGC="+childGOGC())
-	dcs := connectStdio(b, direct, stdioProtocol)
-	if _, err := dcs.ListTools(context.Background(), nil); err != nil {
-		b.Fatal(err)
+	cs := connectStdio(b, serveCmd(bin, startup, stderr), version)
+	waitForTool(b, cs, "demo__echo")
+	return cs
+}
+
+// BenchmarkStdioGatewayInProcess is the serve-over-stdio path with the
+// gateway and the manager in this process, for a CPU profile of what they
+// do per call (the server is a process of its own):
+//
+//	go test -run '^$' -bench StdioGatewayInProcess -benchtime 3000x -cpuprofile cpu.out ./gateway/
+//
+// The client is a go-sdk client on pipes; every hop on httpProtocol.
+// Sub-benchmarks fast=on and fast=off; ns/op is a call's mean.
+func BenchmarkStdioGatewayInProcess(b *testing.B) {
+	for _, fast := range []string{"on", "off"} {
+		b.Run("fast="+fast, func(b *testing.B) {
+			m := newManager(b, nil)
+			command, env := benchServer(b, httpProtocol)
+			addAndWait(b, m, "demo", manager.Spec{Transport: manager.TransportStdio, Command: command, Env: env})
+			requireUpstream(b, m, "demo", httpProtocol)
+			gw := gateway.New(gateway.Options{Source: m, Version: "bench", FastPath: fast})
+			b.Cleanup(gw.Close)
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			done := make(chan error, 1)
+			go func() { done <- gw.ServeStdio(context.Background(), inR, outW, "", "") }()
+			b.Cleanup(func() { _ = inW.Close(); <-done; _ = outR.Close() })
+			client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"}, nil)
+			cs, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: httpProtocol})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = cs.Close() })
+			waitForTool(b, cs, "demo__echo")
+			f := echo(cs, "demo__echo", "fast="+fast)
+			for range 100 {
+				mustCall(b, f)
+			}
+			served := gateway.FastServed(gw)
+			b.ResetTimer()
+			for range b.N {
+				mustCall(b, f)
+			}
+			b.StopTimer()
+			if got := gateway.FastServed(gw) - served; (fast == "on") != (got == int64(b.N)) {
+				b.Fatalf("fast=%s: the fast path answered %d of %d calls", fast, got, b.N)
+			}
+		})
 	}
-	b.ResetTimer()
-	sTimes, dTimes := serial(b, echo(serve, "demo__echo", "serve"), echo(dcs, "echo", "direct"), b.N, 100)
-	b.StopTimer()
-	reportLatency(b, "serve", "direct", sTimes, dTimes)
 }
 
 // ---- 3. idle sessions and a list of 1000 tools ----

@@ -328,6 +328,13 @@ func (t *clientTable) serveStdio(ss *mcp.ServerSession) (done func()) {
 	}
 }
 
+// known is the record of ss, or nil if the gateway has none (yet).
+func (t *clientTable) known(ss *mcp.ServerSession) *session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.bySession[ss]
+}
+
 // session returns the record of ss, making it (and its watcher) the first
 // time ss is seen, on endpoint ep.
 func (t *clientTable) session(ep *endpoint, ss *mcp.ServerSession) *session {

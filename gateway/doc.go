@@ -196,8 +196,11 @@
 // The holders of sessionless calls are made on the request goroutine
 // under the session table's mutex, and live until Shutdown.
 // A stdio session reads its lines on a goroutine of its own, which
-// answers the lines it refuses itself; every write is one whole line
-// under one lock. Each client session has a watcher that, when the session ends, cancels
+// answers the lines it refuses itself and, with the fast path on, starts
+// each call it takes on a goroutine of its own (counted among the
+// session's calls, ended with it) and cancels those the client cancels;
+// it never waits on anything but its input and the go-sdk taking a line.
+// Every write is one whole line under one lock. Each client session has a watcher that, when the session ends, cancels
 // its calls, waits for them to return, publishes client_disconnected and
 // calls ReleaseClient, once. A call counts among its session's calls until
 // its answer has been written (the go-sdk ends the request's context

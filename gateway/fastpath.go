@@ -59,6 +59,7 @@ func fastPathOn(setting string) (bool, error) {
 
 // rawCaller is the Source's raw call path (manager.Manager has it).
 type rawCaller interface {
+	RawCalls(server string) bool
 	CallRaw(ctx context.Context, server, tool string, args, meta json.RawMessage, opts manager.CallOptions) (json.RawMessage, error)
 }
 
@@ -89,6 +90,63 @@ type fastMeta struct {
 	TraceState      string          `json:"tracestate"`
 }
 
+// fastMessage reads body, one JSON-RPC message, as the fast path does:
+// the request and its _meta, and why the fast path leaves it to the
+// go-sdk ("" when it takes it). Besides a tools/call, it takes a client's
+// notifications/cancelled (for the caller to look for the fast call it
+// cancels) and a client's answer (no method; a result or an error), for
+// the caller to look for the question it answers.
+func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
+	switch t := bytes.TrimLeft(body, " \t\r\n"); {
+	case len(t) == 0 || t[0] != '{':
+		return req, meta, "not a single JSON-RPC message"
+	case !json.Valid(body):
+		return req, meta, "not JSON the fast path reads"
+	}
+	switch ok, foreign := scanFast(body, &req); {
+	case foreign:
+		return req, meta, "a member named in another case"
+	case !ok && unmarshalAfresh(body, &req) != nil:
+		return req, meta, "not JSON the fast path reads"
+	}
+	switch {
+	case req.JSONRPC != "2.0":
+		return req, meta, "not JSON-RPC 2.0"
+	case req.Method == "" && (len(req.Result) > 0 || len(req.Error) > 0):
+		return req, meta, ""
+	case req.Method == "notifications/cancelled" && len(req.ID) == 0:
+		return req, meta, ""
+	case req.Method != "tools/call":
+		return req, meta, "method " + req.Method
+	case len(req.ID) == 0 || string(req.ID) == "null":
+		return req, meta, "no request id"
+	case req.ID[0] != '"' && req.ID[0] != '-' && (req.ID[0] < '0' || req.ID[0] > '9'):
+		return req, meta, "a request id that is neither a string nor a number"
+	case len(req.Params.Task) > 0 || len(req.Params.RequestState) > 0:
+		return req, meta, "a task or request state"
+	case !objectOrNothing(req.Params.Arguments):
+		return req, meta, "arguments that are not an object" // refused in the go-sdk path's words
+	}
+	if len(req.Params.Meta) == 0 || string(req.Params.Meta) == "null" {
+		return req, meta, ""
+	}
+	switch {
+	case json.Unmarshal(req.Params.Meta, &meta) != nil:
+		why = "_meta is not an object"
+	case len(meta.ProgressToken) > 0 && string(meta.ProgressToken) != "null":
+		why = "progress wanted"
+	case meta.ProtocolVersion >= multiRoundTripVersion:
+		why = "protocol version " + meta.ProtocolVersion
+	}
+	return req, meta, why
+}
+
+// unmarshalAfresh is json.Unmarshal into a zeroed req.
+func unmarshalAfresh(body []byte, req *fastRequest) error {
+	*req = fastRequest{}
+	return json.Unmarshal(body, req)
+}
+
 // fastPost serves r, a POST of session s on endpoint ep, if the fast path
 // can; it reports whether it did. If not, r's body is as it came, for the
 // go-sdk to read.
@@ -106,45 +164,23 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 		return false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	var req fastRequest
-	switch t := bytes.TrimLeft(body, " \t\r\n"); {
-	case len(t) == 0 || t[0] != '{':
-		why = "not a single JSON-RPC message"
-	case json.Unmarshal(body, &req) != nil:
-		why = "not JSON the fast path reads"
-	case req.JSONRPC != "2.0":
-		why = "not JSON-RPC 2.0"
-	case req.Method == "" && (len(req.Result) > 0 || len(req.Error) > 0):
+	req, meta, read := fastMessage(body)
+	switch {
+	case read == "" && req.Method == "":
 		if s.answerFast(req.ID, body) {
 			w.WriteHeader(http.StatusAccepted)
 			return true
 		}
 		why = "an answer to no question of a fast call"
 	case why != "":
-	case req.Method == "notifications/cancelled" && len(req.ID) == 0:
+	case read != "":
+		why = read
+	case req.Method == "notifications/cancelled":
 		if s.cancelFast(req.Params.RequestID) {
 			w.WriteHeader(http.StatusAccepted)
 			return true
 		}
 		why = "a cancellation of no fast call"
-	case req.Method != "tools/call":
-		why = "method " + req.Method
-	case len(req.ID) == 0 || string(req.ID) == "null":
-		why = "no request id"
-	case len(req.Params.Task) > 0 || len(req.Params.RequestState) > 0:
-		why = "a task or request state"
-	case !objectOrNothing(req.Params.Arguments):
-		why = "arguments that are not an object" // refused in the go-sdk path's words
-	}
-	var meta fastMeta
-	if why == "" && len(req.Params.Meta) > 0 && string(req.Params.Meta) != "null" {
-		if json.Unmarshal(req.Params.Meta, &meta) != nil {
-			why = "_meta is not an object"
-		} else if len(meta.ProgressToken) > 0 && string(meta.ProgressToken) != "null" {
-			why = "progress wanted"
-		} else if meta.ProtocolVersion >= multiRoundTripVersion {
-			why = "protocol version " + meta.ProtocolVersion
-		}
 	}
 	if why != "" {
 		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "why", why)

@@ -74,8 +74,8 @@ type Options struct {
 	// client's tools; the gateway runs no Lua itself. Code mode is
 	// refused without it.
 	Code func(ctx context.Context, code string, env CodeEnv) (*mcp.CallToolResult, error)
-	// FastPath turns the fast path for calls over streamable HTTP on
-	// ("on") or off ("off"); see docs/gateway.md. If "", the
+	// FastPath turns the fast path for calls (over streamable HTTP and
+	// stdio) on ("on") or off ("off"); see docs/gateway.md. If "", the
 	// FastPathEnv environment variable's setting, else DefaultFastPath.
 	FastPath string
 }
@@ -369,10 +369,17 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClo
 	// Nothing is read until the session is marked as the stdio one, so
 	// that it is listed as such however fast the client initializes.
 	gate := &gatedReader{r: r, open: make(chan struct{})}
-	ss, err := ep.srv.Connect(ctx, &stdioTransport{r: gate, w: w}, nil)
+	t := &stdioTransport{r: gate, w: w}
+	if g.fast {
+		t.fast = &stdioFast{g: g, ep: ep}
+	}
+	ss, err := ep.srv.Connect(ctx, t, nil)
 	if err != nil {
 		close(gate.open)
 		return err
+	}
+	if t.fast != nil {
+		t.fast.ss = ss // read by the reader only once the gate opens
 	}
 	defer g.clients.serveStdio(ss)()
 	close(gate.open)

@@ -22,6 +22,8 @@ type stdioTransport struct {
 	r   io.ReadCloser
 	w   io.WriteCloser
 	max int // the longest line; if zero, maxLine
+	// fast, if set, serves the calls the fast path can (stdiofast.go).
+	fast *stdioFast
 }
 
 func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
@@ -29,7 +31,7 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	if limit <= 0 {
 		limit = maxLine
 	}
-	c := &stdioConn{r: t.r, w: t.w, incoming: make(chan readResult), closed: make(chan struct{})}
+	c := &stdioConn{r: t.r, w: t.w, fast: t.fast, incoming: make(chan readResult), closed: make(chan struct{})}
 	go c.read(newLineReader(t.r, limit))
 	return c, nil
 }
@@ -41,6 +43,7 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 type stdioConn struct {
 	r        io.ReadCloser
 	w        io.WriteCloser
+	fast     *stdioFast // nil: every line goes to the go-sdk
 	incoming chan readResult
 
 	writeMu sync.Mutex // guards writes to w
@@ -67,6 +70,15 @@ func (c *stdioConn) read(lr *lineReader) {
 			}
 			return
 		}
+		if c.fast != nil && !l.tooLong {
+			if taken, run := c.fast.take(c, l.data); taken {
+				if run == nil {
+					continue
+				}
+				go run()
+				continue
+			}
+		}
 		msg, refusal := decodeLine(l)
 		if refusal != nil {
 			if err := c.writeLine(refusal); err != nil {
@@ -85,6 +97,21 @@ func (c *stdioConn) read(lr *lineReader) {
 		case c.incoming <- readResult{msg: msg}:
 		case <-c.closed:
 			return
+		}
+	}
+}
+
+// handOver gives the go-sdk a line the fast path took and then could not
+// serve, from the goroutine that tried.
+func (c *stdioConn) handOver(data []byte) {
+	msg, refusal := decodeLine(line{data: data})
+	switch {
+	case refusal != nil:
+		_ = c.writeLine(refusal)
+	case msg != nil:
+		select {
+		case c.incoming <- readResult{msg: msg}:
+		case <-c.closed:
 		}
 	}
 }

@@ -556,14 +556,11 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 			}
 			return false, invocationFailed(s.name, op, s.callFailure(ctx, req, err, snap.conn))
 		}
-		var flag struct {
-			IsError bool `json:"isError"`
-		}
-		if err := json.Unmarshal(result, &flag); err != nil {
+		isError, err = rawIsError(result)
+		if err != nil {
 			result = nil
 			return false, errorf(CodeInvocationFailed, s.name, op, "the server's result is not a JSON object: %v", err)
 		}
-		isError = flag.IsError
 		snap.conn.logsBefore(ctx) // what it logged first is published first
 		return isError, nil
 	})
@@ -575,6 +572,34 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 		return nil, err
 	}
 	return result, nil
+}
+
+// RawCalls reports whether [Manager.CallRaw] makes calls of server now,
+// rather than returning ErrNotRaw at once: a caller that must decide
+// before it calls (it cannot take a refused call back) asks first. A
+// server that reconnects on another protocol meanwhile still gets
+// ErrNotRaw.
+func (m *Manager) RawCalls(server string) bool {
+	if m.opts.Dial != nil {
+		return false
+	}
+	s, _, _ := m.find(server)
+	return s != nil && s.spec.Transport == TransportStdio && rawProtocol(s.snap.Load())
+}
+
+// rawIsError reads the isError flag of a result, valid JSON as the raw
+// channel hands it over. Most results do not mention it and are not
+// decoded again; one whose text may spell a key with escapes is.
+func rawIsError(result json.RawMessage) (bool, error) {
+	t := bytes.TrimLeft(result, " \t\r\n")
+	if len(t) > 0 && t[0] == '{' && !bytes.Contains(t, []byte(`"isError"`)) && !bytes.Contains(t, []byte(`\u`)) {
+		return false, nil
+	}
+	var flag struct {
+		IsError bool `json:"isError"`
+	}
+	err := json.Unmarshal(result, &flag)
+	return flag.IsError, err
 }
 
 // rawProtocol reports whether snap's session, if any, is on a protocol

@@ -128,10 +128,10 @@ Flags:
   --session-idle DURATION
                         close an HTTP client session that sends no request
                         for this long (default 10m)
-  --fast-path on|off    answer tools/call over streamable HTTP without the
-                        go-sdk where it can (stdio servers, clients before
-                        protocol 2026-07-28, no progress asked); default
-                        $MCPVISOR_FASTPATH, else on
+  --fast-path on|off    answer tools/call (over streamable HTTP and stdio)
+                        without the go-sdk where it can (stdio servers,
+                        clients before protocol 2026-07-28, no progress
+                        asked); default $MCPVISOR_FASTPATH, else on
   --max-client-calls N  requests one client may have in flight upstream
                         (default 64; 0: no cap); beyond it they are refused
   --shutdown-grace DURATION

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -19,6 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/gateway"
 )
 
 // serveClient connects a go-sdk client to transport; changed gets a value
@@ -33,7 +36,14 @@ func serveClient(t *testing.T, ctx context.Context, transport mcp.Transport, cha
 			}
 		},
 	})
-	cs, err := c.Connect(ctx, transport, nil)
+	// With the fast path on (the default) the clients speak the generation
+	// it serves, so that their calls take it; the suite's rerun with it
+	// off has them speak the go-sdk's default, 2026-07-28.
+	var opts *mcp.ClientSessionOptions
+	if os.Getenv(gateway.FastPathEnv) != "off" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+	}
+	cs, err := c.Connect(ctx, transport, opts)
 	require.NoError(t, err, "connect")
 	return cs
 }

@@ -1,0 +1,144 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpvisor/mcpvisor/manager"
+)
+
+// The fast path over stdio: the connection's reader (stdioConn.read)
+// shows each line it reads to the session's stdioFast before decoding it
+// for the go-sdk. A line that holds a tools/call the fast path can serve
+// (as over HTTP: see fastpath.go) is answered here, the call made upstream
+// on a goroutine of its own and its answer written as one line among the
+// go-sdk's; a notifications/cancelled for such a call cancels it. Every
+// other line goes to the go-sdk as before, in the order it came. What
+// could make the reader wait (a tool not listed while servers have not
+// had their first say, a client whose mode is not chosen yet) sends the
+// call to the go-sdk instead.
+
+// stdioFast serves the fast calls of one stdio session. ss is set before
+// the first line is read; the other fields are the reader goroutine's.
+type stdioFast struct {
+	g  *Gateway
+	ep *endpoint
+	ss *mcp.ServerSession
+	s  *session // the gateway's record of ss, once it has one
+}
+
+// take serves line (a message the client sent), if the fast path can,
+// and reports whether it did; if not, the line is for the go-sdk. A call
+// it took is made by run, which the caller runs on a goroutine other
+// than the one that reads the next line (nil for a cancellation, served
+// already). c is the connection the answer goes out on.
+func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
+	// Most lines are not calls: they are not decoded here.
+	isCall := bytes.Contains(line, []byte(`"tools/call"`))
+	if !isCall && !bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
+		return false, nil
+	}
+	s := f.session()
+	if s == nil {
+		return false, nil
+	}
+	req, meta, why := fastMessage(line)
+	switch {
+	case why == "" && req.Method == "notifications/cancelled":
+		return s.cancelFast(req.Params.RequestID), nil
+	case why == "" && req.Method == "":
+		// An answer: questions of fast calls over stdio go out through
+		// the go-sdk (the answerer asks on its session), which takes it.
+		return false, nil
+	}
+	if why == "" {
+		why = f.ready(s)
+	}
+	var server, tool string
+	if why == "" {
+		// Routed without waiting for servers still to have their first
+		// say: a tool not listed yet goes to the go-sdk path, which waits.
+		server, tool, why = f.ep.fastRoute(noWait, s, req.Params.Name)
+	}
+	rc, ok := f.g.src.(rawCaller)
+	if why == "" && (!ok || !rc.RawCalls(server)) {
+		why = "the server is not one the raw path calls"
+	}
+	if why == "" {
+		if err := s.begin(); err != nil {
+			why = "refused: " + err.Error() // as the go-sdk path refuses it, with the same words
+		}
+	}
+	if why != "" {
+		if isCall {
+			f.g.log.Debug("fast path: left to the go-sdk", "endpoint", f.ep.path, "transport", "stdio", "tool", req.Params.Name, "why", why)
+		}
+		return false, nil
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	untrack := s.trackFast(req.ID, cancel) // before the next line is read: it may cancel this call
+	msg := bytes.Clone(line)               // line is the reader's, reused for the next one
+	return true, func() {
+		defer s.done() // after the answer is written
+		defer untrack()
+		defer cancel(nil)
+		res, err := f.g.fastCall(ctx, s, nil, server, tool, req, meta)
+		if errors.Is(err, manager.ErrNotRaw) {
+			// The server reconnected on another protocol since: the go-sdk
+			// serves the call, unless the client cancelled it meanwhile.
+			f.g.log.Debug("fast path: left to the go-sdk", "endpoint", f.ep.path, "transport", "stdio", "server", server, "why", "the server is not one the raw path calls")
+			if !errors.Is(context.Cause(ctx), errCallCancelled) && s.ctx.Err() == nil {
+				c.handOver(msg)
+			}
+			return
+		}
+		f.g.fastServed.Add(1)
+		answer := fastAnswerOf(s, fmt.Sprintf("server %q: tools/call %q", server, tool), req.ID, res, err)
+		_ = c.writeLine(answer[:len(answer)-1]) // without its newline, which writeLine adds in place
+		if f.g.log.Enabled(context.Background(), slog.LevelDebug) {
+			f.g.log.Debug("fast path: served", "endpoint", f.ep.path, "transport", "stdio", "server", server, "tool", tool)
+		}
+	}
+}
+
+// noWait is a context that has ended: what waits on it does not.
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// session is the gateway's record of the stdio session, or nil until it
+// has one (the client has not initialized).
+func (f *stdioFast) session() *session {
+	if f.s == nil {
+		f.s = f.g.clients.known(f.ss)
+	}
+	return f.s
+}
+
+// ready says why the session's calls cannot take the fast path now
+// without making the reader wait, or "".
+func (f *stdioFast) ready(s *session) string {
+	p := f.ss.InitializeParams()
+	switch {
+	case f.ep.sel == oneToolset:
+		return "a toolset's endpoint"
+	case p == nil:
+		return "the session has not initialized"
+	case p.ProtocolVersion >= multiRoundTripVersion:
+		return "protocol version " + p.ProtocolVersion
+	}
+	s.mu.Lock()
+	chosen := s.mode != ""
+	s.mu.Unlock()
+	if !chosen {
+		return "the client's mode is not chosen yet (it has not listed its tools)"
+	}
+	return ""
+}
