@@ -256,6 +256,9 @@ func (p *probe) setLevel(level string) []string {
 func (p *probe) call(tool string, args map[string]any, token string) []string {
 	ctx, cancel := p.ctx()
 	defer cancel()
+	if args == nil {
+		args = map[string]any{} // the TypeScript SDK's servers refuse null
+	}
 	params := &mcp.CallToolParams{Name: p.prefix + tool, Arguments: args}
 	if token != "" {
 		params.SetProgressToken(token)
