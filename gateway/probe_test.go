@@ -183,6 +183,26 @@ func (p *probe) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 30*time.Second)
 }
 
+// do does a and describes what the client observed.
+func (p *probe) do(a action) []string {
+	switch a.Op {
+	case "tools":
+		return p.tools()
+	case "catalogue":
+		return p.catalogue()
+	case "call":
+		return p.call(a.Tool, a.Args, a.Token)
+	case "complete":
+		return p.complete(a.Prompt, a.Arg, a.Value)
+	case "setLevel":
+		return p.setLevel(a.Level)
+	case "cancel":
+		return p.cancelled(a.Tool, a.Args, a.After, a.AfterArgs)
+	}
+	p.t.Fatalf("unknown action %q", a.Op)
+	return nil
+}
+
 // tools describes the tool list.
 func (p *probe) tools() []string {
 	ctx, cancel := p.ctx()

@@ -4,8 +4,9 @@ package gateway_test
 // it sees talking to the server directly: the same script of operations
 // runs against the server itself and through /mcp, /servers/NAME/mcp and
 // /toolsets/NAME/mcp, over streamable HTTP and over stdio as `mcpvisor
-// serve` serves it, by go-sdk clients of both protocol generations, and
-// what each observed is compared step by step.
+// serve` serves it, by go-sdk clients of both protocol generations and by
+// the TypeScript SDK's client, and what each observed is compared step by
+// step.
 
 import (
 	"strings"
@@ -18,8 +19,28 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
-// step is one operation of a script; toolsOnly steps also run on a
-// toolset's endpoint, which serves tools and nothing else.
+// action is one thing a client does: list its tools ("tools"), its
+// prompts, resources and templates ("catalogue"), call a tool ("call",
+// with a progress token if Token is set), complete a prompt's argument
+// ("complete"), set its logging level ("setLevel"), or call a tool and
+// cancel the call once its first progress came, then call After
+// ("cancel"). Names are the server's own: the runner adds what the
+// endpoint puts before them.
+type action struct {
+	Op        string         `json:"op"`
+	Tool      string         `json:"tool,omitempty"`
+	Args      map[string]any `json:"args,omitempty"`
+	Token     string         `json:"token,omitempty"`
+	Prompt    string         `json:"prompt,omitempty"`
+	Arg       string         `json:"arg,omitempty"`
+	Value     string         `json:"value,omitempty"`
+	Level     string         `json:"level,omitempty"`
+	After     string         `json:"after,omitempty"`
+	AfterArgs map[string]any `json:"afterArgs,omitempty"`
+}
+
+// step is one part of a script; toolsOnly steps also run on a toolset's
+// endpoint, which serves tools and nothing else.
 //
 // A bridged step is one where the server asks its client the 2025-11-25
 // way (a request sent during the call), which a server may not do on
@@ -30,8 +51,8 @@ import (
 type step struct {
 	name      string
 	toolsOnly bool
-	run       func(p *probe) []string
 	bridged   bool
+	do        []action
 }
 
 // subject is a server under test and its script.
@@ -50,50 +71,38 @@ type subject struct {
 	normal func([]string) []string
 }
 
-// clientKind is a go-sdk client of one protocol generation on one
-// transport.
-type clientKind struct {
-	name, version, transport string
-}
-
-var sameKinds = []clientKind{
-	{"2025-11-25 over HTTP", "2025-11-25", "http"},
-	{"2025-11-25 over stdio", "2025-11-25", "stdio"},
-	{"2026-07-28 over stdio", "2026-07-28", "stdio"},
+func calling(tool string, args map[string]any) action {
+	return action{Op: "call", Tool: tool, Args: args}
 }
 
 // conformanceSubject is the go-sdk's conformance everything-server.
 func conformanceSubject(t *testing.T) subject {
 	bin := buildConformanceServer(t)
 	return subject{name: "conf", argv: []string{bin}, steps: []step{
-		{"tools", true, (*probe).tools, false},
-		{"catalogue", false, (*probe).catalogue, false},
-		{"call", true, func(p *probe) []string { return p.call("test_simple_text", nil, "") }, false},
-		{"error", true, func(p *probe) []string { return p.call("test_error_handling", nil, "") }, false},
-		{"complete", false, func(p *probe) []string { return p.complete("test_prompt_with_arguments", "arg1", "a") }, false},
-		{"logs during a call", true, func(p *probe) []string {
-			return append(p.setLevel("info"), p.call("test_tool_with_logging", nil, "")...)
-		}, false},
-		{"progress", true, func(p *probe) []string {
-			// The tool answers with the progress token it was given. The
-			// gateway gives the server a token of its own (its session
-			// carries the calls of every client, whose tokens may clash),
-			// so the text differs: that difference is left out here.
-			out := p.call("test_tool_with_progress", nil, "tok")
-			if last := len(out) - 1; last >= 0 && strings.HasPrefix(out[last], "result isError=false ") {
-				out[last] = "result isError=false (the server's progress token)"
+		{"tools", true, false, []action{{Op: "tools"}}},
+		{"catalogue", false, false, []action{{Op: "catalogue"}}},
+		{"call", true, false, []action{calling("test_simple_text", nil)}},
+		{"error", true, false, []action{calling("test_error_handling", nil)}},
+		{"complete", false, false, []action{{Op: "complete", Prompt: "test_prompt_with_arguments", Arg: "arg1", Value: "a"}}},
+		{"logs during a call", true, false, []action{{Op: "setLevel", Level: "info"}, calling("test_tool_with_logging", nil)}},
+		{"progress", true, false, []action{{Op: "call", Tool: "test_tool_with_progress", Token: "tok"}}},
+		{"form", true, true, []action{calling("test_elicitation", map[string]any{"message": "Who are you?"})}},
+		{"form with defaults", true, true, []action{calling("test_elicitation_sep1034_defaults", nil)}},
+		{"form with enums", true, true, []action{calling("test_elicitation_sep1330_enums", nil)}},
+		{"sampling", true, true, []action{calling("test_sampling", map[string]any{"prompt": "Capital of France?"})}},
+	}, refused: map[string]bool{"form with enums": true},
+		// The progress tool answers with the progress token it was
+		// given. The gateway gives the server a token of its own (its
+		// session carries the calls of every client, whose tokens may
+		// clash), so that text differs: it is left out here.
+		normal: func(lines []string) []string {
+			for i, l := range lines {
+				if l == "result isError=false tok" || strings.HasPrefix(l, "result isError=false mcpvisor-") {
+					lines[i] = "result isError=false (the server's progress token)"
+				}
 			}
-			return out
-		}, false},
-		{"form", true, func(p *probe) []string {
-			return p.call("test_elicitation", map[string]any{"message": "Who are you?"}, "")
-		}, true},
-		{"form with defaults", true, func(p *probe) []string { return p.call("test_elicitation_sep1034_defaults", nil, "") }, true},
-		{"form with enums", true, func(p *probe) []string { return p.call("test_elicitation_sep1330_enums", nil, "") }, true},
-		{"sampling", true, func(p *probe) []string {
-			return p.call("test_sampling", map[string]any{"prompt": "Capital of France?"}, "")
-		}, true},
-	}, refused: map[string]bool{"form with enums": true}}
+			return lines
+		}}
 }
 
 // everythingSubject is the reference server-everything (skipped unless
@@ -107,8 +116,8 @@ func everythingSubject(t *testing.T) subject {
 	// asked before the client here came, and answered by the first
 	// client that made a call. And it offers a tool that asks for a URL
 	// when its client can open one, which mcpvisor can (it carries URL
-	// elicitation to a client that cannot as a message); the client here
-	// declares none, and does not see it directly.
+	// elicitation to a client that cannot as a message); the clients
+	// here declare none, and do not see it directly.
 	normal := func(lines []string) []string {
 		var out []string
 		for _, l := range lines {
@@ -123,34 +132,74 @@ func everythingSubject(t *testing.T) subject {
 		return out
 	}
 	return subject{name: "everything", argv: spec.Command, env: spec.Env, normal: normal, steps: []step{
-		{"tools", true, (*probe).tools, false},
-		{"catalogue", false, (*probe).catalogue, false},
-		{"call", true, func(p *probe) []string { return p.call("echo", map[string]any{"message": "hi"}, "") }, false},
-		{"complete", false, func(p *probe) []string { return p.complete("completable-prompt", "department", "E") }, false},
-		{"progress", true, func(p *probe) []string {
-			return p.call("trigger-long-running-operation", map[string]any{"duration": 0.3, "steps": 3}, "tok")
-		}, false},
-		{"form", true, func(p *probe) []string { return p.call("trigger-elicitation-request", nil, "") }, false},
-		{"sampling", true, func(p *probe) []string {
-			return p.call("trigger-sampling-request", map[string]any{"prompt": "Capital of France?", "maxTokens": 20}, "")
-		}, false},
-		{"roots", true, func(p *probe) []string {
-			// The server asks for the roots once per session and keeps
-			// them: through the gateway's one session only the first
-			// client is asked (every client here has the same roots).
-			var out []string
-			for _, l := range p.call("get-roots-list", nil, "") {
-				if strings.HasPrefix(l, "result ") {
-					out = append(out, l)
-				}
-			}
-			return out
-		}, false},
-		{"cancel", true, func(p *probe) []string {
-			return p.cancelled("trigger-long-running-operation", map[string]any{"duration": 30, "steps": 30},
-				"echo", map[string]any{"message": "after"})
-		}, false},
+		{"tools", true, false, []action{{Op: "tools"}}},
+		{"catalogue", false, false, []action{{Op: "catalogue"}}},
+		{"call", true, false, []action{calling("echo", map[string]any{"message": "hi"})}},
+		{"complete", false, false, []action{{Op: "complete", Prompt: "completable-prompt", Arg: "department", Value: "E"}}},
+		{"progress", true, false, []action{{Op: "call", Tool: "trigger-long-running-operation",
+			Args: map[string]any{"duration": 0.3, "steps": 3}, Token: "tok"}}},
+		{"form", true, false, []action{calling("trigger-elicitation-request", nil)}},
+		{"sampling", true, false, []action{calling("trigger-sampling-request", map[string]any{"prompt": "Capital of France?", "maxTokens": 20})}},
+		{"roots", true, false, []action{calling("get-roots-list", nil)}},
+		{"cancel", true, false, []action{{Op: "cancel", Tool: "trigger-long-running-operation",
+			Args: map[string]any{"duration": 30, "steps": 30}, After: "echo", AfterArgs: map[string]any{"message": "after"}}}},
 	}}
+}
+
+// endpointCase is one of the gateway's endpoints for a subject.
+type endpointCase struct {
+	name, path, server, toolset, prefix string
+	toolsOnly                           bool
+}
+
+func endpointsFor(s subject) []endpointCase {
+	prefix := s.name + "__"
+	return []endpointCase{
+		{"/mcp", "/mcp", "", "", prefix, false},
+		{"/servers/NAME/mcp", "/servers/" + s.name + "/mcp", s.name, "", "", false},
+		{"/toolsets/NAME/mcp", "/toolsets/" + s.name + "-set/mcp", "", s.name + "-set", prefix, true},
+	}
+}
+
+// subjectRig serves s alone, and a toolset of all its tools.
+func subjectRig(t *testing.T, s subject) *rig {
+	r := newRig(t, map[string]manager.Spec{s.name: {Transport: manager.TransportStdio, Command: s.argv, Env: s.env}}, gateway.HTTPOptions{})
+	r.gw.SetToolsets(map[string]gateway.Toolset{s.name + "-set": {Include: []string{s.name + ".*"}}})
+	r.wait(s.name)
+	return r
+}
+
+// compare asserts that what a client observed through an endpoint is what
+// it observed directly, step by step.
+func compare(t *testing.T, s subject, ep endpointCase, version string, direct map[string]map[string][]string, got map[string][]string) {
+	t.Helper()
+	for _, st := range s.steps {
+		if ep.toolsOnly && !st.toolsOnly {
+			continue
+		}
+		want, have := direct[version][st.name], got[st.name]
+		if st.bridged {
+			want = direct["2025-11-25"][st.name]
+		}
+		if s.normal != nil {
+			want, have = s.normal(want), s.normal(have)
+		}
+		if s.refused[st.name] && version == "2026-07-28" {
+			want, have = questionsOf(want), questionsOf(have)
+		}
+		assert.Equal(t, want, have, "%s", st.name)
+	}
+}
+
+// goKind is a go-sdk client of one protocol generation on one transport.
+type goKind struct {
+	name, version, transport string
+}
+
+var goKinds = []goKind{
+	{"2025-11-25 over HTTP", "2025-11-25", "http"},
+	{"2025-11-25 over stdio", "2025-11-25", "stdio"},
+	{"2026-07-28 over stdio", "2026-07-28", "stdio"},
 }
 
 func TestSameAsDirect(t *testing.T) {
@@ -164,73 +213,50 @@ func TestSameAsDirect(t *testing.T) {
 	}
 }
 
-// sameAsDirect runs s's script directly and through every endpoint, for
-// every kind of client, and compares.
+// sameAsDirect runs s's script with go-sdk clients directly and through
+// every endpoint, and compares.
 func sameAsDirect(t *testing.T, s subject) {
-	r := newRig(t, map[string]manager.Spec{s.name: {Transport: manager.TransportStdio, Command: s.argv, Env: s.env}}, gateway.HTTPOptions{})
-	set := s.name + "-set"
-	r.gw.SetToolsets(map[string]gateway.Toolset{set: {Include: []string{s.name + ".*"}}})
-	r.wait(s.name)
-	prefix := s.name + "__"
+	r := subjectRig(t, s)
 	// What each generation of client sees talking to the server itself.
 	direct := map[string]map[string][]string{}
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run("direct "+version, func(t *testing.T) {
 			w := &wire{}
-			direct[version] = run(connectProbe(t, tappedCommand(t, s.argv, s.env, w), w, version, "", ""), s.steps, false)
+			direct[version] = runGo(connectProbe(t, tappedCommand(t, s.argv, s.env, w), w, version, "", ""), s.steps, false)
 		})
 	}
-	for _, kind := range sameKinds {
+	for _, kind := range goKinds {
 		t.Run(kind.name, func(t *testing.T) {
-			for _, ep := range []struct {
-				name, path, server, toolset, prefix string
-				toolsOnly                           bool
-			}{
-				{"/mcp", "/mcp", "", "", prefix, false},
-				{"/servers/NAME/mcp", "/servers/" + s.name + "/mcp", s.name, "", "", false},
-				{"/toolsets/NAME/mcp", "/toolsets/" + set + "/mcp", "", set, prefix, true},
-			} {
+			for _, ep := range endpointsFor(s) {
 				t.Run(ep.name, func(t *testing.T) {
 					w := &wire{}
 					tr := tappedHTTP(r.base+ep.path, w)
 					if kind.transport == "stdio" {
 						tr = r.tappedStdio(t, ep.server, ep.toolset, w)
 					}
-					got := run(connectProbe(t, tr, w, kind.version, s.name, ep.prefix), s.steps, ep.toolsOnly)
-					for _, st := range s.steps {
-						if ep.toolsOnly && !st.toolsOnly {
-							continue
-						}
-						want := direct[kind.version][st.name]
-						if st.bridged {
-							want = direct["2025-11-25"][st.name]
-						}
-						have := got[st.name]
-						if s.normal != nil {
-							want, have = s.normal(want), s.normal(have)
-						}
-						if s.refused[st.name] && kind.version == "2026-07-28" {
-							want, have = questionsOf(want), questionsOf(have)
-						}
-						assert.Equal(t, want, have, "%s", st.name)
-					}
+					got := runGo(connectProbe(t, tr, w, kind.version, s.name, ep.prefix), s.steps, ep.toolsOnly)
+					compare(t, s, ep, kind.version, direct, got)
 				})
 			}
 		})
 	}
 }
 
-// run runs steps (only the toolsOnly ones if toolsOnly) and returns what
-// each observed.
-func run(p *probe, steps []step, toolsOnly bool) map[string][]string {
+// runGo runs steps (only the toolsOnly ones if toolsOnly) with a go-sdk
+// client and returns what each observed.
+func runGo(p *probe, steps []step, toolsOnly bool) map[string][]string {
 	out := map[string][]string{}
 	for _, st := range steps {
 		if toolsOnly && !st.toolsOnly {
 			continue
 		}
 		start := time.Now()
-		out[st.name] = st.run(p)
-		p.t.Logf("%s (%v): %q", st.name, time.Since(start).Round(time.Millisecond), out[st.name])
+		var lines []string
+		for _, a := range st.do {
+			lines = append(lines, p.do(a)...)
+		}
+		out[st.name] = lines
+		p.t.Logf("%s (%v): %q", st.name, time.Since(start).Round(time.Millisecond), lines)
 	}
 	return out
 }
