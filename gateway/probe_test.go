@@ -168,10 +168,13 @@ func firstChoice(s map[string]any) any {
 }
 
 // names lists what the endpoint offers of the server, without prefix.
-func (p *probe) names(all []string) []string {
+func (p *probe) names(all []string) []string { return unprefixed(p.prefix, all) }
+
+// unprefixed keeps of names those with prefix, without it, sorted.
+func unprefixed(prefix string, names []string) []string {
 	var out []string
-	for _, n := range all {
-		if rest, ok := strings.CutPrefix(n, p.prefix); ok {
+	for _, n := range names {
+		if rest, ok := strings.CutPrefix(n, prefix); ok {
 			out = append(out, rest)
 		}
 	}
