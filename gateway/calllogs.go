@@ -13,8 +13,7 @@ import (
 // on the call's own stream, before the call's result: over streamable
 // HTTP a message sent outside any request travels on the session's
 // separate event stream, which the client reads in no particular order
-// with the call's, and a toolset's clients hear no log messages
-// otherwise. The manager returns a call of a stdio server once the
+// with the call's. The manager returns a call of a stdio server once the
 // messages the server sent before its result are published (see
 // manager.Manager.Call), and a call of a client that set a logging level
 // waits, before its result goes out, until deliver has sent what it held

@@ -92,6 +92,16 @@ func featuresServer() *mcp.Server {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 		})
+	s.AddTool(&mcp.Tool{Name: "later", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			// A message after the call is over, as a server reporting on
+			// work it goes on with.
+			go func() {
+				time.Sleep(50 * time.Millisecond)
+				_ = req.Session.Log(context.Background(), &mcp.LoggingMessageParams{Level: "info", Data: "later"})
+			}()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "started"}}}, nil
+		})
 	s.AddTool(&mcp.Tool{Name: "form", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Deploy what?", RequestedSchema: json.RawMessage(featureForm)})
@@ -297,6 +307,42 @@ func TestLogsOfACallComeBeforeItsResult(t *testing.T) {
 			require.Len(t, s.request("logging/setLevel", map[string]any{"level": "error"}), 1)
 			got := s.request("tools/call", map[string]any{"name": tc.tool, "arguments": map[string]any{}})
 			require.Len(t, got, 1, "messages below the client's level were sent: %v", got)
+		})
+	}
+}
+
+// A log message a server sends between calls reaches the clients of every
+// endpoint that serves one of its tools and set a logging level: /mcp,
+// the server's own and a toolset's.
+func TestLogsBetweenCallsReachEveryEndpoint(t *testing.T) {
+	t.Parallel()
+	r := featuresRig(t)
+	for _, tc := range []struct{ path, tool string }{
+		{"/mcp", "feat__later"},
+		{"/servers/feat/mcp", "later"},
+		{"/toolsets/feats/mcp", "feat__later"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			heard := make(chan string, 10)
+			c := mcp.NewClient(&mcp.Implementation{Name: "listener", Version: "1"}, &mcp.ClientOptions{
+				LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+					heard <- fmt.Sprint(req.Params.Data)
+				},
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cs, err := c.Connect(ctx, r.streamable(tc.path), nil)
+			require.NoError(t, err)
+			defer cs.Close()
+			require.NoError(t, cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}))
+			res := call(t, cs, tc.tool, nil)
+			require.Equal(t, "started", text(res))
+			select {
+			case got := <-heard:
+				require.Equal(t, "later", got)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the message sent after the call never came")
+			}
 		})
 	}
 }
