@@ -7,7 +7,9 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"sort"
 	"strings"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/interop"
+	"github.com/mcpvisor/mcpvisor/manager"
 )
 
 // tsEvent is one thing the TypeScript client observed.
@@ -147,8 +150,45 @@ func contentText(res map[string]any) string {
 	return strings.Join(parts, "\n")
 }
 
+// serveEnv is, for the serve-stdio mode, the served server as JSON:
+// {"name", "argv", "env", "server", "toolset"} (which endpoint, as serve's
+// --server and --toolset choose).
+const serveEnv = "MCPVISOR_GATEWAY_TEST_SERVE"
+
+// serveStdioProcess is the test binary as `mcpvisor serve` is: a manager
+// keeping one server, a gateway serving it on stdin and stdout until
+// stdin ends.
+func serveStdioProcess() error {
+	var c struct {
+		Name, Server, Toolset string
+		Argv                  []string
+		Env                   map[string]string
+	}
+	if err := json.Unmarshal([]byte(os.Getenv(serveEnv)), &c); err != nil {
+		return err
+	}
+	m := manager.New(manager.Options{})
+	gw := gateway.New(gateway.Options{Source: m, Version: "test"})
+	gw.SetToolsets(map[string]gateway.Toolset{c.Name + "-set": {Include: []string{c.Name + ".*"}}})
+	if err := m.Add(c.Name, manager.Spec{Transport: manager.TransportStdio, Command: c.Argv, Env: c.Env}); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	_, err := m.Wait(ctx, c.Name, manager.StateConnected)
+	cancel()
+	if err == nil {
+		err = gw.ServeStdio(context.Background(), os.Stdin, os.Stdout, c.Server, c.Toolset)
+	}
+	gw.Close()
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return errors.Join(err, m.Close(ctx))
+}
+
 // The TypeScript SDK's client (2025-11-25) sees each server through each
-// endpoint over streamable HTTP as it sees it directly.
+// endpoint as it sees it directly: over streamable HTTP, and over stdio
+// as `mcpvisor serve` serves it (the test binary, as serve, started by
+// the client).
 func TestSameAsDirectTypeScript(t *testing.T) {
 	t.Parallel()
 	interop.TSProbe(t)
@@ -160,9 +200,18 @@ func TestSameAsDirectTypeScript(t *testing.T) {
 			direct := map[string]map[string][]string{
 				"2025-11-25": runTS(t, map[string]any{"command": s.argv, "env": s.env}, s.steps, false, "", ""),
 			}
+			self, err := os.Executable()
+			require.NoError(t, err)
 			for _, ep := range endpointsFor(s) {
-				t.Run(ep.name, func(t *testing.T) {
+				t.Run(ep.name+" over HTTP", func(t *testing.T) {
 					got := runTS(t, map[string]any{"url": r.base + ep.path}, s.steps, ep.toolsOnly, s.name, ep.prefix)
+					compare(t, s, ep, "2025-11-25", direct, got)
+				})
+				t.Run(ep.name+" over stdio", func(t *testing.T) {
+					served, err := json.Marshal(map[string]any{"name": s.name, "argv": s.argv, "env": s.env, "server": ep.server, "toolset": ep.toolset})
+					require.NoError(t, err)
+					conn := map[string]any{"command": []string{self}, "env": map[string]string{serverEnv: "serve-stdio", serveEnv: string(served)}}
+					got := runTS(t, conn, s.steps, ep.toolsOnly, s.name, ep.prefix)
 					compare(t, s, ep, "2025-11-25", direct, got)
 				})
 			}
