@@ -87,6 +87,7 @@ func featuresServer() *mcp.Server {
 		})
 	s.AddTool(&mcp.Tool{Name: "chatty", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "details"})
 			for _, msg := range []string{"starting", "working", "finishing"} {
 				_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: msg})
 			}
@@ -345,6 +346,31 @@ func TestLogsBetweenCallsReachEveryEndpoint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A client that asks for more than mcpvisor asks of its servers by
+// default (debug) hears it: the level is asked of the servers while a
+// client holds it, and the client's own level still filters.
+func TestLogLevelReachesTheServer(t *testing.T) {
+	t.Parallel()
+	r := featuresRig(t)
+	s := openRaw(t, r.base+"/servers/feat/mcp")
+	quiet := openRaw(t, r.base+"/servers/feat/mcp") // at the default
+	require.Len(t, quiet.request("logging/setLevel", map[string]any{"level": "info"}), 1)
+	require.Len(t, s.request("logging/setLevel", map[string]any{"level": "debug"}), 1)
+	logs := func(s *rawSession) []string {
+		var got []string
+		for _, m := range s.request("tools/call", map[string]any{"name": "chatty", "arguments": map[string]any{}}) {
+			if m["method"] == "notifications/message" {
+				p, _ := m["params"].(map[string]any)
+				got = append(got, fmt.Sprint(p["level"], " ", p["data"]))
+			}
+		}
+		return got
+	}
+	all := []string{"debug details", "info starting", "info working", "info finishing"}
+	pollUntil(t, 10*time.Second, "the server asked for debug", func() bool { return slices.Equal(logs(s), all) })
+	require.Equal(t, all[1:], logs(quiet), "a client at info hears no debug")
 }
 
 // A client given a shorter name budget completes a prompt by the name its
