@@ -32,6 +32,7 @@ type probe struct {
 	w      *wire
 	server string // the server's name at the gateway, as in a logger
 	prefix string // what the endpoint puts before the server's names
+	level  string // the logging level the client set
 
 	mu sync.Mutex
 	// mu guards asked.
@@ -271,6 +272,7 @@ func (p *probe) setLevel(level string) []string {
 	if err := p.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)}); err != nil {
 		return []string{"logging/setLevel: " + errText(err)}
 	}
+	p.level = level
 	return []string{"level " + level}
 }
 
@@ -285,6 +287,14 @@ func (p *probe) call(tool string, args map[string]any, token string) []string {
 	params := &mcp.CallToolParams{Name: p.prefix + tool, Arguments: args}
 	if token != "" {
 		params.SetProgressToken(token)
+	}
+	if p.level != "" && p.cs.InitializeResult().ProtocolVersion >= "2026-07-28" {
+		// On 2026-07-28 a request carries the level its log messages
+		// are wanted at.
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		params.Meta[mcp.MetaKeyLogLevel] = p.level
 	}
 	mark := p.w.mark()
 	res, err := p.cs.CallTool(ctx, params)
