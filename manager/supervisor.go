@@ -107,6 +107,9 @@ type supervisor struct {
 	turn      *ticket       // the next attempt's place in the line of attempts (Add)
 	woken     bool          // the next attempt is for callers of the idle server
 	trace     *connectTrace // spans of the connection attempts
+	// sessionless: under the auto protocol the server refused initialize
+	// and took the sessionless generation, so it is not asked again.
+	sessionless bool
 }
 
 func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
