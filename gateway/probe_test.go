@@ -335,22 +335,6 @@ func (p *probe) cancelled(tool string, args map[string]any, after string, afterA
 	return append(out, p.call(after, afterArgs, "")...)
 }
 
-// heardBetweenCalls waits up to wait for a log message outside any call.
-func (p *probe) heardBetweenCalls(wait time.Duration) []string {
-	mark := p.w.mark()
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		p.w.mu.Lock()
-		heard := slices.ContainsFunc(p.w.msgs[mark:], func(m map[string]any) bool { return m["method"] == "notifications/message" })
-		p.w.mu.Unlock()
-		if heard {
-			return []string{"heard a log message between calls"}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return []string{"heard no log message between calls"}
-}
-
 // errText is an error as a client tells it apart: its JSON-RPC code, not
 // its words (the gateway names the server in them).
 func errText(err error) string {
