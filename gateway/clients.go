@@ -111,6 +111,10 @@ type session struct {
 	// fast are the client's calls on the fast path, by request id (see
 	// fastKey), for its notifications/cancelled.
 	fast map[string]context.CancelCauseFunc
+	// asked are the questions sent on the client's fast calls' responses,
+	// waiting for its answer, by request id (see fastKey and askFast).
+	asked     map[string]chan fastAnswer
+	askedSeen int
 	// posts counts the client's HTTP requests being served (streamable
 	// HTTP); quiet are closed when it drops to zero.
 	posts int

@@ -199,6 +199,11 @@
 // without waiting. A session's mode is chosen once (sync.Once) on the
 // client's request goroutine, where the mode function runs, no lock held.
 // A run_lua chunk runs on its call's goroutine; its calls go down the
-// chain there. Close stops them all and waits: run, deliver and the
+// chain there. A call on the fast path writes its response on its
+// request's goroutine; what its server asks meanwhile is written on the
+// same response from the manager's goroutine asking it, whole events under
+// the response's own mutex, and the client's answer, arriving on another
+// request, is handed over through a buffered channel the question waits
+// on (the session's mu guards the table of questions waiting). Close stops them all and waits: run, deliver and the
 // watchers.
 package gateway

@@ -162,7 +162,13 @@ func newRig(t testing.TB, servers map[string]manager.Spec, opts gateway.HTTPOpti
 // Version set here).
 func newRigWith(t testing.TB, servers map[string]manager.Spec, gwOpts gateway.Options, opts gateway.HTTPOptions) *rig {
 	t.Helper()
-	m := manager.New(manager.Options{})
+	return newRigOn(t, manager.Options{}, servers, gwOpts, opts)
+}
+
+// newRigOn is newRigWith with a manager made with mOpts.
+func newRigOn(t testing.TB, mOpts manager.Options, servers map[string]manager.Spec, gwOpts gateway.Options, opts gateway.HTTPOptions) *rig {
+	t.Helper()
+	m := manager.New(mOpts)
 	r := &rig{t: t, m: m}
 	t.Cleanup(func() {
 		if t.Failed() {
