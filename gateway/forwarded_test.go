@@ -332,7 +332,9 @@ func TestLogsBetweenCallsReachEveryEndpoint(t *testing.T) {
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			cs, err := c.Connect(ctx, r.streamable(tc.path), nil)
+			// A session of 2025-11-25, which has a stream for what the
+			// server says between requests.
+			cs, err := c.Connect(ctx, r.streamable(tc.path), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			require.NoError(t, err)
 			defer cs.Close()
 			require.NoError(t, cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}))
