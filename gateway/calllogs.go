@@ -13,8 +13,7 @@ import (
 // on the call's own stream, before the call's result: over streamable
 // HTTP a message sent outside any request travels on the session's
 // separate event stream, which the client reads in no particular order
-// with the call's, and a toolset's clients hear no log messages
-// otherwise. The manager returns a call of a stdio server once the
+// with the call's. The manager returns a call of a stdio server once the
 // messages the server sent before its result are published (see
 // manager.Manager.Call), and a call of a client that set a logging level
 // waits, before its result goes out, until deliver has sent what it held
@@ -111,15 +110,59 @@ func (l *logRelay) send(p *mcp.LoggingMessageParams) bool {
 }
 
 // logLevels notes which clients set a logging level: only their calls
-// relay log messages.
+// relay log messages. The level is held upstream while the client holds
+// it, so that a client asking for more than servers are asked by default
+// hears it.
 func (ep *endpoint) logLevels(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		if method == "logging/setLevel" && err == nil {
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss.InitializeParams() != nil {
-				ep.g.clients.session(ep, ss).logging.Store(true)
+				s := ep.g.clients.session(ep, ss)
+				s.logging.Store(true)
+				if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && p != nil {
+					ep.g.holdLevel(s, string(p.Level))
+				}
 			}
 		}
 		return res, err
+	}
+}
+
+// logLevelHolder is a source that can ask its servers for a log level
+// (the manager; see manager.Manager.HoldLogLevel).
+type logLevelHolder interface {
+	HoldLogLevel(level string) (release func())
+}
+
+// holdLevel holds s's new logging level upstream in place of the one it
+// held, until it sets another or ends (releaseLevel).
+func (g *Gateway) holdLevel(s *session, level string) {
+	h, ok := g.src.(logLevelHolder)
+	if !ok {
+		return
+	}
+	release := h.HoldLogLevel(level)
+	s.mu.Lock()
+	prev := s.levelHeld
+	s.levelHeld = release
+	ended := s.ended
+	s.mu.Unlock()
+	if prev != nil {
+		prev()
+	}
+	if ended {
+		s.releaseLevel() // it ended meanwhile
+	}
+}
+
+// releaseLevel lets go of the level s holds upstream, if any.
+func (s *session) releaseLevel() {
+	s.mu.Lock()
+	release := s.levelHeld
+	s.levelHeld = nil
+	s.mu.Unlock()
+	if release != nil {
+		release()
 	}
 }

@@ -107,6 +107,7 @@ type session struct {
 	trips     map[string]*roundTrip // calls waiting on this client's answers, by request state
 	tripsSeen int                   // round trips so far, to order them
 	subs      map[subKey]bool       // resource subscriptions held upstream
+	levelHeld func()                // lets go of the logging level held upstream (holdLevel)
 	// reporters relay the client's progress on requests it was sent, by
 	// the token the gateway gave them (see relayProgress).
 	reporters   map[string]ask.Reporter
@@ -396,6 +397,7 @@ func (t *clientTable) watch(s *session) {
 		s.expire.Stop()
 	}
 	t.dropSubscriptions(s)
+	s.releaseLevel()
 	t.mu.Lock()
 	delete(t.bySession, s.ss)
 	if t.byID[s.ss.ID()] == s {

@@ -87,10 +87,21 @@ func featuresServer() *mcp.Server {
 		})
 	s.AddTool(&mcp.Tool{Name: "chatty", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "details"})
 			for _, msg := range []string{"starting", "working", "finishing"} {
 				_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: msg})
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "later", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			// A message after the call is over, as a server reporting on
+			// work it goes on with.
+			go func() {
+				time.Sleep(50 * time.Millisecond)
+				_ = req.Session.Log(context.Background(), &mcp.LoggingMessageParams{Level: "info", Data: "later"})
+			}()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "started"}}}, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "form", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -299,6 +310,69 @@ func TestLogsOfACallComeBeforeItsResult(t *testing.T) {
 			require.Len(t, got, 1, "messages below the client's level were sent: %v", got)
 		})
 	}
+}
+
+// A log message a server sends between calls reaches the clients of every
+// endpoint that serves one of its tools and set a logging level: /mcp,
+// the server's own and a toolset's.
+func TestLogsBetweenCallsReachEveryEndpoint(t *testing.T) {
+	t.Parallel()
+	r := featuresRig(t)
+	for _, tc := range []struct{ path, tool string }{
+		{"/mcp", "feat__later"},
+		{"/servers/feat/mcp", "later"},
+		{"/toolsets/feats/mcp", "feat__later"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			heard := make(chan string, 10)
+			c := mcp.NewClient(&mcp.Implementation{Name: "listener", Version: "1"}, &mcp.ClientOptions{
+				LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+					heard <- fmt.Sprint(req.Params.Data)
+				},
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			// A session of 2025-11-25, which has a stream for what the
+			// server says between requests.
+			cs, err := c.Connect(ctx, r.streamable(tc.path), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			require.NoError(t, err)
+			defer cs.Close()
+			require.NoError(t, cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}))
+			res := call(t, cs, tc.tool, nil)
+			require.Equal(t, "started", text(res))
+			select {
+			case got := <-heard:
+				require.Equal(t, "later", got)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the message sent after the call never came")
+			}
+		})
+	}
+}
+
+// A client that asks for more than mcpvisor asks of its servers by
+// default (debug) hears it: the level is asked of the servers while a
+// client holds it, and the client's own level still filters.
+func TestLogLevelReachesTheServer(t *testing.T) {
+	t.Parallel()
+	r := featuresRig(t)
+	s := openRaw(t, r.base+"/servers/feat/mcp")
+	quiet := openRaw(t, r.base+"/servers/feat/mcp") // at the default
+	require.Len(t, quiet.request("logging/setLevel", map[string]any{"level": "info"}), 1)
+	require.Len(t, s.request("logging/setLevel", map[string]any{"level": "debug"}), 1)
+	logs := func(s *rawSession) []string {
+		var got []string
+		for _, m := range s.request("tools/call", map[string]any{"name": "chatty", "arguments": map[string]any{}}) {
+			if m["method"] == "notifications/message" {
+				p, _ := m["params"].(map[string]any)
+				got = append(got, fmt.Sprint(p["level"], " ", p["data"]))
+			}
+		}
+		return got
+	}
+	all := []string{"debug details", "info starting", "info working", "info finishing"}
+	pollUntil(t, 10*time.Second, "the server asked for debug", func() bool { return slices.Equal(logs(s), all) })
+	require.Equal(t, all[1:], logs(quiet), "a client at info hears no debug")
 }
 
 // A client given a shorter name budget completes a prompt by the name its

@@ -105,8 +105,8 @@ func (g *Gateway) flush(ctx context.Context) {
 	}
 }
 
-// serving lists the endpoints whose clients hear from server: /mcp and
-// the server's own, not toolsets.
+// serving lists the endpoints that serve server's resources: /mcp and
+// the server's own (a toolset serves tools only).
 func (g *Gateway) serving(server string) []*endpoint {
 	var out []*endpoint
 	for _, ep := range *g.served.Load() {
@@ -117,9 +117,37 @@ func (g *Gateway) serving(server string) []*endpoint {
 	return out
 }
 
+// hearing lists the endpoints whose clients hear server's log messages:
+// those serving it, and the toolsets that hold any of its tools.
+func (g *Gateway) hearing(server string) []*endpoint {
+	var out []*endpoint
+	for _, ep := range *g.served.Load() {
+		switch {
+		case ep.sel == everything || ep.sel == oneServer && ep.name == server:
+			out = append(out, ep)
+		case ep.sel == oneToolset:
+			if rt := ep.routes.Load(); rt != nil && rt.holds(server) {
+				out = append(out, ep)
+			}
+		}
+	}
+	return out
+}
+
+// holds reports whether any of the table's tools is server's.
+func (rt *routeTable) holds(server string) bool {
+	for _, r := range rt.tools {
+		if r.server == server {
+			return true
+		}
+	}
+	return false
+}
+
 // sendLog sends a server's log message to the clients of every endpoint
-// that serves that server, each at or above the level it set with
-// logging/setLevel (none before it sets one). A message from a client's
+// that serves that server or holds one of its tools in a toolset, each at
+// or above the level it set with logging/setLevel (none before it sets
+// one). A message from a client's
 // own session of a per-client server goes to that client only.
 func (g *Gateway) sendLog(n notify.LogMessage) {
 	if n.Level == "" {
@@ -145,7 +173,7 @@ func (g *Gateway) sendLogAs(server, client string, p *mcp.LoggingMessageParams) 
 			sent[l.ss] = true
 		}
 	}
-	for _, ep := range g.serving(server) {
+	for _, ep := range g.hearing(server) {
 		for ss := range ep.srv.Sessions() {
 			if sent[ss] || client != "" && g.clients.labelOf(ss) != client {
 				continue // sent already, or another client's session said it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ func serveChatty() error {
 	s := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "chatty", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "details"}) // below the default
 			for _, msg := range []string{"starting", "working", "finishing"} {
 				_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: msg})
 			}
@@ -67,4 +69,47 @@ func TestCallReturnsAfterItsServersLogs(t *testing.T) {
 		}
 		require.Equal(t, []string{"starting", "working", "finishing"}, got, "call %d", i)
 	}
+}
+
+// A server is asked for the most verbose log level anyone holds, and
+// again for the default (info) once nobody holds a more verbose one.
+func TestHeldLogLevelIsAskedOfServers(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	m := newManager(t, manager.Options{})
+	l := m.Notices().Listen(notify.ListenOptions{})
+	defer l.Close()
+	require.NoError(t, m.Add("chatty", manager.Spec{Transport: manager.TransportStdio, Command: []string{self},
+		Env: map[string]string{allocServerEnv: "chatty"}}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = m.Wait(ctx, "chatty", manager.StateConnected)
+	require.NoError(t, err)
+	heard := func() []string {
+		_, err := m.Call(ctx, "chatty.chatty", nil, manager.CallOptions{})
+		require.NoError(t, err)
+		var got []string
+		for {
+			n, ok, err := l.TryNext()
+			require.NoError(t, err)
+			if !ok {
+				return got
+			}
+			if lm, ok := n.(notify.LogMessage); ok {
+				got = append(got, fmt.Sprint(lm.Data))
+			}
+		}
+	}
+	quiet := []string{"starting", "working", "finishing"}
+	require.Equal(t, quiet, heard(), "the default level")
+
+	release := m.HoldLogLevel("debug")
+	other := m.HoldLogLevel("error") // less verbose: changes nothing
+	require.Eventually(t, func() bool { return slices.Equal(heard(), append([]string{"details"}, quiet...)) },
+		10*time.Second, 10*time.Millisecond, "debug asked for")
+	release()
+	release() // once only
+	require.Eventually(t, func() bool { return slices.Equal(heard(), quiet) },
+		10*time.Second, 10*time.Millisecond, "back to the default")
+	other()
 }

@@ -56,6 +56,9 @@ type conn struct {
 	requests   sync.WaitGroup
 	// logs counts the log messages the session has handled (logsBefore).
 	logs *logTally
+	// level is the log level the session was last asked for (owned by
+	// the supervisor goroutine; see syncLogLevel).
+	level mcp.LoggingLevel
 }
 
 // logTally counts the log messages a session has handled.
@@ -258,7 +261,8 @@ func (s *supervisor) connect() (*conn, error) {
 		// 2026-07-28, where logging is deprecated but still served); they
 		// become notification events. A refusal is not worth failing the
 		// connection for.
-		_ = c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"})
+		c.level = s.m.levels.level()
+		_ = c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: c.level})
 	}
 	if !timer.Stop() || !unlink() {
 		return fail("connect", context.Cause(ctx))

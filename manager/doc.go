@@ -116,7 +116,9 @@
 // messages the server sent before its result have been handed to the
 // listeners (its process counts those it reads, the session those it
 // handled; a message the SDK drops unhandled is waited for a second at
-// most, once).
+// most, once). Servers are asked for log messages at info, or at the most
+// verbose level a caller holds with [Manager.HoldLogLevel]; the
+// supervisor asks each session again when that changes.
 //
 // # Resources and logins
 //

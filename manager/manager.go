@@ -98,6 +98,7 @@ type Manager struct {
 	attempts *slots // nil: no cap on attempts in flight
 	answers  answers
 	streams  callStreams // the response streams of calls, by tag
+	levels   logLevels   // the level servers are asked to log at
 
 	// loginPoll is how often a server waiting for a login looks whether one
 	// landed in the state directory, and loginPolled (nil: nothing) runs

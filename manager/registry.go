@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -389,6 +390,96 @@ func (m *Manager) Unsubscribe(server, uri string) error {
 	s.subsDirty.Store(true)
 	s.wake()
 	return nil
+}
+
+// logLevelOrder is the order of the log levels, most verbose first.
+var logLevelOrder = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// defaultLogLevel is what servers are asked for when nobody holds a more
+// verbose level: their log messages become notices and events.
+const defaultLogLevel mcp.LoggingLevel = "info"
+
+// HoldLogLevel asks every server, now and whenever it connects, to send
+// log messages at level or above, until release is called: servers are
+// asked for the most verbose level held, and for info (the default) when
+// none more verbose is. An unknown level is held as info. A server that
+// does not offer logging is not asked.
+func (m *Manager) HoldLogLevel(level string) (release func()) {
+	l := mcp.LoggingLevel(level)
+	if !slices.Contains(logLevelOrder, l) {
+		l = defaultLogLevel
+	}
+	m.levels.change(l, +1)
+	m.levelsChanged()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.levels.change(l, -1)
+			m.levelsChanged()
+		})
+	}
+}
+
+// levelsChanged has every server asked for the level now wanted.
+func (m *Manager) levelsChanged() {
+	for _, s := range m.supervisors() {
+		s.levelDirty.Store(true)
+		s.wake()
+	}
+}
+
+// logLevels counts the log levels held (HoldLogLevel).
+type logLevels struct {
+	mu sync.Mutex
+	// mu guards held and wanted.
+	held   map[mcp.LoggingLevel]int
+	wanted mcp.LoggingLevel // the most verbose held, if more verbose than the default
+}
+
+func (l *logLevels) change(level mcp.LoggingLevel, by int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held == nil {
+		l.held = map[mcp.LoggingLevel]int{}
+	}
+	if l.held[level] += by; l.held[level] <= 0 {
+		delete(l.held, level)
+	}
+	l.wanted = defaultLogLevel
+	for _, lv := range logLevelOrder {
+		if lv == defaultLogLevel || l.held[lv] > 0 {
+			l.wanted = lv
+			break
+		}
+	}
+}
+
+// level is the level servers are asked for.
+func (l *logLevels) level() mcp.LoggingLevel {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.wanted == "" {
+		return defaultLogLevel
+	}
+	return l.wanted
+}
+
+// syncLogLevel asks the session for the level now wanted, if it was asked
+// for another. It runs on the supervisor goroutine; the request runs on a
+// goroutine of the connection, which close waits for.
+func (s *supervisor) syncLogLevel(c *conn) {
+	caps := c.session.InitializeResult().Capabilities
+	want := s.m.levels.level()
+	if caps == nil || caps.Logging == nil || c.level == want {
+		return
+	}
+	c.level = want
+	c.requests.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.spec.Timeouts.Request)
+		defer cancel()
+		// A refusal is not worth failing the session for.
+		_ = c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: want})
+	})
 }
 
 // subscriptions counts the subscriptions callers hold, by URI.

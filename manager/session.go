@@ -156,6 +156,9 @@ func (s *supervisor) kicked(c *conn) (end ending, done bool) {
 	if s.subsDirty.Swap(false) {
 		s.syncSubscriptions(c)
 	}
+	if s.levelDirty.Swap(false) {
+		s.syncLogLevel(c)
+	}
 	s.demand.Store(false)
 	_ = s.rediscover(c, listKind(s.dirty.Swap(0)))
 	return ending{}, false
@@ -209,7 +212,9 @@ func (s *supervisor) connected(c *conn) {
 	}
 	s.subsDirty.Store(false)
 	s.syncSubscriptions(c)
-	if prev != nil { // a reconnect: the server may have new tools, say what changed
+	s.levelDirty.Store(false)
+	s.syncLogLevel(c) // the level may have changed while it connected
+	if prev != nil {  // a reconnect: the server may have new tools, say what changed
 		s.publishChanges(prev, c.cat, listAll)
 	}
 	s.publishRefused(c.cat)

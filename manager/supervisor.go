@@ -81,6 +81,7 @@ type supervisor struct {
 	wanted         atomic.Int32                      // callers waiting for a session now
 	reinit         atomic.Pointer[mcp.ClientSession] // this session's HTTP session expired
 	subsDirty      atomic.Bool                       // callers' resource subscriptions changed
+	levelDirty     atomic.Bool                       // the log level servers are asked for changed
 	subs           subscriptions                     // resource subscriptions callers hold
 	requests       chan refreshReq                   // forced discovery from callers
 

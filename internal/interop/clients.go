@@ -108,3 +108,14 @@ func entry(tb testing.TB, pkg string, elem ...string) string {
 	}
 	return path
 }
+
+// TSProbe is the argv that runs tsprobe.mjs, which runs a script of
+// operations with the TypeScript SDK's client (pinned beside
+// server-everything), with node: append its arguments (see the script).
+// It skips tb (or fails it when MCPVISOR_INTEROP=1) when node or the SDK
+// is missing.
+func TSProbe(tb testing.TB) []string {
+	tb.Helper()
+	argv := TSClient(tb)
+	return []string{argv[0], filepath.Join(filepath.Dir(argv[1]), "tsprobe.mjs")}
+}

@@ -10,7 +10,9 @@
 //	npm ci --prefix internal/interop
 //
 // (.ci/run does this). Tests obtain them through [StdioCommand], [StartHTTP],
-// [StartSSE], [FilesystemCommand], [Inspector], [TSClient] and [ClaudeCode]. When node or
+// [StartSSE], [FilesystemCommand], [Inspector], [TSClient] (a client that lists and
+// calls), [TSProbe] (a client that runs a script of operations and says what it
+// observed, in order) and [ClaudeCode]. When node or
 // an installed package is missing, these helpers
 // skip the calling test, or fail it when the environment variable
 // MCPVISOR_INTEROP=1 is set (as it is in CI), so that a missing install can
