@@ -100,7 +100,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		if err != nil {
 			return false, invocationFailed(s.name, op, s.callFailure(ctx, req, err, snap.conn))
 		}
-		snap.conn.logsBefore(ctx) // what it logged first is published first
+		snap.conn.noticesBefore(ctx) // what it logged or reported first is published first
 		return res.IsError, nil
 	}
 	err = s.request(ctx, op, opts.FailFast, call)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,15 +17,19 @@ import (
 )
 
 // serveChatty is the test binary as a stdio server whose tool logs three
-// messages and returns at once, on protocol 2025-11-25 (where a server
-// logs at the level its client set).
+// messages (and reports three steps of progress when asked to) and returns
+// at once, on protocol 2025-11-25 (where a server logs at the level its
+// client set).
 func serveChatty() error {
 	s := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "chatty", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "details"}) // below the default
-			for _, msg := range []string{"starting", "working", "finishing"} {
+			for i, msg := range []string{"starting", "working", "finishing"} {
 				_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: msg})
+				if token := req.Params.GetProgressToken(); token != nil {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i + 1), Total: 3})
+				}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 		})
@@ -68,6 +73,35 @@ func TestCallReturnsAfterItsServersLogs(t *testing.T) {
 			}
 		}
 		require.Equal(t, []string{"starting", "working", "finishing"}, got, "call %d", i)
+	}
+}
+
+// A call of a stdio server returns once the progress the server reported
+// before its result has been handed to the caller: a caller that sends
+// its result on at once never lets it overtake the last progress.
+func TestCallReturnsAfterItsServersProgress(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	m := newManager(t, manager.Options{})
+	require.NoError(t, m.Add("chatty", manager.Spec{Transport: manager.TransportStdio, Command: []string{self},
+		Env: map[string]string{allocServerEnv: "chatty"}}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = m.Wait(ctx, "chatty", manager.StateConnected)
+	require.NoError(t, err)
+	for i := range 20 {
+		var mu sync.Mutex
+		var got []float64
+		res, err := m.Call(ctx, "chatty.chatty", nil, manager.CallOptions{Progress: func(p manager.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, p.Progress)
+		}})
+		require.NoError(t, err)
+		require.False(t, res.IsError)
+		mu.Lock()
+		require.Equal(t, []float64{1, 2, 3}, got, "call %d", i)
+		mu.Unlock()
 	}
 }
 

@@ -54,22 +54,24 @@ type conn struct {
 	// subscribe and unsubscribe, which close waits for.
 	subscribed map[string]bool
 	requests   sync.WaitGroup
-	// logs counts the log messages the session has handled (logsBefore).
-	logs *logTally
+	// notices counts the log and progress notifications the session has
+	// handled (noticesBefore).
+	notices *noticeTally
 	// level is the log level the session was last asked for (owned by
 	// the supervisor goroutine; see syncLogLevel).
 	level mcp.LoggingLevel
 }
 
-// logTally counts the log messages a session has handled.
-type logTally struct {
+// noticeTally counts the log and progress notifications a session has
+// handled.
+type noticeTally struct {
 	taken atomic.Uint64
 	mu    sync.Mutex
 	// mu guards more, which is closed (and replaced) when taken grows.
 	more chan struct{}
 }
 
-func (t *logTally) took() {
+func (t *noticeTally) took() {
 	t.mu.Lock()
 	t.taken.Add(1)
 	more := t.more
@@ -80,7 +82,7 @@ func (t *logTally) took() {
 
 // catchUp counts n as taken: messages the SDK dropped without handling
 // are not waited for again.
-func (t *logTally) catchUp(n uint64) {
+func (t *noticeTally) catchUp(n uint64) {
 	t.mu.Lock()
 	if t.taken.Load() < n {
 		t.taken.Store(n)
@@ -88,32 +90,33 @@ func (t *logTally) catchUp(n uint64) {
 	t.mu.Unlock()
 }
 
-// logsBeforeWait bounds logsBefore: a message the SDK dropped (its params
-// unreadable) is never handled.
-const logsBeforeWait = time.Second
+// noticesBeforeWait bounds noticesBefore: a notification the SDK dropped
+// (its params unreadable) is never handled.
+const noticesBeforeWait = time.Second
 
-// logsBefore waits until the session has handled every log message read
-// from the server so far: the SDK hands a response to its caller at once
-// and notifications to another goroutine, so what a server logged just
-// before answering a call would otherwise be published after the call
-// returned. Only a stdio server's messages are counted (its process reads
-// them in order); it waits at most logsBeforeWait, or until ctx ends.
-func (c *conn) logsBefore(ctx context.Context) {
+// noticesBefore waits until the session has handled every log and
+// progress notification read from the server so far: the SDK hands a
+// response to its caller at once and notifications to another goroutine,
+// so what a server logged or reported just before answering a call would
+// otherwise be published after the call returned. Only a stdio server's
+// notifications are counted (its process reads them in order); it waits at
+// most noticesBeforeWait, or until ctx ends.
+func (c *conn) noticesBefore(ctx context.Context) {
 	p := c.proc()
-	if p == nil || c.logs == nil {
+	if p == nil || c.notices == nil {
 		return
 	}
-	read := p.LogsRead()
-	if c.logs.taken.Load() >= read {
+	read := p.NoticesRead()
+	if c.notices.taken.Load() >= read {
 		return
 	}
-	t := time.NewTimer(logsBeforeWait)
+	t := time.NewTimer(noticesBeforeWait)
 	defer t.Stop()
 	for {
-		c.logs.mu.Lock()
-		more := c.logs.more
-		c.logs.mu.Unlock()
-		if c.logs.taken.Load() >= read {
+		c.notices.mu.Lock()
+		more := c.notices.more
+		c.notices.mu.Unlock()
+		if c.notices.taken.Load() >= read {
 			return
 		}
 		select {
@@ -121,7 +124,7 @@ func (c *conn) logsBefore(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			c.logs.catchUp(read)
+			c.notices.catchUp(read)
 			return
 		}
 	}
@@ -236,8 +239,8 @@ func (s *supervisor) connect() (*conn, error) {
 	if err := s.open(ctx, c); err != nil {
 		return fail(dialOp, err)
 	}
-	c.logs = &logTally{more: make(chan struct{})}
-	c.client, c.offers = s.m.newClient(s, c.logs)
+	c.notices = &noticeTally{more: make(chan struct{})}
+	c.client, c.offers = s.m.newClient(s, c.notices)
 	if c.offers&ask.Roots != 0 {
 		c.roots.start(ctx, s, c)
 	}
@@ -347,18 +350,19 @@ const exitGrace = 500 * time.Millisecond
 // the server, and closing the session before it is answered makes Close
 // wait out the SDK's 5s terminate timeout. Server notifications become
 // notices for the manager's listeners (see note).
-func (m *Manager) newClient(s *supervisor, logs *logTally) (*mcp.Client, ask.Kind) {
+func (m *Manager) newClient(s *supervisor, notices *noticeTally) (*mcp.Client, ask.Kind) {
 	caps := &mcp.ClientCapabilities{}
 	opts := &mcp.ClientOptions{
 		Capabilities: caps,
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			s.note(notify.LogMessage{Origin: s.origin(), Level: string(r.Params.Level), Logger: r.Params.Logger, Data: r.Params.Data})
-			logs.took()
+			notices.took()
 		},
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			p := Progress{Progress: r.Params.Progress, Total: r.Params.Total, Message: r.Params.Message}
 			s.note(notify.Progress{Origin: s.origin(), Progress: p.Progress, Total: p.Total, Message: p.Message})
 			s.progress.Deliver(r.Params.ProgressToken, p)
+			notices.took()
 		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			s.note(notify.ListChanged{Origin: s.origin(), List: notify.Tools})
@@ -565,7 +569,7 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 			result = nil
 			return false, errorf(CodeInvocationFailed, s.name, op, "the server's result is not a JSON object: %v", err)
 		}
-		snap.conn.logsBefore(ctx) // what it logged first is published first
+		snap.conn.noticesBefore(ctx) // what it logged or reported first is published first
 		return isError, nil
 	})
 	if errors.Is(err, ErrNotRaw) {

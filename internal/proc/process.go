@@ -52,8 +52,9 @@ type Process struct {
 	selfExit atomic.Bool
 	// stopping is set when Close begins.
 	stopping atomic.Bool
-	// logsRead counts the log messages read from the server (LogsRead).
-	logsRead atomic.Uint64
+	// noticesRead counts the log and progress notifications read from the
+	// server (NoticesRead).
+	noticesRead atomic.Uint64
 
 	drained   chan struct{} // closed when the stderr drain ends
 	closeOnce sync.Once
@@ -602,8 +603,9 @@ func (w stdinWriter) Close() error {
 
 var _ io.ReadCloser = (*stdoutReader)(nil)
 
-// LogsRead counts the log messages (notifications/message) read from the
-// server so far, in the order of its output: a caller holding a response
-// can wait until its session has handled as many, and with them every
-// message the server sent before the response.
-func (p *Process) LogsRead() uint64 { return p.logsRead.Load() }
+// NoticesRead counts the log and progress notifications
+// (notifications/message, notifications/progress) read from the server so
+// far, in the order of its output: a caller holding a response can wait
+// until its session has handled as many, and with them every notification
+// the server sent before the response.
+func (p *Process) NoticesRead() uint64 { return p.noticesRead.Load() }

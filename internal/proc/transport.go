@@ -98,8 +98,8 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	case *jsonrpc.Response:
 		c.answered(m.ID)
 	case *jsonrpc.Request:
-		if !m.IsCall() && m.Method == "notifications/message" {
-			c.proc.logsRead.Add(1)
+		if !m.IsCall() && (m.Method == "notifications/message" || m.Method == "notifications/progress") {
+			c.proc.noticesRead.Add(1)
 		}
 	}
 	return msg, nil
