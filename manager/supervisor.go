@@ -72,6 +72,10 @@ type supervisor struct {
 	// (Manager.Login), which reconnect the server themselves: a login
 	// that lands meanwhile is theirs, not one for pause to act on.
 	loggingIn atomic.Int32
+	// linkSent is set while a caller's client has been sent the login link
+	// (see loginByCaller): other callers wait for that login rather than
+	// start their own.
+	linkSent atomic.Bool
 	// reconnects counts the calls of Reconnect (reset backoff and breaker,
 	// try now). The supervisor acts on those it has not taken yet
 	// (reconnectsTaken); a session whose attempt began before the last
