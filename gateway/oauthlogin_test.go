@@ -130,7 +130,6 @@ func TestLoginLinkDeclinedByTheClient(t *testing.T) {
 	require.True(t, res.IsError)
 	text := res.Content[0].(*mcp.TextContent).Text
 	require.Contains(t, text, "decline")
-	t.Log(text)
 	require.Contains(t, text, "log in")
 	require.Len(t, c.links(), 1)
 	require.Equal(t, 1, r.as.Stats().Authorizations, "only the host's login")
