@@ -54,6 +54,13 @@ func TestAutoProtocolFallsBackForASessionlessServer(t *testing.T) {
 		res, err := m.Call(ctx, "new.echo", map[string]any{"text": "hi"}, manager.CallOptions{})
 		require.NoError(t, err)
 		require.Equal(t, "hi", res.Content[0].(*mcp.TextContent).Text)
+
+		// Once known, it is not offered initialize again: a reconnect
+		// costs one connection, not two.
+		require.NoError(t, m.Reconnect("new"))
+		tl.until("new", events.KindDisconnected, time.Minute)
+		tl.until("new", events.KindConnected, time.Minute)
+		require.Equal(t, 3, p.dialCount(), "one more connection for the reconnect")
 	})
 }
 

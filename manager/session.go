@@ -287,7 +287,7 @@ const (
 //     2026-07-28 a server that sends requests fails instead. Only a server
 //     that answers the initialize request with an error (it knows no
 //     other generation than the sessionless one) is connected again, on
-//     2026-07-28.
+//     2026-07-28, and from then on connected on 2026-07-28 at once.
 //   - streamable HTTP servers get the go-sdk's own negotiation:
 //     server/discover on 2026-07-28 first, initialize on 2025-11-25 when
 //     the server does not take it. A go-sdk server speaks 2026-07-28 over
@@ -300,6 +300,9 @@ func (s *supervisor) handshake(ctx context.Context, c *conn) (*mcp.ClientSession
 	}
 	if want == ProtocolAuto {
 		want = Protocol20251125
+		if s.sessionless {
+			want = Protocol20260728
+		}
 	}
 	cs, err := c.client.Connect(ctx, c.transport, &mcp.ClientSessionOptions{ProtocolVersion: string(want)})
 	var refused *jsonrpc.Error
@@ -322,5 +325,7 @@ func (s *supervisor) handshake(ctx context.Context, c *conn) (*mcp.ClientSession
 	if err := s.open(ctx, c); err != nil {
 		return nil, err
 	}
-	return c.client.Connect(ctx, c.transport, &mcp.ClientSessionOptions{ProtocolVersion: string(Protocol20260728)})
+	cs, err = c.client.Connect(ctx, c.transport, &mcp.ClientSessionOptions{ProtocolVersion: string(Protocol20260728)})
+	s.sessionless = err == nil
+	return cs, err
 }

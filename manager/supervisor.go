@@ -115,6 +115,9 @@ type supervisor struct {
 	// an attempt takes all made before it begins.
 	reconnectsTaken uint64
 	trace           *connectTrace // spans of the connection attempts
+	// sessionless: under the auto protocol the server refused initialize
+	// and took the sessionless generation, so it is not asked again.
+	sessionless bool
 }
 
 func newSupervisor(m *Manager, name string, spec Spec) *supervisor {
