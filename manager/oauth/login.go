@@ -211,7 +211,7 @@ func handOver(ctx context.Context, cb *callback, authURL string, open func(conte
 		}
 	}()
 	res, err := cb.wait(ctx)
-	cancel(nil) // the redirect came: a question still open is moot
+	cancel(nil) // the wait is over: a question still open is moot
 	<-opened
 	if err != nil && openErr != nil {
 		return nil, openErr
