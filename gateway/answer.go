@@ -49,6 +49,10 @@ type clientAnswerer struct {
 	// trip, if set, is the client's call on 2026-07-28: what the server
 	// asks goes out as input requests.
 	trip *roundTrip
+	// fast, if set, is the response of the client's call on the fast
+	// path: what the server asks during the call goes out on it (see
+	// askFast).
+	fast *fastStream
 }
 
 func newClientAnswerer(call context.Context, s *session, caps *mcp.ClientCapabilities, trip *roundTrip) *clientAnswerer {
@@ -57,6 +61,10 @@ func newClientAnswerer(call context.Context, s *session, caps *mcp.ClientCapabil
 	}
 	return &clientAnswerer{s: s, ss: s.ss, label: s.label, session: s.ctx, caps: caps, call: call, trip: trip}
 }
+
+// onFastCall reports whether what the server asks now goes out on the
+// response of the client's fast call.
+func (a *clientAnswerer) onFastCall() bool { return a.fast != nil && a.call.Err() == nil }
 
 // SoleClient reports whether the client is the only one the gateway
 // serves now: what a shared server asks outside any call can then be
@@ -97,6 +105,14 @@ func (a *clientAnswerer) Elicit(ctx context.Context, _ ask.From, p *mcp.ElicitPa
 		return nil, err
 	}
 	defer cancel()
+	if a.onFastCall() {
+		q.Mode = ask.Mode(&q) // as the go-sdk completes it
+		var res mcp.ElicitResult
+		if err := a.s.askFast(ctx, a.fast, "elicitation/create", &q, &res); err != nil {
+			return nil, err
+		}
+		return &res, nil
+	}
 	res, err := a.ss.Elicit(ctx, &q)
 	return res, a.undelivered(err)
 }
@@ -126,6 +142,16 @@ func (a *clientAnswerer) CreateMessage(ctx context.Context, _ ask.From, p *mcp.C
 		return nil, err
 	}
 	defer cancel()
+	if a.onFastCall() {
+		if q.Messages == nil {
+			q.Messages = []*mcp.SamplingMessageV2{} // as the go-sdk sends none
+		}
+		var res mcp.CreateMessageWithToolsResult
+		if err := a.s.askFast(ctx, a.fast, "sampling/createMessage", &q, &res); err != nil {
+			return nil, err
+		}
+		return &res, nil
+	}
 	res, err := a.ss.CreateMessageWithTools(ctx, &q)
 	return res, a.undelivered(err)
 }
@@ -147,6 +173,13 @@ func (a *clientAnswerer) ListRoots(ctx context.Context, _ ask.From) ([]*mcp.Root
 		return nil, err
 	}
 	defer cancel()
+	if a.onFastCall() {
+		res = &mcp.ListRootsResult{}
+		if err := a.s.askFast(ctx, a.fast, "roots/list", &mcp.ListRootsParams{}, res); err != nil {
+			return nil, err
+		}
+		return res.Roots, nil
+	}
 	if res, err = a.ss.ListRoots(ctx, nil); err != nil {
 		return nil, a.undelivered(err)
 	}

@@ -6,6 +6,7 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -62,7 +63,7 @@ func (a *askingClient) connect(t *testing.T, tr mcp.Transport, answer map[string
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, tr, nil)
+	cs, err := c.Connect(ctx, tr, sessionOver(tr))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
@@ -143,4 +144,40 @@ func TestConformanceServerAsksTheClient(t *testing.T) {
 		require.Len(t, elicited, 1, "only the input request reached the client")
 		assert.Equal(t, "What is your name?", elicited[0].Message)
 	})
+}
+
+// With the fast path on, what a server asks during a call (a form, a
+// completion) reaches the caller on the call's own response, and the call
+// completes with the caller's answer, on both endpoints: whether or not
+// the client holds a standalone stream open, as on the go-sdk path.
+func TestFastPathCarriesTheServersQuestions(t *testing.T) {
+	t.Parallel()
+	bin := buildConformanceServer(t)
+	r := newRigWith(t, map[string]manager.Spec{"auto": {Transport: manager.TransportStdio, Command: []string{bin}}},
+		gateway.Options{FastPath: "on"}, gateway.HTTPOptions{})
+	r.wait("auto")
+	for _, ep := range []struct{ path, prefix string }{{"/servers/auto/mcp", ""}, {"/mcp", "auto__"}} {
+		for _, standalone := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, standalone stream %v", ep.path, standalone), func(t *testing.T) {
+				var a askingClient
+				tr := &mcp.StreamableClientTransport{Endpoint: r.base + ep.path, MaxRetries: -1, DisableStandaloneSSE: !standalone}
+				cs := a.connect(t, tr, map[string]any{"username": "ada"})
+				require.Equal(t, "2025-11-25", cs.InitializeResult().ProtocolVersion)
+				before := gateway.FastServed(r.gw)
+				res := call(t, cs, ep.prefix+"test_elicitation", map[string]any{"message": "Who are you?"})
+				require.False(t, res.IsError, text(res))
+				assert.Equal(t, "Elicitation result: action=accept, content=map[username:ada]", text(res))
+				res = call(t, cs, ep.prefix+"test_sampling", map[string]any{"prompt": "Capital of France?"})
+				require.False(t, res.IsError, text(res))
+				assert.Equal(t, "LLM response: Paris", text(res))
+				require.EqualValues(t, 2, gateway.FastServed(r.gw)-before, "both calls took the fast path")
+
+				elicited, sampled := a.asked()
+				require.Len(t, elicited, 1)
+				assert.Equal(t, "Who are you?", elicited[0].Message)
+				require.Len(t, sampled, 1)
+				assert.Equal(t, "Capital of France?", sampled[0].Messages[0].Content.(*mcp.TextContent).Text)
+			})
+		}
+	}
 }

@@ -137,6 +137,17 @@
 // gives it a session of its own, which ReleaseClient frees when the
 // client's session ends.
 //
+// Both generations are served on each HTTP endpoint. A request of the
+// sessionless one (a protocol version header of 2026-07-28 or later, no
+// session id) goes to the go-sdk's handler without sessions, which makes
+// a session for that request alone: the gateway records it, never
+// announces it, and checks nothing the go-sdk does not (it refuses a
+// request whose Mcp-Method or Mcp-Name header disagrees with its body).
+// The calls of such clients, which span requests when their server asks
+// something, run under a holder: one record per endpoint, client name and
+// version, which counts and caps them and keeps their request states
+// until Shutdown.
+//
 // # Clients that leave, and bounds
 //
 // A call ends when its client can no longer take the answer: the client
@@ -182,6 +193,8 @@
 // a goroutine of its own that ends before the call returns; a call of a
 // client on 2026-07-28 runs
 // upstream on a goroutine of its own, counted among its session's calls.
+// The holders of sessionless calls are made on the request goroutine
+// under the session table's mutex, and live until Shutdown.
 // A stdio session reads its lines on a goroutine of its own, which
 // answers the lines it refuses itself; every write is one whole line
 // under one lock. Each client session has a watcher that, when the session ends, cancels
@@ -199,6 +212,11 @@
 // without waiting. A session's mode is chosen once (sync.Once) on the
 // client's request goroutine, where the mode function runs, no lock held.
 // A run_lua chunk runs on its call's goroutine; its calls go down the
-// chain there. Close stops them all and waits: run, deliver and the
+// chain there. A call on the fast path writes its response on its
+// request's goroutine; what its server asks meanwhile is written on the
+// same response from the manager's goroutine asking it, whole events under
+// the response's own mutex, and the client's answer, arriving on another
+// request, is handed over through a buffered channel the question waits
+// on (the session's mu guards the table of questions waiting). Close stops them all and waits: run, deliver and the
 // watchers.
 package gateway

@@ -37,8 +37,9 @@ import (
 const FastPathEnv = "MCPVISOR_FASTPATH"
 
 // DefaultFastPath is whether the fast path is on when neither
-// Options.FastPath nor FastPathEnv says.
-const DefaultFastPath = false
+// Options.FastPath nor FastPathEnv says: it is, since what it serves
+// behaves as the go-sdk path does (the gateway's tests pass either way).
+const DefaultFastPath = true
 
 // fastPathOn resolves Options.FastPath.
 func fastPathOn(setting string) (bool, error) {
@@ -66,7 +67,10 @@ type fastRequest struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
-	Params  struct {
+	// Present on a response: the client's answer to a question.
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+	Params struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 		Meta      json.RawMessage `json:"_meta"`
@@ -89,7 +93,10 @@ type fastMeta struct {
 // can; it reports whether it did. If not, r's body is as it came, for the
 // go-sdk to read.
 func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *http.Request) bool {
-	if why := fastHeaders(ep, s, r); why != "" {
+	// A client answering a question of a fast call is heard whatever its
+	// headers: the go-sdk knows no such question.
+	why := fastHeaders(ep, s, r)
+	if why != "" && !s.asking() {
 		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "why", why)
 		return false
 	}
@@ -100,7 +107,6 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var req fastRequest
-	why := ""
 	switch t := bytes.TrimLeft(body, " \t\r\n"); {
 	case len(t) == 0 || t[0] != '{':
 		why = "not a single JSON-RPC message"
@@ -108,6 +114,13 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 		why = "not JSON the fast path reads"
 	case req.JSONRPC != "2.0":
 		why = "not JSON-RPC 2.0"
+	case req.Method == "" && (len(req.Result) > 0 || len(req.Error) > 0):
+		if s.answerFast(req.ID, body) {
+			w.WriteHeader(http.StatusAccepted)
+			return true
+		}
+		why = "an answer to no question of a fast call"
+	case why != "":
 	case req.Method == "notifications/cancelled" && len(req.ID) == 0:
 		if s.cancelFast(req.Params.RequestID) {
 			w.WriteHeader(http.StatusAccepted)
@@ -148,13 +161,14 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 		return false
 	}
 	defer s.done() // after the answer is written
-	res, err := g.fastCall(r.Context(), s, server, tool, req, meta)
+	out := &fastStream{w: w, sessionID: s.ss.ID()}
+	res, err := g.fastCall(r.Context(), s, out, server, tool, req, meta)
 	if errors.Is(err, manager.ErrNotRaw) {
 		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "server", server, "why", "the server is not one the raw path calls")
 		return false
 	}
 	g.fastServed.Add(1)
-	writeFast(w, s, fmt.Sprintf("server %q: tools/call %q", server, tool), req.ID, res, err)
+	out.finish(fastAnswerOf(s, fmt.Sprintf("server %q: tools/call %q", server, tool), req.ID, res, err))
 	return true
 }
 
@@ -227,7 +241,7 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 
 // fastCall makes the call upstream, ended as the go-sdk path's is: when
 // the POST ends, the client cancels it, or its session ends.
-func (g *Gateway) fastCall(ctx context.Context, s *session, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
+func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
 	rc, ok := g.src.(rawCaller)
 	if !ok {
 		return nil, manager.ErrNotRaw
@@ -245,7 +259,9 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, server, tool string,
 	}
 	call, over := context.WithCancel(ctx)
 	defer over()
-	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: newClientAnswerer(call, s, caps, nil)}
+	a := newClientAnswerer(call, s, caps, nil)
+	a.fast = out
+	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
 	res, err := rc.CallRaw(call, server, tool, req.Params.Arguments, req.Params.Meta, opts)
 	if err != nil && !errors.Is(err, manager.ErrNotRaw) && errors.Is(context.Cause(ctx), ErrShuttingDown) {
 		return nil, fmt.Errorf("server %q: tools/call %q: %w: the call did not finish within the shutdown grace and was cancelled upstream. "+
@@ -254,10 +270,10 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, server, tool string,
 	return res, err
 }
 
-// writeFast writes the answer to the call with id: its raw result, or an
+// fastAnswerOf is the answer to the call with id: its raw result, or an
 // error result the model reads, or a JSON-RPC error when the client's
 // session ended under the call (no model is left to read it).
-func writeFast(w http.ResponseWriter, s *session, op string, id, res json.RawMessage, err error) {
+func fastAnswerOf(s *session, op string, id, res json.RawMessage, err error) []byte {
 	out := make([]byte, 0, len(res)+len(id)+48)
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, id...)
@@ -278,11 +294,7 @@ func writeFast(w http.ResponseWriter, s *session, op string, id, res json.RawMes
 		out = append(out, `,"result":`...)
 		out = append(out, r...)
 	}
-	out = append(out, "}\n"...)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Mcp-Session-Id", s.ss.ID())
-	_, _ = w.Write(out)
+	return append(out, "}\n"...)
 }
 
 // errReader returns its error: what is left of a body whose reading

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/internal/demo"
@@ -23,7 +26,8 @@ import (
 
 // runFastServer is the demo server with what the fast path's tests need
 // beside it: block (waits until cancelled, marking markEnv's files), tick
-// (reports progress, then answers) and boom (answers a JSON-RPC error).
+// (reports progress, then answers), trace (answers with the trace context
+// its request carried) and boom (answers a JSON-RPC error).
 func runFastServer() error {
 	s := demo.NewServer()
 	mark := os.Getenv(markEnv)
@@ -47,6 +51,12 @@ func runFastServer() error {
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "said"})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "trace", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			meta := req.Params.GetMeta()
+			got := fmt.Sprintf("traceparent=%v tracestate=%v", meta["traceparent"], meta["tracestate"])
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: got}}}, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "boom", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -163,6 +173,42 @@ func TestFastPathLeavesProgressToTheSDKPath(t *testing.T) {
 	res = call(t, cs, "tick", map[string]any{})
 	require.Equal(t, "ticked", text(res))
 	require.EqualValues(t, 1, gateway.FastServed(r.gw), "without progress, the fast path answers")
+}
+
+// With the fast path on, a call that asks for progress gets it on the
+// call's response, before the result, on either endpoint.
+func TestFastPathProgressComesBeforeTheResult(t *testing.T) {
+	t.Parallel()
+	r := fastRig(t, "on", t.TempDir()+"/m")
+	for _, ep := range []struct{ path, tool string }{{"/servers/demo/mcp", "tick"}, {"/mcp", "demo__tick"}} {
+		session := fastSession(t, r, ep.path)
+		code, body, _ := post(t, r.base+ep.path, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"`+ep.tool+`","arguments":{},"_meta":{"progressToken":"tok-9"}}}`, session)
+		require.Equal(t, http.StatusOK, code, body)
+		var got []string
+		for line := range strings.Lines(body) {
+			data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: ")
+			if !ok {
+				continue
+			}
+			var msg struct {
+				Method string `json:"method"`
+				Params struct {
+					ProgressToken any     `json:"progressToken"`
+					Progress      float64 `json:"progress"`
+				} `json:"params"`
+				Result json.RawMessage `json:"result"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(data), &msg), data)
+			switch {
+			case msg.Method == "notifications/progress":
+				require.Equal(t, "tok-9", msg.Params.ProgressToken, "the client's own token")
+				got = append(got, fmt.Sprintf("progress %v", msg.Params.Progress))
+			case len(msg.Result) > 0:
+				got = append(got, "result")
+			}
+		}
+		require.Equal(t, []string{"progress 1", "progress 2", "result"}, got, "%s: the response, in order:\n%s", ep.path, body)
+	}
 }
 
 // fastSession initializes a session on path by hand and returns the
@@ -324,5 +370,52 @@ func TestFastPathLeavesLoggingClientsToTheSDKPath(t *testing.T) {
 		require.Equal(t, "said", got)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server's log message never reached the client")
+	}
+}
+
+// The trace context a client sends in a call's _meta reaches the server
+// the same way with the fast path on as off: when mcpvisor records
+// traces, as the context of its mcp.tool_call span, a child of the
+// client's; when it records none, as the client sent it.
+func TestFastPathPassesTheTraceContextAsTheSDKPathDoes(t *testing.T) {
+	t.Parallel()
+	const traceID, clientSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	for _, recording := range []bool{true, false} {
+		for _, setting := range []string{"on", "off"} {
+			t.Run(fmt.Sprintf("recording %v, fast path %s", recording, setting), func(t *testing.T) {
+				t.Parallel()
+				var mOpts manager.Options
+				sr := tracetest.NewSpanRecorder()
+				if recording {
+					tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+					t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
+					mOpts.TracerProvider = tp
+				}
+				spec := selfServer(t, "fastpath", map[string]string{markEnv: t.TempDir() + "/m"})
+				r := newRigOn(t, mOpts, map[string]manager.Spec{"demo": spec}, gateway.Options{FastPath: setting}, gateway.HTTPOptions{})
+				r.wait("demo")
+				cs := connectOn(t, r.streamable("/servers/demo/mcp"), nil, fastProtocol)
+				params := &mcp.CallToolParams{Name: "trace", Arguments: map[string]any{}, Meta: mcp.Meta{
+					"traceparent": "00-" + traceID + "-" + clientSpan + "-01", "tracestate": "vendor=x"}}
+				res, err := cs.CallTool(context.Background(), params)
+				require.NoError(t, err)
+				want := "traceparent=00-" + traceID + "-" + clientSpan + "-01 tracestate=vendor=x"
+				if recording {
+					var calls []sdktrace.ReadOnlySpan
+					for _, s := range sr.Ended() {
+						if s.Name() == "mcp.tool_call" {
+							calls = append(calls, s)
+						}
+					}
+					require.Len(t, calls, 1)
+					require.Equal(t, clientSpan, calls[0].Parent().SpanID().String(), "mcpvisor's span is the client's child")
+					want = "traceparent=00-" + traceID + "-" + calls[0].SpanContext().SpanID().String() + "-01 tracestate=vendor=x"
+				}
+				require.Equal(t, want, text(res))
+				if setting == "on" {
+					require.EqualValues(t, 1, gateway.FastServed(r.gw))
+				}
+			})
+		}
 	}
 }

@@ -484,8 +484,9 @@ var ErrNotRaw = errors.New("not a call for the raw path")
 //
 // It serves stdio servers spawned by the manager, for calls without a
 // progress callback; for anything else it returns ErrNotRaw at once.
-// What it sends carries meta as given (the caller's trace context, if
-// any, rather than the manager's span).
+// What it sends carries meta as given, except for the trace context: as
+// with Call, the server is sent the W3C trace context of the manager's
+// mcp.tool_call span (a child of the caller's) when tracing records.
 func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta json.RawMessage, opts CallOptions) (result json.RawMessage, err error) {
 	if opts.Progress != nil || m.opts.Dial != nil {
 		return nil, ErrNotRaw
@@ -505,6 +506,7 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 		}
 	}()
 	span.target(s.name, tool, opts.Client)
+	meta = span.injectRaw(ctx, meta)
 	op := s.snap.Load().cat.callOp(tool)
 	s, ctx, req, leave, err := s.enterCall(ctx, op, opts)
 	if err != nil {

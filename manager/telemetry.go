@@ -1,7 +1,9 @@
 package manager
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
@@ -254,6 +256,46 @@ func (c *callSpan) inject(ctx context.Context, p *mcp.CallToolParams) {
 		return
 	}
 	c.t.prop.Inject(ctx, metaCarrier{p})
+}
+
+// injectRaw is inject for a request's _meta as JSON (nil for none): meta
+// with the W3C trace context of ctx in place of whatever trace context it
+// had. It is meta itself when ctx has no trace context or meta already
+// carries it (a caller's, passed on by a span that records nothing), and
+// when meta is not a JSON object (for the caller to refuse).
+func (c *callSpan) injectRaw(ctx context.Context, meta json.RawMessage) json.RawMessage {
+	if c == nil {
+		return meta
+	}
+	carrier := propagation.MapCarrier{}
+	c.t.prop.Inject(ctx, carrier)
+	if len(carrier) == 0 {
+		return meta
+	}
+	m := map[string]json.RawMessage{}
+	if t := bytes.TrimSpace(meta); len(t) > 0 && string(t) != "null" {
+		if json.Unmarshal(t, &m) != nil || m == nil {
+			return meta
+		}
+	}
+	changed := false
+	for k, v := range carrier {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return meta
+		}
+		if !bytes.Equal(m[k], b) {
+			m[k], changed = b, true
+		}
+	}
+	if !changed {
+		return meta
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return meta
+	}
+	return out
 }
 
 // end records the call's outcome on its span and in the metrics, and ends

@@ -131,7 +131,7 @@ Flags:
   --fast-path on|off    answer tools/call over streamable HTTP without the
                         go-sdk where it can (stdio servers, clients before
                         protocol 2026-07-28, no progress asked); default
-                        $MCPVISOR_FASTPATH, else off
+                        $MCPVISOR_FASTPATH, else on
   --max-client-calls N  requests one client may have in flight upstream
                         (default 64; 0: no cap); beyond it they are refused
   --shutdown-grace DURATION
