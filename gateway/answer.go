@@ -72,6 +72,10 @@ func (a *clientAnswerer) onFastCall() bool { return a.fast != nil && a.call.Err(
 // one.
 func (a *clientAnswerer) SoleClient() bool { return a.s.table.count() == 1 }
 
+// OpensURLs reports whether the client declared URL-mode elicitation: a
+// login its calls need is sent to it as a link to open.
+func (a *clientAnswerer) OpensURLs() bool { return canElicit(a.caps.Elicitation, "url") }
+
 // Offers is what the client declared.
 func (a *clientAnswerer) Offers() ask.Kind {
 	var k ask.Kind

@@ -104,7 +104,14 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		return res.IsError, nil
 	}
 	err = s.request(ctx, op, opts.FailFast, call)
-	if scopes := stepUpScopes(err); scopes != nil {
+	if byCaller, lerr := s.loginByCaller(ctx, op, opts, err, sentOn); byCaller {
+		// The caller's client was given the login link: once the login
+		// connects the server, the call is sent again, once.
+		if err = lerr; err == nil {
+			res = nil
+			err = s.request(ctx, op, opts.FailFast, call)
+		}
+	} else if scopes := stepUpScopes(err); scopes != nil {
 		// The call asked for a login (see stepup.go): once one brings a
 		// new session, it is sent again, once.
 		if cause := s.awaitLogin(ctx, sentOn); cause == nil {

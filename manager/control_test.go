@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -115,6 +116,37 @@ func TestWaitAndCallAfterReconnectUseTheNewSession(t *testing.T) {
 		_, err = m.Call(t.Context(), "x.echo", map[string]any{"text": "a"}, manager.CallOptions{})
 		require.NoError(t, err, "a call made after Reconnect runs on the new session")
 		require.Equal(t, 3, p.dialCount())
+	})
+}
+
+// A Reconnect made while an attempt is under way (a login that lands while
+// the server is connecting, say) is served by a session after it: Wait for
+// connected does not return the session of that attempt, which is replaced
+// as soon as it is up, but the one that replaces it, and that one stays.
+func TestWaitAfterReconnectDuringAnAttemptKeepsItsSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The supervisor takes a second over its first session, as a busy
+		// machine may: a waiter has the time to see it.
+		var first atomic.Bool
+		manager.SetServeHook(func(server string) {
+			if server == "mid-attempt" && first.CompareAndSwap(false, true) {
+				time.Sleep(time.Second)
+			}
+		})
+		t.Cleanup(func() { manager.SetServeHook(nil) })
+		p := &peers{delay: time.Second}
+		m := newManager(t, manager.Options{Dial: p.dial})
+		require.NoError(t, m.Add("mid-attempt", fakeSpec(t, nil)))
+		time.Sleep(time.Second / 2) // the first attempt is dialling
+
+		require.NoError(t, m.Reconnect("mid-attempt"))
+		st, err := m.Wait(t.Context(), "mid-attempt", manager.StateConnected)
+		require.NoError(t, err)
+		time.Sleep(time.Minute)
+		now := mustStatus(t, m, "mid-attempt")
+		require.Equal(t, manager.StateConnected, now.State)
+		require.Equal(t, st.ConnectedAt, now.ConnectedAt, "Wait returned a session that was replaced right after")
+		require.Equal(t, 2, p.dialCount(), "one attempt for the Reconnect, after the one under way")
 	})
 }
 

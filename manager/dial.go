@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
 	"github.com/mcpvisor/mcpvisor/internal/redact"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 )
 
@@ -111,6 +113,11 @@ type LoginOptions struct {
 	// Browser is the list of browser commands, as $BROWSER (which is used
 	// if empty); "none" only shows the URL.
 	Browser string
+	// Open, if set, is given the authorization URL to show the user
+	// instead of Out and the browser, while the login waits for the
+	// browser to come back; an error it returns (the user declined) ends
+	// the login with it.
+	Open func(ctx context.Context, authURL string) error
 }
 
 // Login runs the OAuth authorization code flow for server (see package
@@ -135,7 +142,7 @@ func (m *Manager) Login(ctx context.Context, server string, opts LoginOptions) e
 	defer s.loggingIn.Add(-1)
 	err = m.auth.Login(ctx, oauth.LoginRequest{
 		Name: s.name, Key: NameKey(s.name), URL: s.spec.URL, Headers: s.spec.Headers,
-		SSE: s.spec.Transport == TransportSSE, Config: s.spec.Auth, Out: opts.Out, Browser: opts.Browser,
+		SSE: s.spec.Transport == TransportSSE, Config: s.spec.Auth, Out: opts.Out, Browser: opts.Browser, Open: opts.Open,
 	})
 	if err != nil {
 		return newError(CodeConnectionFailed, s.name, "login", err)
@@ -150,6 +157,65 @@ func (m *Manager) Login(ctx context.Context, server string, opts LoginOptions) e
 		return fmt.Errorf("logged in, but not connected: %w", err)
 	}
 	return nil
+}
+
+// loginByCaller runs the login that err (a call's failure) asks for through
+// the client that made the call, when that client can open a URL: it is
+// sent the authorization link (an elicitation/create in URL mode), and the
+// call waits, within its own time, for the browser to come back and the
+// server to connect; a login already under way (the host's, another
+// client's) is waited for instead, for a session other than failed (the one
+// the call was refused on, if any). It reports false, doing nothing, when
+// err asks for no login or the call came from no such client: the login
+// is then the host's, as err's remedy says. Otherwise it reports true,
+// with nil once the server is connected with the login, or why not.
+func (s *supervisor) loginByCaller(ctx context.Context, op string, opts CallOptions, err error, failed *mcp.ClientSession) (bool, error) {
+	var e *Error
+	if !errors.As(err, &e) || e.Remedy.Kind != RemedyLogin {
+		return false, nil
+	}
+	a := opts.Answerer
+	if u, ok := a.(ask.URLOpener); !ok || !u.OpensURLs() {
+		return false, nil
+	}
+	home := s
+	if s.home != nil {
+		home = s.home
+	}
+	fail := func(what string, cause error) error {
+		var le *Error
+		if errors.As(cause, &le) && le.Server == home.name {
+			cause = le.Err // said by Login, for the same server
+		}
+		return newError(CodeConnectionFailed, s.name, op, fmt.Errorf("the server needs a login, %s: %w", what, cause)).
+			with(Remedy{Kind: RemedyLogin, Server: home.name})
+	}
+	if home.loggingIn.Load() > 0 || !home.linkSent.CompareAndSwap(false, true) {
+		if cause := home.awaitLogin(ctx, failed); cause != nil {
+			return true, fail("which is under way elsewhere and did not connect the server within the call", cause)
+		}
+		return true, nil
+	}
+	defer home.linkSent.Store(false)
+	open := func(ctx context.Context, authURL string) error {
+		res, err := a.Elicit(ctx, ask.From{Server: home.name, Client: opts.Client}, &mcp.ElicitParams{
+			Mode:          "url",
+			Message:       fmt.Sprintf("%s asks you to log in: open the link and authorize access; the call goes on once you have.", home.name),
+			URL:           authURL,
+			ElicitationID: rand.Text(),
+		})
+		switch {
+		case err != nil:
+			return fmt.Errorf("sending the login link: %w", err)
+		case res.Action != "accept":
+			return declinedError{action: res.Action}
+		}
+		return nil
+	}
+	if err := s.m.Login(ctx, home.name, LoginOptions{Open: open}); err != nil {
+		return true, fail("whose link was sent to client "+opts.Client, err)
+	}
+	return true, nil
 }
 
 // Logout forgets server's OAuth tokens and client registration, here and

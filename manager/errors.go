@@ -117,6 +117,20 @@ func (e *Error) with(r Remedy) *Error {
 	return e
 }
 
+// ErrLoginDeclined is in the chain of the error of a call whose login was
+// sent to its client (a login link to open), which declined or dismissed
+// it.
+var ErrLoginDeclined = errors.New("the login was declined")
+
+// declinedError is a login link the client answered with action
+// (decline or cancel).
+type declinedError struct{ action string }
+
+func (e declinedError) Error() string {
+	return fmt.Sprintf("the user answered %q", e.action)
+}
+func (e declinedError) Is(target error) bool { return target == ErrLoginDeclined }
+
 // ErrCancelled is in the chain of every request error caused by the caller
 // giving up (its context cancelled: Ctrl-C at the REPL, a client's
 // cancellation): not the server's failure.

@@ -465,8 +465,7 @@ func (m *Manager) Reconnect(name string) error {
 	if s.disabled.Load() {
 		return errorf(CodeServerDisabled, s.name, "reconnect", "server is disabled").with(Remedy{Kind: RemedyEnable, Server: s.name})
 	}
-	s.reconnectAsked.Store(time.Now().UnixNano())
-	s.reconnect.Store(true)
+	s.reconnects.Add(1)
 	s.wake()
 	return nil
 }

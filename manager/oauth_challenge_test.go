@@ -3,13 +3,16 @@ package manager_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/internal/oauthtest"
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
 )
 
 // A server that lets anyone through the handshake and asks for a login
@@ -141,4 +144,52 @@ func TestOAuthMovedAuthServerRegistersAnew(t *testing.T) {
 	res, err := h.m.Call(ctx, "saas.whoami", nil, manager.CallOptions{})
 	require.NoError(t, err)
 	require.False(t, res.IsError)
+}
+
+// linkAnswerer stands for a gateway client: it answers what a server asks
+// with answer, and can open URLs when urls is set.
+type linkAnswerer struct {
+	urls   bool
+	answer func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	asked  atomic.Int32
+}
+
+func (a *linkAnswerer) OpensURLs() bool  { return a.urls }
+func (a *linkAnswerer) Offers() ask.Kind { return ask.Elicitation }
+func (a *linkAnswerer) Elicit(ctx context.Context, _ ask.From, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	a.asked.Add(1)
+	return a.answer(ctx, p)
+}
+func (a *linkAnswerer) CreateMessage(context.Context, ask.From, *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	return nil, ask.ErrNoAnswer
+}
+func (a *linkAnswerer) ListRoots(context.Context, ask.From) ([]*mcp.Root, error) {
+	return nil, ask.ErrNoAnswer
+}
+
+// A call whose caller can open URLs and declines the login link fails with
+// ErrLoginDeclined, the login as its remedy, without waiting out its time;
+// a caller that cannot open URLs is not sent the link: the call fails as
+// before, the login being the host's.
+func TestOAuthLoginLinkToTheCaller(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHost(t, nil)
+	h.login(t, ctx)
+
+	declines := &linkAnswerer{urls: true, answer: func(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "cancel"}, nil
+	}}
+	_, err := h.m.Call(ctx, "saas.admin", nil, manager.CallOptions{Client: "c1", Answerer: declines, Timeout: time.Hour})
+	requireCode(t, err, manager.ErrConnectionFailed, "saas", `tools/call "admin"`)
+	require.ErrorIs(t, err, manager.ErrLoginDeclined)
+	requireRemedy(t, err, manager.RemedyLogin, "saas")
+	require.EqualValues(t, 1, declines.asked.Load())
+
+	noURLs := &linkAnswerer{answer: declines.answer}
+	_, err = h.m.Call(ctx, "saas.admin", nil, manager.CallOptions{Client: "c2", Answerer: noURLs, Timeout: time.Hour})
+	require.ErrorIs(t, err, manager.ErrUnauthorized)
+	requireRemedy(t, err, manager.RemedyLogin, "saas")
+	require.NotErrorIs(t, err, manager.ErrLoginDeclined)
+	require.Zero(t, noURLs.asked.Load())
+	require.Equal(t, 1, h.as.Stats().Authorizations)
 }

@@ -235,7 +235,7 @@ const loginPoll = 2 * time.Second
 // takeReconnect consumes an mcp_reconnect request: the schedule and the
 // breaker start over.
 func (s *supervisor) takeReconnect() bool {
-	if !s.reconnect.Swap(false) {
+	if !s.newReconnect() {
 		return false
 	}
 	s.resetFailures()
@@ -253,6 +253,9 @@ func (s *supervisor) resetFailures() {
 // recovered and reported as the attempt's error: the server backs off
 // and no other server notices.
 func (s *supervisor) attempt(n int, probe bool) (c *conn, err error) {
+	// A Reconnect made up to now is served by this attempt; one made during
+	// it is pending once the session is up (see stale).
+	s.takeReconnect()
 	s.transition(StateConnecting, func(snap *snapshot) {
 		snap.status.NextAttempt = time.Time{}
 	}, Connecting{Attempt: n, Probe: probe})

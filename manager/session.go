@@ -148,7 +148,7 @@ func (s *supervisor) kicked(c *conn) (end ending, done bool) {
 	switch {
 	case s.disabled.Load():
 		return ending{kind: endDisable}, true
-	case s.reconnect.Swap(false):
+	case s.newReconnect():
 		return ending{kind: endReconnect}, true
 	case s.reinit.CompareAndSwap(c.session, nil):
 		return ending{kind: endReinit}, true
@@ -187,6 +187,7 @@ func (s *supervisor) connected(c *conn) {
 		n.status.LastError = ""
 		n.status.NextAttempt = time.Time{}
 		n.status.ConnectedAt = now
+		n.reconnects = s.reconnectsTaken
 		n.status.PID = c.pid()
 		n.status.Healthy = true
 		n.status.LastPing = 0

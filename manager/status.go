@@ -95,6 +95,9 @@ type snapshot struct {
 	// that keeps the server unauthorized or failed; nil otherwise, and
 	// when it gave up after its retries.
 	stopped error
+	// reconnects is how many Reconnects the session's attempt served:
+	// one made later replaces it (see supervisor.stale).
+	reconnects uint64
 }
 
 // setCatalog records what a discovery found.

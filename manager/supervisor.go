@@ -72,18 +72,24 @@ type supervisor struct {
 	// (Manager.Login), which reconnect the server themselves: a login
 	// that lands meanwhile is theirs, not one for pause to act on.
 	loggingIn atomic.Int32
-	reconnect atomic.Bool // reset backoff and breaker, try now
-	// reconnectAsked is when Reconnect was last called (Unix ns): a session
-	// connected before then is on its way out, and nobody who comes after
-	// the request is given it (see stale).
-	reconnectAsked atomic.Int64
-	demand         atomic.Bool                       // a caller waits for the idle server
-	wanted         atomic.Int32                      // callers waiting for a session now
-	reinit         atomic.Pointer[mcp.ClientSession] // this session's HTTP session expired
-	subsDirty      atomic.Bool                       // callers' resource subscriptions changed
-	levelDirty     atomic.Bool                       // the log level servers are asked for changed
-	subs           subscriptions                     // resource subscriptions callers hold
-	requests       chan refreshReq                   // forced discovery from callers
+	// linkSent is set while a caller's client has been sent the login link
+	// (see loginByCaller): other callers wait for that login rather than
+	// start their own.
+	linkSent atomic.Bool
+	// reconnects counts the calls of Reconnect (reset backoff and breaker,
+	// try now). The supervisor acts on those it has not taken yet
+	// (reconnectsTaken); a session whose attempt began before the last
+	// one is on its way out, and nobody who comes after the request is
+	// given it (see stale). One counter, rather than a flag and a time,
+	// so that a Reconnect is either in an attempt or pending after it.
+	reconnects atomic.Uint64
+	demand     atomic.Bool                       // a caller waits for the idle server
+	wanted     atomic.Int32                      // callers waiting for a session now
+	reinit     atomic.Pointer[mcp.ClientSession] // this session's HTTP session expired
+	subsDirty  atomic.Bool                       // callers' resource subscriptions changed
+	levelDirty atomic.Bool                       // the log level servers are asked for changed
+	subs       subscriptions                     // resource subscriptions callers hold
+	requests   chan refreshReq                   // forced discovery from callers
 
 	// Requests in flight: admitted, routed and accounted; safe for
 	// concurrent use.
@@ -106,7 +112,10 @@ type supervisor struct {
 	slot      *ticket       // the next attempt's slot or place in line (Add, mcp_reconnect, re-init)
 	turn      *ticket       // the next attempt's place in the line of attempts (Add)
 	woken     bool          // the next attempt is for callers of the idle server
-	trace     *connectTrace // spans of the connection attempts
+	// reconnectsTaken is how many Reconnects the supervisor has acted on;
+	// an attempt takes all made before it begins.
+	reconnectsTaken uint64
+	trace           *connectTrace // spans of the connection attempts
 	// sessionless: under the auto protocol the server refused initialize
 	// and took the sessionless generation, so it is not asked again.
 	sessionless bool
@@ -272,14 +281,14 @@ func (s *supervisor) parkDisabled() {
 		case <-s.kick:
 		}
 	}
-	s.reconnect.Store(false)
+	s.reconnectsTaken = s.reconnects.Load() // refused while disabled
 	s.resetFailures()
 }
 
 // parkIdle waits in StateIdle until a caller needs the server.
 func (s *supervisor) parkIdle() {
 	for {
-		if s.reconnect.Swap(false) {
+		if s.newReconnect() {
 			return
 		}
 		if s.demand.Swap(false) {
@@ -405,7 +414,21 @@ func (s *supervisor) finish() {
 }
 
 // stale reports whether snap's session is one a Reconnect asked to replace:
-// a caller after the request waits for the new one instead.
+// a caller after the request waits for the new one instead. A session
+// whose attempt was under way when Reconnect was called is replaced too,
+// even if it came up after the call (the supervisor replaces it as soon as
+// it is up), so a Wait for connected never returns a session about to end.
 func (s *supervisor) stale(snap *snapshot) bool {
-	return snap.status.ConnectedAt.UnixNano() < s.reconnectAsked.Load()
+	return snap.reconnects < s.reconnects.Load()
+}
+
+// newReconnect reports whether Reconnect was called since the supervisor
+// last took its calls, and takes them.
+func (s *supervisor) newReconnect() bool {
+	n := s.reconnects.Load()
+	if n == s.reconnectsTaken {
+		return false
+	}
+	s.reconnectsTaken = n
+	return true
 }

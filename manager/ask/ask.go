@@ -98,6 +98,14 @@ type SoleClient interface {
 	SoleClient() bool
 }
 
+// A URLOpener is an Answerer that can tell whether its user can be shown
+// a URL to open (URL-mode elicitation): a login that a call of its client
+// needs is then sent to it as the authorization link, instead of being
+// left to the host.
+type URLOpener interface {
+	OpensURLs() bool
+}
+
 // Mode is the mode of an elicitation, "form" or "url", inferred as the SDK
 // does when the server gave none.
 func Mode(p *mcp.ElicitParams) string {

@@ -12,4 +12,8 @@
 // An accepted answer to a form elicitation takes the form's defaults for
 // the fields it leaves out ([WithDefaults]), and is checked against the
 // requested schema before it is sent ([CheckElicitation]).
+//
+// The manager asks a caller something of its own too: a call that needs an
+// OAuth login, made by a caller that is a [URLOpener] able to open URLs,
+// sends that caller the authorization link as a URL-mode elicitation.
 package ask

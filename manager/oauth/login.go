@@ -33,6 +33,11 @@ type LoginRequest struct {
 	// xdg-open when it is on PATH; "none" opens nothing (the URL is only
 	// shown).
 	Browser string
+	// Open, if set, is given the authorization URL instead of Out and the
+	// browser: someone else shows it to the user (a gateway client that
+	// can open URLs). It runs while the login waits for the redirect; an
+	// error it returns ends the login with that error.
+	Open func(ctx context.Context, authURL string) error
 }
 
 // DefaultLoginTimeout bounds a login whose context has no deadline: the
@@ -100,6 +105,9 @@ func (k *Keeper) Login(ctx context.Context, req LoginRequest) error {
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 			if !cb.expect(args.URL) {
 				return nil, errors.New("the authorization URL has no state parameter")
+			}
+			if req.Open != nil {
+				return handOver(ctx, cb, args.URL, req.Open)
 			}
 			fmt.Fprintf(out, "To log in to %s, open this URL in a browser:\n\n  %s\n\n", req.Name, args.URL)
 			env := req.Browser
@@ -186,6 +194,29 @@ func (k *Keeper) Login(ctx context.Context, req LoginRequest) error {
 	src.land(rec, k.store.stamp(req.Key))
 	fmt.Fprintf(out, "Logged in to %s (authorization server %s).\n", req.Name, issuer)
 	return nil
+}
+
+// handOver gives authURL to open and waits for the redirect. If open fails
+// (the user declined), its error ends the wait and is the login's.
+func handOver(ctx context.Context, cb *callback, authURL string, open func(context.Context, string) error) (*auth.AuthorizationResult, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	opened := make(chan struct{})
+	var openErr error // set before opened closes
+	go func() {
+		defer close(opened)
+		if err := open(ctx, authURL); err != nil {
+			openErr = err
+			cancel(err)
+		}
+	}()
+	res, err := cb.wait(ctx)
+	cancel(nil) // the wait is over: a question still open is moot
+	<-opened
+	if err != nil && openErr != nil {
+		return nil, openErr
+	}
+	return res, err
 }
 
 // forgotten reports whether the authorization server no longer knows g's
