@@ -556,14 +556,12 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 			}
 			return false, invocationFailed(s.name, op, s.callFailure(ctx, req, err, snap.conn))
 		}
-		var flag struct {
-			IsError bool `json:"isError"`
-		}
-		if err := json.Unmarshal(result, &flag); err != nil {
+		flag, err := rawrpc.IsError(result)
+		if err != nil {
 			result = nil
 			return false, errorf(CodeInvocationFailed, s.name, op, "the server's result is not a JSON object: %v", err)
 		}
-		isError = flag.IsError
+		isError = flag
 		snap.conn.logsBefore(ctx) // what it logged first is published first
 		return isError, nil
 	})
