@@ -102,13 +102,13 @@ func BenchmarkPeerHTTPCall(b *testing.B) {
 		for _, d := range t[1] {
 			total += d
 		}
-		b.ReportMetric(float64(total.Nanoseconds())/float64(len(t[1])), "ns/op")
+		reportMetric(b, float64(total.Nanoseconds())/float64(len(t[1])), "ns/op")
 		relay := testutil.Percentile(t[0], 50)
 		for i, name := range rig.names {
 			p50 := testutil.Percentile(t[i], 50)
-			b.ReportMetric(micros(p50), name+"-p50-µs")
+			reportMetric(b, micros(p50), name+"-p50-µs")
 			if i > 0 {
-				b.ReportMetric(float64(p50)/float64(relay), name+"-p50-ratio")
+				reportMetric(b, float64(p50)/float64(relay), name+"-p50-ratio")
 			}
 			if fastTarget(name) {
 				atMost(b, name+"'s p50 ÷ the relay's", float64(p50)/float64(relay), maxP50Ratio)
@@ -145,16 +145,16 @@ func peerParallel(b *testing.B, rig peerRig) {
 	relay := float64(calls[0]) / elapsed[0].Seconds()
 	for i, name := range rig.names {
 		rate := float64(calls[i]) / elapsed[i].Seconds()
-		b.ReportMetric(rate, name+"-calls/s")
+		reportMetric(b, rate, name+"-calls/s")
 		if i > 0 {
-			b.ReportMetric(rate/relay, name+"-throughput-ratio")
+			reportMetric(b, rate/relay, name+"-throughput-ratio")
 		}
 		if fastTarget(name) {
 			atLeast(b, name+"'s calls/s with 16 in flight ÷ the relay's", rate/relay, minThroughput)
 		}
 		if cpuOK[i] {
 			perCall := micros(cpu[i]) / float64(calls[i])
-			b.ReportMetric(perCall, name+"-proc-cpu-µs/call")
+			reportMetric(b, perCall, name+"-proc-cpu-µs/call")
 			if fastTarget(name) {
 				atMost(b, name+"'s process CPU per call with 16 in flight (µs)", perCall, maxCPUMicros)
 			}
