@@ -56,6 +56,14 @@ func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, serve
 	s := ep.g.clients.session(ep, req.Session)
 	c := upstreamCall{op: op, name: server + "." + tool, args: args, token: req.Params.GetProgressToken()}
 	if req.ProtocolVersion() >= multiRoundTripVersion {
+		if s.sessionless {
+			// The request's session ends with it; the call may not.
+			h, err := ep.g.clients.holder(ep, s)
+			if err != nil {
+				return errorResult(errorText(fmt.Errorf("%s: %w", op, err))), nil
+			}
+			s, c.to = h, req.Session
+		}
 		return ep.g.roundTrip(ctx, req, s, c, op), nil
 	}
 	if err := s.begin(); err != nil {
@@ -85,6 +93,9 @@ type upstreamCall struct {
 	// for none.
 	args  json.RawMessage
 	token any // the client's progress token, if any
+	// to, if not nil, is where progress goes instead of the session's own
+	// (a sessionless client's request).
+	to *mcp.ServerSession
 	// life, if not nil, is the HTTP request whose end cancels the call
 	// (see requestLives).
 	life context.Context
@@ -104,7 +115,11 @@ func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall, a ask.An
 	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
 	var fw *progressForwarder
 	if c.token != nil {
-		fw = newProgressForwarder(ctx, s.ss, c.token)
+		to := s.ss
+		if c.to != nil {
+			to = c.to
+		}
+		fw = newProgressForwarder(ctx, to, c.token)
 		opts.Progress = fw.send
 	}
 	res, err := g.src.Call(ctx, c.name, c.args, opts)

@@ -92,6 +92,10 @@ type session struct {
 	// logging is set once the client has set a logging level: its calls
 	// then carry their server's log messages (see relayLogs).
 	logging atomic.Bool
+	// sessionless marks the session of one request of the sessionless
+	// protocol generation, never announced, and the holder of such
+	// clients' calls (see clientTable.holder), which has no ss.
+	sessionless bool
 
 	mu sync.Mutex
 	// mu guards the following.
@@ -256,6 +260,7 @@ type clientTable struct {
 	stdio     map[*mcp.ServerSession]bool // sessions ServeStdio serves
 	stdioSeen int                         // stdio sessions so far, to number them
 	draining  bool                        // the gateway is shutting down
+	holders   map[holderKey]*session      // the calls of sessionless clients
 }
 
 func (t *clientTable) init(g *Gateway) {
@@ -264,6 +269,7 @@ func (t *clientTable) init(g *Gateway) {
 	t.byID = map[string]*session{}
 	t.reserved = map[*mcp.ServerSession]bool{}
 	t.stdio = map[*mcp.ServerSession]bool{}
+	t.holders = map[holderKey]*session{}
 }
 
 // reserve counts a session that is initializing among the open ones, or
@@ -300,11 +306,12 @@ func (t *clientTable) byMCPID(id string) *session {
 }
 
 // drain refuses new sessions and every session's new calls from now on,
-// and returns the sessions.
+// and returns the sessions, the holders of sessionless calls among them.
 func (t *clientTable) drain() []*session {
 	t.mu.Lock()
 	t.draining = true
 	sessions := slices.Collect(maps.Values(t.bySession))
+	sessions = slices.AppendSeq(sessions, maps.Values(t.holders))
 	t.mu.Unlock()
 	return sessions
 }
@@ -324,6 +331,11 @@ func (t *clientTable) serveStdio(ss *mcp.ServerSession) (done func()) {
 // session returns the record of ss, making it (and its watcher) the first
 // time ss is seen, on endpoint ep.
 func (t *clientTable) session(ep *endpoint, ss *mcp.ServerSession) *session {
+	return t.record(ep, ss, false)
+}
+
+// record is session, marking a record it makes as sessionless if so.
+func (t *clientTable) record(ep *endpoint, ss *mcp.ServerSession, sessionless bool) *session {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s, ok := t.bySession[ss]; ok {
@@ -333,8 +345,10 @@ func (t *clientTable) session(ep *endpoint, ss *mcp.ServerSession) *session {
 	if ep.sel == oneToolset {
 		c.Toolset = ep.name
 	}
-	if c.ID == "" { // stdio and SSE sessions have none
-		if t.stdio[ss] {
+	if c.ID == "" { // stdio, SSE and sessionless sessions have none
+		if sessionless {
+			c.ID = rand.Text()[:16]
+		} else if t.stdio[ss] {
 			t.stdioSeen++
 			c.ID, c.Transport = "stdio", "stdio"
 			if t.stdioSeen > 1 {
@@ -348,9 +362,9 @@ func (t *clientTable) session(ep *endpoint, ss *mcp.ServerSession) *session {
 		c.Name, c.Version = p.ClientInfo.Name, p.ClientInfo.Version
 	}
 	s := &session{ss: ss, table: t, client: c, label: c.Label(), budget: t.g.budgetFor(c.Name), idle: make(chan struct{}), trips: map[string]*roundTrip{}, subs: map[subKey]bool{},
-		maxCalls: t.g.opts.MaxClientCalls, draining: t.draining}
+		maxCalls: t.g.opts.MaxClientCalls, draining: t.draining, sessionless: sessionless}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
-	if d := time.Duration(t.g.sessionTimeout.Load()); d > 0 && c.Transport == "http" {
+	if d := time.Duration(t.g.sessionTimeout.Load()); d > 0 && c.Transport == "http" && !sessionless {
 		s.expiry = d
 		s.expire = time.AfterFunc(d, func() { _ = ss.Close() })
 	}
@@ -391,9 +405,14 @@ func (t *clientTable) watch(s *session) {
 	t.g.src.ReleaseClient(s.label)
 }
 
-// connected lists a session's client, once, with client_connected.
+// connected lists a session's client, once, with client_connected. The
+// session of one sessionless request is not a client of its own: it is
+// never listed.
 func (t *clientTable) connected(ep *endpoint, ss *mcp.ServerSession) {
 	s := t.session(ep, ss)
+	if s.sessionless {
+		return
+	}
 	s.mu.Lock()
 	already := s.listed
 	s.listed = true
@@ -474,12 +493,28 @@ func (t *clientTable) list() []Client {
 
 func (t *clientTable) wait() { t.wg.Wait() }
 
-// count is how many client sessions the gateway has (announced or not,
-// initializing ones included).
+// count is how many clients the gateway serves now: its client sessions
+// (announced or not, initializing ones included), where a sessionless
+// client counts, by its holder, while it has calls in flight, and not by
+// the sessions of its requests.
 func (t *clientTable) count() int {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.bySession) + len(t.reserved)
+	n := len(t.reserved)
+	for _, s := range t.bySession {
+		if !s.sessionless {
+			n++
+		}
+	}
+	holders := slices.Collect(maps.Values(t.holders))
+	t.mu.Unlock()
+	for _, h := range holders {
+		h.mu.Lock()
+		if h.calls > 0 {
+			n++
+		}
+		h.mu.Unlock()
+	}
+	return n
 }
 
 // labelOf is the label of ss's client, or "" if the gateway has not seen it.

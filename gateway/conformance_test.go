@@ -63,7 +63,7 @@ func (a *askingClient) connect(t *testing.T, tr mcp.Transport, answer map[string
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, tr, nil)
+	cs, err := c.Connect(ctx, tr, sessionOver(tr))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs

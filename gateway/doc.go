@@ -137,6 +137,17 @@
 // gives it a session of its own, which ReleaseClient frees when the
 // client's session ends.
 //
+// Both generations are served on each HTTP endpoint. A request of the
+// sessionless one (a protocol version header of 2026-07-28 or later, no
+// session id) goes to the go-sdk's handler without sessions, which makes
+// a session for that request alone: the gateway records it, never
+// announces it, and checks nothing the go-sdk does not (it refuses a
+// request whose Mcp-Method or Mcp-Name header disagrees with its body).
+// The calls of such clients, which span requests when their server asks
+// something, run under a holder: one record per endpoint, client name and
+// version, which counts and caps them and keeps their request states
+// until Shutdown.
+//
 // # Clients that leave, and bounds
 //
 // A call ends when its client can no longer take the answer: the client
@@ -182,6 +193,8 @@
 // a goroutine of its own that ends before the call returns; a call of a
 // client on 2026-07-28 runs
 // upstream on a goroutine of its own, counted among its session's calls.
+// The holders of sessionless calls are made on the request goroutine
+// under the session table's mutex, and live until Shutdown.
 // A stdio session reads its lines on a goroutine of its own, which
 // answers the lines it refuses itself; every write is one whole line
 // under one lock. Each client session has a watcher that, when the session ends, cancels

@@ -159,6 +159,7 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 			g.clients.connected(ep, req.Session)
 		},
 		ProgressNotificationHandler: ep.clientProgress,
+		SetCacheable:                ep.cacheable,
 		KeepAlive:                   g.opts.KeepAlive,
 	}
 	if sel != oneToolset {
@@ -170,7 +171,7 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 	}
 	ep.srv = mcp.NewServer(impl, opts)
 	ep.srv.AddSendingMiddleware(formsAsSent)
-	ep.srv.AddReceivingMiddleware(ep.settleFirst, ep.modes, ep.clientNames, ep.unknownTools, ep.announce, ep.completions, ep.logLevels)
+	ep.srv.AddReceivingMiddleware(ep.sessionless, ep.settleFirst, ep.modes, ep.clientNames, ep.unknownTools, ep.announce, ep.completions, ep.logLevels)
 	if sel == everything {
 		ep.addStatus()
 	}

@@ -198,7 +198,7 @@ func TestEverythingAsksTheClient(t *testing.T) {
 			} else {
 				tr = r.streamable("/mcp")
 			}
-			cs, err := c.Connect(ctx, tr, nil)
+			cs, err := c.Connect(ctx, tr, sessionOver(tr))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = cs.Close() })
 			label := log.next(t, events.KindClientConnected, 10*time.Second, nil).Text("client")

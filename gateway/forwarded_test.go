@@ -209,7 +209,7 @@ func TestElicitationFormsPassUntouched(t *testing.T) {
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			cs, err := c.Connect(ctx, r.streamable(tc.path), nil)
+			cs, err := c.Connect(ctx, r.streamable(tc.path), sessionOver(r.streamable(tc.path)))
 			require.NoError(t, err)
 			defer cs.Close()
 			res := call(t, cs, tc.tool, nil)

@@ -428,6 +428,11 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		}
 	}
 	for _, s := range sessions {
+		if s.ss == nil { // a holder of sessionless calls: none is left
+			s.cancel(ErrShuttingDown)
+			g.src.ReleaseClient(s.label)
+			continue
+		}
 		_ = s.ss.Close()
 	}
 	return err

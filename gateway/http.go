@@ -218,8 +218,13 @@ func (ep *endpoint) handler(sse bool, opts HTTPOptions) http.Handler {
 			ep.g.sessionTimeout.Store(int64(timeout))
 			timeout = 0
 		}
-		ep.streaming = ep.g.streamable(ep, mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		stateful := ep.g.streamable(ep, mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 			MaxRequestBodyBytes: opts.MaxBodyBytes, SessionTimeout: timeout}))
+		// The sessionless generation's request is its whole call: when
+		// the client stops waiting, the handler is cancelled.
+		sessionless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true,
+			MaxRequestBodyBytes: opts.MaxBodyBytes, PropagateRequestCancellation: true})
+		ep.streaming = generations(stateful, sessionless)
 		ep.sse = ep.g.sse(mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: opts.MaxBodyBytes}))
 	})
 	if sse {

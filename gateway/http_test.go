@@ -79,7 +79,7 @@ func TestBearerToken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "no-token", Version: "1"}, nil)
-	_, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.base + "/mcp", MaxRetries: -1}, nil)
+	_, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.base + "/mcp", MaxRetries: -1}, legacy)
 	require.Error(t, err, "a client without the token connected")
 
 	hc := &http.Client{Transport: bearer{"s3cret", http.DefaultTransport}}
@@ -200,7 +200,7 @@ func TestManySessions(t *testing.T) {
 			for i := range work {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				c := mcp.NewClient(&mcp.Implementation{Name: "many", Version: fmt.Sprint(i)}, nil)
-				cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.base + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
+				cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.base + "/mcp", HTTPClient: hc, MaxRetries: -1}, legacy)
 				if err == nil {
 					err = cs.Close()
 				}

@@ -34,7 +34,7 @@ func TestSessionCap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "third", Version: "1"}, nil)
-	_, err := c.Connect(ctx, r.streamable("/mcp"), nil)
+	_, err := c.Connect(ctx, r.streamable("/mcp"), legacy)
 	require.Error(t, err, "a third session was opened beyond the cap of 2")
 	var rpcErr *jsonrpc.Error
 	require.True(t, errors.As(err, &rpcErr), "want a JSON-RPC error, got %v", err)
@@ -46,7 +46,7 @@ func TestSessionCap(t *testing.T) {
 	}
 	require.NoError(t, a.Close())
 	require.Eventually(t, func() bool {
-		cs, err := c.Connect(ctx, r.streamable("/mcp"), nil)
+		cs, err := c.Connect(ctx, r.streamable("/mcp"), legacy)
 		if err == nil {
 			_ = cs.Close()
 		}

@@ -253,11 +253,22 @@ func connect(t testing.TB, transport mcp.Transport, n *notes) *mcp.ClientSession
 	t.Cleanup(cancel)
 	bound := time.AfterFunc(30*time.Second, cancel)
 	c := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1.0"}, n.options())
-	cs, err := c.Connect(ctx, transport, nil)
+	cs, err := c.Connect(ctx, transport, sessionOver(transport))
 	require.NoError(t, err, "connect")
 	bound.Stop()
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
+}
+
+// sessionOver is how a test client connects over transport: over
+// streamable HTTP in the older generation, whose sessions these tests are
+// about (a go-sdk client would ask for the sessionless 2026-07-28, which
+// generations_test.go covers); elsewhere in its default.
+func sessionOver(transport mcp.Transport) *mcp.ClientSessionOptions {
+	if _, ok := transport.(*mcp.StreamableClientTransport); ok {
+		return &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+	}
+	return nil
 }
 
 // streamable is a streamable HTTP transport to path on r.
@@ -364,3 +375,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.base.RoundTrip(r)
 }
+
+// legacy connects a client in the older generation, the one with
+// sessions (see sessionOver).
+var legacy = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}

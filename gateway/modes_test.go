@@ -81,7 +81,7 @@ func connectAs(t testing.TB, transport mcp.Transport, name string) *mcp.ClientSe
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
-	cs, err := c.Connect(ctx, transport, nil)
+	cs, err := c.Connect(ctx, transport, sessionOver(transport))
 	require.NoError(t, err, "connect")
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs

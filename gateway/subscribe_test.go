@@ -60,7 +60,7 @@ func TestResourceSubscriptionsReachTheServer(t *testing.T) {
 			},
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cs, err := c.Connect(ctx, r.streamable(path), nil)
+		cs, err := c.Connect(ctx, r.streamable(path), legacy)
 		require.NoError(t, err)
 		pollUntil(t, 10*time.Second, "the resource listed on "+path, func() bool {
 			res, err := cs.ListResources(ctx, nil)
@@ -119,7 +119,7 @@ func TestResourceUpdateBurstReachesTheClientInOrder(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cs, err := c.Connect(ctx, r.streamable("/mcp"), nil)
+	cs, err := c.Connect(ctx, r.streamable("/mcp"), legacy)
 	require.NoError(t, err)
 	defer cs.Close()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {

@@ -47,7 +47,10 @@ mcp_toolset("echoes", {include = {"demo.echo*"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-client", Version: "v9"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/toolsets/echoes/mcp"}, nil)
+	// In the generation with sessions: a sessionless client is never
+	// listed among the connected ones.
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/toolsets/echoes/mcp"},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	require.NoError(t, err, "the listener the config declared is up")
 	var names []string
 	for tool, err := range cs.Tools(ctx, nil) {
