@@ -292,13 +292,13 @@ func reportLatency(b *testing.B, name, baseName string, a, base []time.Duration)
 	for _, d := range a {
 		total += d
 	}
-	b.ReportMetric(float64(total.Nanoseconds())/float64(len(a)), "ns/op")
+	reportMetric(b, float64(total.Nanoseconds())/float64(len(a)), "ns/op")
 	p50, baseP50 := testutil.Percentile(a, 50), testutil.Percentile(base, 50)
-	b.ReportMetric(micros(p50), name+"-p50-µs")
-	b.ReportMetric(micros(baseP50), baseName+"-p50-µs")
-	b.ReportMetric(float64(p50)/float64(baseP50), "p50-ratio")
-	b.ReportMetric(micros(testutil.Percentile(a, 99)), name+"-p99-µs")
-	b.ReportMetric(micros(testutil.Percentile(base, 99)), baseName+"-p99-µs")
+	reportMetric(b, micros(p50), name+"-p50-µs")
+	reportMetric(b, micros(baseP50), baseName+"-p50-µs")
+	reportMetric(b, float64(p50)/float64(baseP50), "p50-ratio")
+	reportMetric(b, micros(testutil.Percentile(a, 99)), name+"-p99-µs")
+	reportMetric(b, micros(testutil.Percentile(base, 99)), baseName+"-p99-µs")
 }
 
 // reportAllocs counts heap allocations and bytes per call of each path
@@ -324,12 +324,70 @@ func reportAllocs(b *testing.B, n int, names []string, paths ...func() error) {
 	}
 	calls := float64(rounds * batch)
 	for i, name := range names {
-		b.ReportMetric(float64(mallocs[i])/calls, name+"-allocs/call")
-		b.ReportMetric(float64(bytes[i])/calls, name+"-B/call")
+		reportMetric(b, float64(mallocs[i])/calls, name+"-allocs/call")
+		reportMetric(b, float64(bytes[i])/calls, name+"-B/call")
 	}
 }
 
 func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// The targets the gateway's fast paths (/mcp and /servers/NAME/mcp) are
+// held to, each against the relay of the same run; the benchmarks fail
+// with the measured figure when one is missed. Idle sessions are held to
+// the go-sdk handler's own memory plus idleOverSDK.
+const (
+	maxP50Ratio   = 1.15
+	minThroughput = 0.85
+	maxCPUMicros  = 200.0
+	idleOverSDK   = 8 << 10
+)
+
+// minTargetN is the fewest iterations a benchmark holds the targets at:
+// go test first runs each benchmark once with b.N = 1, which measures
+// nothing worth a verdict.
+const minTargetN = 100
+
+// fastTarget reports whether path is one the targets hold for.
+func fastTarget(path string) bool {
+	return path == "fast" || path == "fast-server" || path == "mcpvisor-fast" || path == "mcpvisor-fast-server"
+}
+
+// metricLogs holds, per benchmark, every metric reportMetric reported.
+var metricLogs sync.Map // *testing.B → *[]string
+
+// reportMetric is b.ReportMetric, and logs every metric of b if b fails:
+// go test prints no result line for a failed benchmark, and a target
+// missed should not hide the other figures.
+func reportMetric(b *testing.B, v float64, unit string) {
+	b.ReportMetric(v, unit)
+	p, loaded := metricLogs.LoadOrStore(b, new([]string))
+	all := p.(*[]string)
+	if !loaded {
+		b.Cleanup(func() {
+			metricLogs.Delete(b)
+			if b.Failed() {
+				b.Logf("measured (b.N=%d): %s", b.N, strings.Join(*all, "  "))
+			}
+		})
+	}
+	*all = append(*all, strconv.FormatFloat(v, 'g', 4, 64)+" "+unit)
+}
+
+// atMost fails b, naming what and the figure, unless got ≤ limit.
+func atMost(b *testing.B, what string, got, limit float64) {
+	b.Helper()
+	if b.N >= minTargetN && got > limit {
+		b.Errorf("%s is %.3g, over the target of %.3g (by %.0f%%)", what, got, limit, 100*(got/limit-1))
+	}
+}
+
+// atLeast fails b, naming what and the figure, unless got ≥ limit.
+func atLeast(b *testing.B, what string, got, limit float64) {
+	b.Helper()
+	if b.N >= minTargetN && got < limit {
+		b.Errorf("%s is %.3g, under the target of %.3g (by %.0f%%)", what, got, limit, 100*(1-got/limit))
+	}
+}
 
 // ---- 1. a tool call through /mcp vs a minimal relay ----
 
@@ -522,8 +580,9 @@ func requireUpstream(b *testing.B, m *manager.Manager, server, version string) {
 // same call through a minimal relay (the floor: the HTTP hop and a stdio
 // process, nothing else) and through the go-sdk proxy, one call of each
 // path (httpPath) per iteration. Reported for each path but the relay:
-// its p50 (µs) and p50-ratio (path/relay; target ≤ 1.15 for the
-// gateway's paths); the relay's p50; the p99 of the relay and the
+// its p50 (µs) and p50-ratio (path/relay; target ≤ 1.15 for the fast
+// paths, asserted; the go-sdk path, fast path off, is not held to it);
+// the relay's p50; the p99 of the relay and the
 // gateway's go-sdk path; allocations and bytes per call of each path.
 // ns/op is the gateway's go-sdk path's mean.
 func BenchmarkHTTPCall(b *testing.B) {
@@ -536,8 +595,11 @@ func BenchmarkHTTPCall(b *testing.B) {
 		relay := testutil.Percentile(t[0], 50)
 		for i, name := range httpPath[2:] {
 			p50 := testutil.Percentile(t[i+2], 50)
-			b.ReportMetric(micros(p50), name+"-p50-µs")
-			b.ReportMetric(float64(p50)/float64(relay), name+"-p50-ratio")
+			reportMetric(b, micros(p50), name+"-p50-µs")
+			reportMetric(b, float64(p50)/float64(relay), name+"-p50-ratio")
+			if fastTarget(name) {
+				atMost(b, name+"'s p50 ÷ the relay's", float64(p50)/float64(relay), maxP50Ratio)
+			}
 		}
 		reportAllocs(b, b.N, httpPath, paths...)
 	})
@@ -546,9 +608,10 @@ func BenchmarkHTTPCall(b *testing.B) {
 // BenchmarkHTTPCallParallel compares throughput with 16 calls in flight on
 // one client session, through each path of httpPath, taking turns in
 // rounds. Reported for each path: its calls/s, its throughput-ratio
-// (path/relay; target ≥ 0.85 for the gateway's paths) and the CPU time of
-// this process per call (host-cpu-µs/call: client, gateway and manager,
-// or client and relay, or client and proxy). ns/op is the gateway's
+// (path/relay; target ≥ 0.85 for the fast paths, asserted) and the CPU
+// time of this process per call (host-cpu-µs/call: client, gateway and
+// manager, or client and relay, or client and proxy; the gateway's own
+// share is BenchmarkPeerHTTPCall's, where it is a process of its own). ns/op is the gateway's
 // go-sdk path's wall time per call.
 func BenchmarkHTTPCallParallel(b *testing.B) {
 	b.Run("proto="+httpProtocol, func(b *testing.B) {
@@ -578,13 +641,16 @@ func BenchmarkHTTPCallParallel(b *testing.B) {
 		for i := range rate {
 			rate[i] = float64(calls[i]) / elapsed[i].Seconds()
 		}
-		b.ReportMetric(float64(elapsed[1].Nanoseconds())/float64(calls[1]), "ns/op")
+		reportMetric(b, float64(elapsed[1].Nanoseconds())/float64(calls[1]), "ns/op")
 		for i, name := range httpPath {
-			b.ReportMetric(rate[i], name+"-calls/s")
+			reportMetric(b, rate[i], name+"-calls/s")
 			if i > 0 {
-				b.ReportMetric(rate[i]/rate[0], name+"-throughput-ratio")
+				reportMetric(b, rate[i]/rate[0], name+"-throughput-ratio")
 			}
-			b.ReportMetric(micros(cpu[i])/float64(calls[i]), name+"-host-cpu-µs/call")
+			if fastTarget(name) {
+				atLeast(b, name+"'s calls/s with 16 in flight ÷ the relay's", rate[i]/rate[0], minThroughput)
+			}
+			reportMetric(b, micros(cpu[i])/float64(calls[i]), name+"-host-cpu-µs/call")
 		}
 	})
 }
@@ -797,8 +863,9 @@ const (
 // handler, the floor any go-sdk server pays per session. Sessions are on
 // httpProtocol (initialize, a session id, the standalone SSE GET held
 // open); the helper fails if one negotiated another version. Reported:
-// gateway-B/session (target ≤ 64 KiB), sdk-B/session, the ratio, and
-// goroutines per session of each.
+// gateway-B/session, sdk-B/session, the ratio, over-sdk-B/session (the
+// gateway's excess; target ≤ 8 KiB, asserted), and goroutines per
+// session of each.
 func BenchmarkIdleSessions(b *testing.B) {
 	m := newManager(b, inMemoryDial(demo.NewServer, httpProtocol))
 	addAndWait(b, m, "demo", fakeSpec)
@@ -817,11 +884,17 @@ func BenchmarkIdleSessions(b *testing.B) {
 			sdkHeap, sdkGoroutines = sdkHeap+h, sdkGoroutines+g
 		}
 		n := float64(b.N)
-		b.ReportMetric(gwHeap/n, "gateway-B/session")
-		b.ReportMetric(sdkHeap/n, "sdk-B/session")
-		b.ReportMetric(gwHeap/sdkHeap, "heap-ratio")
-		b.ReportMetric(gwGoroutines/n, "gateway-goroutines/session")
-		b.ReportMetric(sdkGoroutines/n, "sdk-goroutines/session")
+		reportMetric(b, gwHeap/n, "gateway-B/session")
+		reportMetric(b, sdkHeap/n, "sdk-B/session")
+		reportMetric(b, gwHeap/sdkHeap, "heap-ratio")
+		reportMetric(b, (gwHeap-sdkHeap)/n, "over-sdk-B/session")
+		// b.N counts runs of idleSessionsN sessions here: every run holds.
+		if over := (gwHeap - sdkHeap) / n; over > idleOverSDK {
+			b.Errorf("the gateway's heap per idle session is %.0f bytes over the go-sdk handler's, over the target of %d (by %.0f%%)",
+				over, idleOverSDK, 100*(over/idleOverSDK-1))
+		}
+		reportMetric(b, gwGoroutines/n, "gateway-goroutines/session")
+		reportMetric(b, sdkGoroutines/n, "sdk-goroutines/session")
 	})
 }
 
@@ -1013,9 +1086,9 @@ func BenchmarkListTools1000(b *testing.B) {
 		t := serialN(b, paths, b.N, 5)
 		b.StopTimer()
 		reportLatency(b, "gateway", "direct", t[0], t[1])
-		b.ReportMetric(micros(testutil.Percentile(t[2], 50)), "gateway-raw-p50-µs")
-		b.ReportMetric(micros(testutil.Percentile(t[3], 50)), "direct-raw-p50-µs")
-		b.ReportMetric(float64(testutil.Percentile(t[2], 50))/float64(testutil.Percentile(t[3], 50)), "raw-p50-ratio")
+		reportMetric(b, micros(testutil.Percentile(t[2], 50)), "gateway-raw-p50-µs")
+		reportMetric(b, micros(testutil.Percentile(t[3], 50)), "direct-raw-p50-µs")
+		reportMetric(b, float64(testutil.Percentile(t[2], 50))/float64(testutil.Percentile(t[3], 50)), "raw-p50-ratio")
 	})
 }
 
@@ -1124,8 +1197,8 @@ func BenchmarkServeInitialize(b *testing.B) {
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 	p50, dp50 := testutil.Percentile(serveTimes, 50), testutil.Percentile(directTimes, 50)
-	b.ReportMetric(ms(p50), "serve-p50-ms")
-	b.ReportMetric(ms(testutil.Percentile(serveTimes, 100)), "serve-max-ms")
-	b.ReportMetric(ms(dp50), "direct-p50-ms")
-	b.ReportMetric(float64(p50)/float64(dp50), "p50-ratio")
+	reportMetric(b, ms(p50), "serve-p50-ms")
+	reportMetric(b, ms(testutil.Percentile(serveTimes, 100)), "serve-max-ms")
+	reportMetric(b, ms(dp50), "direct-p50-ms")
+	reportMetric(b, float64(p50)/float64(dp50), "p50-ratio")
 }

@@ -76,10 +76,14 @@ func (f *fastStream) finish(msg []byte) {
 		return
 	}
 	h := f.w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonContentType
 	h.Set("Mcp-Session-Id", f.sessionID)
 	_, _ = f.w.Write(msg)
 }
+
+// jsonContentType is the Content-Type of every answer sent as JSON, one
+// slice for all (net/http copies a response's headers before writing them).
+var jsonContentType = []string{"application/json"}
 
 // writeEvent writes msg, one line of JSON, as a server-sent event and
 // flushes it to the client.

@@ -158,7 +158,7 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "why", why)
 		return false
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
 		return false
@@ -204,7 +204,7 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 		return false
 	}
 	g.fastServed.Add(1)
-	out.finish(fastAnswerOf(s, fmt.Sprintf("server %q: tools/call %q", server, tool), req.ID, res, err))
+	out.finish(fastAnswerOf(s, server, tool, req.ID, res, err))
 	return true
 }
 
@@ -214,8 +214,10 @@ func fastHeaders(ep *endpoint, s *session, r *http.Request) string {
 	if ep.sel == oneToolset {
 		return "a toolset's endpoint"
 	}
-	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
-		return "content type " + ct
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" { // what clients send, read without a parse
+		if ct, _, _ = mime.ParseMediaType(ct); ct != "application/json" {
+			return "content type " + ct
+		}
 	}
 	if jsonOK, streamOK := accepts(r.Header.Values("Accept")); !jsonOK || !streamOK {
 		return "the client does not accept what the go-sdk requires"
@@ -293,12 +295,10 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, ser
 	if p := s.ss.InitializeParams(); p != nil {
 		caps = p.Capabilities
 	}
-	call, over := context.WithCancel(ctx)
-	defer over()
-	a := newClientAnswerer(call, s, caps, nil)
+	a := newClientAnswerer(ctx, s, caps, nil)
 	a.fast = out
 	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
-	res, err := rc.CallRaw(call, server, tool, req.Params.Arguments, req.Params.Meta, opts)
+	res, err := rc.CallRaw(ctx, server, tool, req.Params.Arguments, req.Params.Meta, opts)
 	if err != nil && !errors.Is(err, manager.ErrNotRaw) && errors.Is(context.Cause(ctx), ErrShuttingDown) {
 		return nil, fmt.Errorf("server %q: tools/call %q: %w: the call did not finish within the shutdown grace and was cancelled upstream. "+
 			"It may or may not have done its work; retrying once mcpvisor is back may succeed", server, tool, ErrShuttingDown)
@@ -309,7 +309,7 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, ser
 // fastAnswerOf is the answer to the call with id: its raw result, or an
 // error result the model reads, or a JSON-RPC error when the client's
 // session ended under the call (no model is left to read it).
-func fastAnswerOf(s *session, op string, id, res json.RawMessage, err error) []byte {
+func fastAnswerOf(s *session, server, tool string, id, res json.RawMessage, err error) []byte {
 	out := make([]byte, 0, len(res)+len(id)+48)
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, id...)
@@ -318,6 +318,7 @@ func fastAnswerOf(s *session, op string, id, res json.RawMessage, err error) []b
 		out = append(out, `,"result":`...)
 		out = append(out, res...)
 	case cause != nil && !errors.Is(cause, ErrShuttingDown):
+		op := fmt.Sprintf("server %q: tools/call %q", server, tool)
 		e, _ := json.Marshal(&jsonrpc.Error{Code: CodeRefused, Message: op + ": " + cause.Error() + "; the call was cancelled upstream"})
 		out = append(out, `,"error":`...)
 		out = append(out, e...)
@@ -381,3 +382,30 @@ func objectOrNothing(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)
 	return len(t) == 0 || string(t) == "null" || t[0] == '{'
 }
+
+// readBody reads r's body whole, into a buffer of its declared length
+// when it declares one (io.ReadAll would grow its buffer from 512 bytes).
+func readBody(r *http.Request) ([]byte, error) {
+	n := r.ContentLength
+	if n <= 0 || n > maxPresized {
+		return io.ReadAll(r.Body)
+	}
+	buf := make([]byte, 0, n+1) // +1: the EOF is read without growing it
+	for {
+		if len(buf) == cap(buf) { // longer than declared: the server will say so
+			buf = append(buf, 0)[:len(buf)]
+		}
+		m, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// maxPresized bounds the buffer readBody sizes by a request's
+// Content-Length (the body's own limit is the HTTP server's).
+const maxPresized = 1 << 20

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -98,7 +97,7 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 			return
 		}
 		f.g.fastServed.Add(1)
-		answer := fastAnswerOf(s, fmt.Sprintf("server %q: tools/call %q", server, tool), req.ID, res, err)
+		answer := fastAnswerOf(s, server, tool, req.ID, res, err)
 		_ = c.writeLine(answer[:len(answer)-1]) // without its newline, which writeLine adds in place
 		if f.g.log.Enabled(context.Background(), slog.LevelDebug) {
 			f.g.log.Debug("fast path: served", "endpoint", f.ep.path, "transport", "stdio", "server", server, "tool", tool)

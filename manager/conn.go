@@ -564,7 +564,7 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 			}
 			return false, invocationFailed(s.name, op, s.callFailure(ctx, req, err, snap.conn))
 		}
-		isError, err = rawIsError(result)
+		isError, err = rawrpc.IsError(result)
 		if err != nil {
 			result = nil
 			return false, errorf(CodeInvocationFailed, s.name, op, "the server's result is not a JSON object: %v", err)
@@ -593,21 +593,6 @@ func (m *Manager) RawCalls(server string) bool {
 	}
 	s, _, _ := m.find(server)
 	return s != nil && s.spec.Transport == TransportStdio && rawProtocol(s.snap.Load())
-}
-
-// rawIsError reads the isError flag of a result, valid JSON as the raw
-// channel hands it over. Most results do not mention it and are not
-// decoded again; one whose text may spell a key with escapes is.
-func rawIsError(result json.RawMessage) (bool, error) {
-	t := bytes.TrimLeft(result, " \t\r\n")
-	if len(t) > 0 && t[0] == '{' && !bytes.Contains(t, []byte(`"isError"`)) && !bytes.Contains(t, []byte(`\u`)) {
-		return false, nil
-	}
-	var flag struct {
-		IsError bool `json:"isError"`
-	}
-	err := json.Unmarshal(result, &flag)
-	return flag.IsError, err
 }
 
 // rawProtocol reports whether snap's session, if any, is on a protocol
