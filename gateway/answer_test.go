@@ -712,21 +712,27 @@ func TestClientProgressOnQuestionsReachesTheServer(t *testing.T) {
 	}
 }
 
+// soleness makes src's tool answer whether its caller was its answer's
+// only client, and returns how a client asks that.
+func soleness(t *testing.T, src *fakeSource) func(*mcp.ClientSession) string {
+	src.answerWith(func(_ context.Context, _ string, opts manager.CallOptions) (*mcp.CallToolResult, error) {
+		sole, ok := opts.Answerer.(ask.SoleClient)
+		return outcomeResult(fmt.Sprint(ok && sole.SoleClient())), nil
+	})
+	return func(cs *mcp.ClientSession) string {
+		var o string
+		asked(t, cs, "sole", &o)
+		return o
+	}
+}
+
 // A client is its answer's only client while no other client is
 // connected to the gateway: what a shared server asks outside any call
 // may then go to it (ask.SoleClient). Once another connects it is not,
 // and once that one leaves it is again.
 func TestClientIsSoleWhileAlone(t *testing.T) {
 	g, src, base := askingGateway(t)
-	src.answerWith(func(_ context.Context, _ string, opts manager.CallOptions) (*mcp.CallToolResult, error) {
-		sole, ok := opts.Answerer.(ask.SoleClient)
-		return outcomeResult(fmt.Sprint(ok && sole.SoleClient())), nil
-	})
-	alone := func(cs *mcp.ClientSession) string {
-		var o string
-		asked(t, cs, "sole", &o)
-		return o
-	}
+	alone := soleness(t, src)
 	first := dial(t, g, base, "http", nil)
 	require.Equal(t, "true", alone(first))
 	second := dial(t, g, base, "http", nil)
@@ -741,15 +747,7 @@ func TestClientIsSoleWhileAlone(t *testing.T) {
 // is its answer's only client while alone.
 func TestSessionlessClientIsSoleWhileAlone(t *testing.T) {
 	g, src, base := askingGateway(t)
-	src.answerWith(func(_ context.Context, _ string, opts manager.CallOptions) (*mcp.CallToolResult, error) {
-		sole, ok := opts.Answerer.(ask.SoleClient)
-		return outcomeResult(fmt.Sprint(ok && sole.SoleClient())), nil
-	})
-	alone := func(cs *mcp.ClientSession) string {
-		var o string
-		asked(t, cs, "sole", &o)
-		return o
-	}
+	alone := soleness(t, src)
 	listening := &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}}
 	first := dial(t, g, base, "http 2026-07-28", listening)
 	require.Equal(t, "2026-07-28", first.InitializeResult().ProtocolVersion)

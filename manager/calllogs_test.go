@@ -42,21 +42,29 @@ type oldProtocol struct{ mcp.Transport }
 
 func (oldProtocol) SupportsProtocolVersion(v string) bool { return v <= "2025-11-25" }
 
+// chattyManager is a manager with the chatty server connected, and a
+// context that bounds the test.
+func chattyManager(t *testing.T) (*manager.Manager, context.Context) {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	m := newManager(t, manager.Options{})
+	require.NoError(t, m.Add("chatty", manager.Spec{Transport: manager.TransportStdio, Command: []string{self},
+		Env: map[string]string{allocServerEnv: "chatty"}}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	_, err = m.Wait(ctx, "chatty", manager.StateConnected)
+	require.NoError(t, err)
+	return m, ctx
+}
+
 // A call of a stdio server returns once the log messages the server sent
 // before its result have been published: a listener that takes what it
 // holds as the call returns has all of them.
 func TestCallReturnsAfterItsServersLogs(t *testing.T) {
-	self, err := os.Executable()
-	require.NoError(t, err)
-	m := newManager(t, manager.Options{})
+	m, ctx := chattyManager(t)
 	l := m.Notices().Listen(notify.ListenOptions{})
 	defer l.Close()
-	require.NoError(t, m.Add("chatty", manager.Spec{Transport: manager.TransportStdio, Command: []string{self},
-		Env: map[string]string{allocServerEnv: "chatty"}}))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err = m.Wait(ctx, "chatty", manager.StateConnected)
-	require.NoError(t, err)
 	for i := range 20 {
 		res, err := m.Call(ctx, "chatty.chatty", nil, manager.CallOptions{})
 		require.NoError(t, err)
@@ -80,15 +88,7 @@ func TestCallReturnsAfterItsServersLogs(t *testing.T) {
 // before its result has been handed to the caller: a caller that sends
 // its result on at once never lets it overtake the last progress.
 func TestCallReturnsAfterItsServersProgress(t *testing.T) {
-	self, err := os.Executable()
-	require.NoError(t, err)
-	m := newManager(t, manager.Options{})
-	require.NoError(t, m.Add("chatty", manager.Spec{Transport: manager.TransportStdio, Command: []string{self},
-		Env: map[string]string{allocServerEnv: "chatty"}}))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err = m.Wait(ctx, "chatty", manager.StateConnected)
-	require.NoError(t, err)
+	m, ctx := chattyManager(t)
 	for i := range 20 {
 		var mu sync.Mutex
 		var got []float64
@@ -108,17 +108,9 @@ func TestCallReturnsAfterItsServersProgress(t *testing.T) {
 // A server is asked for the most verbose log level anyone holds, and
 // again for the default (info) once nobody holds a more verbose one.
 func TestHeldLogLevelIsAskedOfServers(t *testing.T) {
-	self, err := os.Executable()
-	require.NoError(t, err)
-	m := newManager(t, manager.Options{})
+	m, ctx := chattyManager(t)
 	l := m.Notices().Listen(notify.ListenOptions{})
 	defer l.Close()
-	require.NoError(t, m.Add("chatty", manager.Spec{Transport: manager.TransportStdio, Command: []string{self},
-		Env: map[string]string{allocServerEnv: "chatty"}}))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err = m.Wait(ctx, "chatty", manager.StateConnected)
-	require.NoError(t, err)
 	heard := func() []string {
 		_, err := m.Call(ctx, "chatty.chatty", nil, manager.CallOptions{})
 		require.NoError(t, err)
