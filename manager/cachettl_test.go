@@ -50,3 +50,29 @@ func TestStatusKeepsListCacheTTL(t *testing.T) {
 			"the re-listed tools gave no hint; the resources keep theirs")
 	})
 }
+
+// A server whose list pages lead back to a page already read fails its
+// discovery with an error that says so, instead of being listed forever.
+func TestListCursorLoopIsAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeServer(nil)
+		f.addEcho("a")
+		f.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if lt, ok := req.(*mcp.ListToolsRequest); ok && lt.Params != nil {
+					lt.Params.Cursor = "" // every page is the first, again
+				}
+				res, err := next(ctx, method, req)
+				if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+					lt.NextCursor = "again"
+				}
+				return res, err
+			}
+		})
+		m := newManager(t, manager.Options{Dial: fleet{"x": f.serve()}.dial})
+		require.NoError(t, m.Add("x", fakeSpec(t, map[string]any{"max_retries": 0})))
+		st, err := m.Wait(context.Background(), "x", manager.StateFailed)
+		require.NoError(t, err)
+		require.Contains(t, st.LastError, `tools/list: the server gave the cursor "again" a second time: its list would never end`)
+	})
+}

@@ -168,12 +168,14 @@ func unsafeSchemas(tools []*mcp.Tool) map[string]string {
 
 // pages lists every page of one kind, following the cursors, and returns
 // the items and the smallest time to live a page carried (zero when none
-// gave one: a negative or zero hint is no hint).
+// gave one: a negative or zero hint is no hint). A server that hands back
+// a cursor it gave before would be listed forever: that is an error.
 func pages[T any](ctx context.Context, list func(ctx context.Context, cursor string) (items []T, next string, ttlMs int, err error)) ([]T, time.Duration, error) {
 	var (
 		out    []T
 		cursor string
 		ttl    time.Duration
+		seen   = map[string]bool{}
 	)
 	for {
 		items, next, ttlMs, err := list(ctx, cursor)
@@ -187,6 +189,10 @@ func pages[T any](ctx context.Context, list func(ctx context.Context, cursor str
 		if next == "" {
 			return out, ttl, nil
 		}
+		if seen[next] {
+			return nil, 0, fmt.Errorf("the server gave the cursor %q a second time: its list would never end", next)
+		}
+		seen[next] = true
 		cursor = next
 	}
 }
