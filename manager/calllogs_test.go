@@ -7,11 +7,13 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/manager"
 	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
@@ -138,4 +140,44 @@ func TestHeldLogLevelIsAskedOfServers(t *testing.T) {
 	require.Eventually(t, func() bool { return slices.Equal(heard(), quiet) },
 		10*time.Second, 10*time.Millisecond, "back to the default")
 	other()
+}
+
+// However quickly the level wanted changes, the server is left at the one
+// last wanted: the requests go out one at a time, in order, even when the
+// server is slow to take one.
+func TestLogLevelChangesReachTheServerInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeServer(nil)
+		f.addEcho("a")
+		var mu sync.Mutex
+		var applied []mcp.LoggingLevel
+		slow := make(chan struct{})
+		f.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && method == "logging/setLevel" {
+					if p.Level == "debug" {
+						<-slow
+					}
+					mu.Lock()
+					applied = append(applied, p.Level)
+					mu.Unlock()
+				}
+				return next(ctx, method, req)
+			}
+		})
+		m := newManager(t, manager.Options{Dial: fleet{"x": f.serve()}.dial})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("x", fakeSpec(t, nil)))
+		tl.until("x", events.KindConnected, time.Second)
+
+		release := m.HoldLogLevel("debug")
+		synctest.Wait() // the server is slow to take debug
+		release()
+		synctest.Wait()
+		close(slow)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Equal(t, []mcp.LoggingLevel{"info", "debug", "info"}, applied)
+	})
 }

@@ -57,9 +57,11 @@ type conn struct {
 	// notices counts the log and progress notifications the session has
 	// handled (noticesBefore).
 	notices *noticeTally
-	// level is the log level the session was last asked for (owned by
-	// the supervisor goroutine; see syncLogLevel).
-	level mcp.LoggingLevel
+	// level is the log level the connection attempt asked the session
+	// for; levelWake (capacity 1, made by the supervisor goroutine) wakes
+	// the goroutine that asks for the levels wanted later (syncLogLevel).
+	level     mcp.LoggingLevel
+	levelWake chan struct{}
 }
 
 // noticeTally counts the log and progress notifications a session has

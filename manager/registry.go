@@ -464,22 +464,46 @@ func (l *logLevels) level() mcp.LoggingLevel {
 	return l.wanted
 }
 
-// syncLogLevel asks the session for the level now wanted, if it was asked
-// for another. It runs on the supervisor goroutine; the request runs on a
-// goroutine of the connection, which close waits for.
+// syncLogLevel has the session asked for the level now wanted. It runs
+// on the supervisor goroutine; the requests go out one at a time from a
+// goroutine of the connection (askLogLevels), which close waits for, so
+// that however quickly the level changes the server is left at the one
+// last wanted.
 func (s *supervisor) syncLogLevel(c *conn) {
 	caps := c.session.InitializeResult().Capabilities
-	want := s.m.levels.level()
-	if caps == nil || caps.Logging == nil || c.level == want {
+	if caps == nil || caps.Logging == nil || c.waited == nil {
 		return
 	}
-	c.level = want
-	c.requests.Go(func() {
+	if c.levelWake == nil {
+		c.levelWake = make(chan struct{}, 1)
+		c.requests.Go(func() { s.askLogLevels(c) })
+	}
+	select {
+	case c.levelWake <- struct{}{}:
+	default: // a wake is pending: it reads the level then
+	}
+}
+
+// askLogLevels asks c's session for the level wanted whenever it is woken
+// and that is not the level it last asked for, until the session ends.
+func (s *supervisor) askLogLevels(c *conn) {
+	asked := c.level // what the connection attempt asked for
+	for {
+		select {
+		case <-c.levelWake:
+		case <-c.waited:
+			return
+		}
+		want := s.m.levels.level()
+		if want == asked {
+			continue
+		}
+		asked = want
 		ctx, cancel := context.WithTimeout(context.Background(), s.spec.Timeouts.Request)
-		defer cancel()
 		// A refusal is not worth failing the session for.
 		_ = c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: want})
-	})
+		cancel()
+	}
 }
 
 // subscriptions counts the subscriptions callers hold, by URI.
