@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -58,10 +59,11 @@ func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, serve
 	if req.ProtocolVersion() >= multiRoundTripVersion {
 		if s.sessionless {
 			// The request's session ends with it; the call may not.
-			h, err := ep.g.clients.holder(ep, s)
+			h, release, err := ep.g.clients.holder(ep, s)
 			if err != nil {
 				return errorResult(errorText(fmt.Errorf("%s: %w", op, err))), nil
 			}
+			defer release() // once the call or this request counts on h
 			s, c.to = h, req.Session
 		}
 		return ep.g.roundTrip(ctx, req, s, c, op), nil
@@ -166,9 +168,14 @@ func (g *Gateway) roundTrip(ctx context.Context, req *mcp.CallToolRequest, s *se
 	if s.hold() {
 		defer func() { context.AfterFunc(ctx, s.done) }() // once answered: see session.done
 	}
+	rt.busy()
 	res, finished := rt.await(ctx)
 	if finished {
 		s.dropTrip(rt)
+	} else if d := time.Duration(g.holderIdle.Load()); s.isHolder() && d > 0 {
+		// Nothing else ends a trip its sessionless client never comes
+		// back to.
+		rt.idleFor(d, func() { s.expireTrip(rt) })
 	}
 	return res
 }

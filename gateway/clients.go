@@ -96,11 +96,13 @@ type session struct {
 	// protocol generation, never announced, and the holder of such
 	// clients' calls (see clientTable.holder), which has no ss.
 	sessionless bool
+	key         holderKey // a holder's, in clientTable.holders
 
 	mu sync.Mutex
 	// mu guards the following.
 	listed    bool // client_connected was published
 	calls     int  // calls in flight upstream
+	pins      int  // a holder's requests about to count on it (clientTable.holder)
 	ended     bool
 	draining  bool                  // the gateway is shutting down: no new calls
 	idle      chan struct{}         // closed once ended or draining with no call in flight
@@ -196,9 +198,10 @@ func (s *session) begin() error {
 // closing would refuse.
 func (s *session) done() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.calls--
 	s.closeIfIdleLocked()
+	s.mu.Unlock()
+	s.table.dropIfIdle(s)
 }
 
 // end cancels what the session has in flight and waits for its calls to

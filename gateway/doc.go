@@ -145,8 +145,14 @@
 // request whose Mcp-Method or Mcp-Name header disagrees with its body).
 // The calls of such clients, which span requests when their server asks
 // something, run under a holder: one record per endpoint, client name and
-// version, which counts and caps them and keeps their request states
-// until Shutdown.
+// version, which counts and caps them and keeps their request states.
+// Sessionless clients of the same name and version share their holder:
+// one cap on calls (Options.MaxClientCalls) and, behind a per-client
+// server, one server session. A holder counts against Options.MaxSessions
+// while it lives: from a call's first request until it has no call, no
+// request and no round trip left, when it goes and ReleaseClient frees
+// its client; a round trip its client does not come back to within the
+// session timeout is given up and its call cancelled upstream.
 //
 // # Clients that leave, and bounds
 //
@@ -193,8 +199,12 @@
 // a goroutine of its own that ends before the call returns; a call of a
 // client on 2026-07-28 runs
 // upstream on a goroutine of its own, counted among its session's calls.
-// The holders of sessionless calls are made on the request goroutine
-// under the session table's mutex, and live until Shutdown.
+// The holders of sessionless calls are made, and pinned for the request,
+// on the request goroutine under the session table's mutex; they are
+// dropped under that mutex (then the holder's own) by whoever ends their
+// last call, request or round trip, or by the timer of a round trip left
+// waiting (which runs on its own goroutine), never while the gateway
+// shuts down: Shutdown ends those left.
 // A stdio session reads its lines on a goroutine of its own, which
 // answers the lines it refuses itself and, with the fast path on, starts
 // each call it takes on a goroutine of its own (counted among the

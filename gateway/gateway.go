@@ -103,8 +103,11 @@ type Gateway struct {
 	// gateway enforces itself (session.serving).
 	fast           bool
 	sessionTimeout atomic.Int64
-	fastServed     atomic.Int64 // calls the fast path answered, for tests
-	relays         logRelays    // calls whose clients hear their server's logs on the call's stream
+	// holderIdle is HTTPOptions.SessionTimeout: a sessionless client's
+	// round trip it does not come back to for this long is given up.
+	holderIdle atomic.Int64
+	fastServed atomic.Int64 // calls the fast path answered, for tests
+	relays     logRelays    // calls whose clients hear their server's logs on the call's stream
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -212,6 +212,7 @@ func (ep *endpoint) handler(sse bool, opts HTTPOptions) http.Handler {
 	ep.httpOnce.Do(func() {
 		get := func(*http.Request) *mcp.Server { return ep.srv }
 		timeout := opts.SessionTimeout
+		ep.g.holderIdle.Store(int64(timeout))
 		if ep.g.fast {
 			// The fast path serves calls the go-sdk never sees, so the
 			// gateway times idle sessions out itself (session.serving).

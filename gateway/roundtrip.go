@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -50,6 +51,28 @@ type roundTrip struct {
 	queued []*question          // asked, not yet given to the client
 	sent   map[string]*question // given to the client, not yet answered
 	asked  int                  // numbers the questions
+	expiry *time.Timer          // gives up the trip of a holder its client left (idleFor)
+}
+
+// idleFor arranges for expire to run unless the client comes back for the
+// round trip (busy) within d.
+func (rt *roundTrip) idleFor(d time.Duration, expire func()) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.expiry == nil {
+		rt.expiry = time.AfterFunc(d, expire)
+		return
+	}
+	rt.expiry.Reset(d)
+}
+
+// busy stops the expiry while a request of the client waits on the trip.
+func (rt *roundTrip) busy() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.expiry != nil {
+		rt.expiry.Stop()
+	}
 }
 
 // question is one thing the server asked, waiting for the client's answer.
@@ -167,6 +190,7 @@ var (
 	errAbandoned = errors.New("the client cancelled the call")
 	errGivenUp   = fmt.Errorf("the client left more than %d calls waiting for its answers; the oldest was given up", maxRoundTrips)
 	errFinished  = errors.New("the call has finished")
+	errExpired   = errors.New("the client did not come back for the call's input requests within the session timeout")
 )
 
 // await waits, for one request of the client, for the call's result or

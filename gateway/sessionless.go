@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -21,8 +22,10 @@ const sessionlessHeader = "Mcpvisor-Sessionless"
 
 // speaksSessionless reports whether r is a request of the sessionless
 // generation: one with a protocol version header of that generation or
-// later and no session. Everything else (initialize, and every request of
-// a session it opened) is the older generation's.
+// later and no session. Everything else (an initialize without that
+// header, and every request of a session it opened) is the older
+// generation's; an initialize with it is sessionless too, and the go-sdk's
+// stateless handler answers it for that request alone.
 func speaksSessionless(r *http.Request) bool {
 	return r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= sessionlessVersion
 }
@@ -69,29 +72,91 @@ type holderKey struct{ path, name, version string }
 // by calling again with the request state), so the call, its request state
 // and the client's limits live in a record of their own: one per endpoint,
 // client name and version (that is all a sessionless client says of
-// itself), until the gateway shuts down. Its label is what the source
-// knows those clients by. It is refused at the cap on sessions and while
-// the gateway shuts down.
-func (t *clientTable) holder(ep *endpoint, s *session) (*session, error) {
+// itself), for as long as it has a call or a round trip (see dropIfIdle).
+// Its label is what the source knows those clients by. It is refused at
+// the cap on sessions and while the gateway shuts down. The holder is
+// pinned until release is called: the caller counts its call or request
+// on it (begin, hold) before releasing it.
+func (t *clientTable) holder(ep *endpoint, s *session) (h *session, release func(), err error) {
 	key := holderKey{ep.path, s.client.Name, s.client.Version}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if h, ok := t.holders[key]; ok {
-		return h, nil
+		h.mu.Lock()
+		h.pins++
+		h.mu.Unlock()
+		return h, h.unpin, nil
 	}
 	if t.draining {
-		return nil, ErrShuttingDown
+		return nil, nil, ErrShuttingDown
 	}
 	if max := t.g.opts.MaxSessions; len(t.holders) >= max {
-		return nil, &LimitError{Limit: SessionLimit, Max: max}
+		return nil, nil, &LimitError{Limit: SessionLimit, Max: max}
 	}
 	c := s.client
 	c.ID = publicID("sessionless\x00" + key.path + "\x00" + key.name + "\x00" + key.version)
-	h := &session{table: t, client: c, label: c.Label(), budget: s.budget, sessionless: true,
+	h = &session{table: t, client: c, label: c.Label(), budget: s.budget, sessionless: true, key: key, pins: 1,
 		idle: make(chan struct{}), trips: map[string]*roundTrip{}, subs: map[subKey]bool{}, maxCalls: t.g.opts.MaxClientCalls}
 	h.ctx, h.cancel = context.WithCancelCause(context.Background())
 	t.holders[key] = h
-	return h, nil
+	return h, h.unpin, nil
+}
+
+// unpin lets go of a holder pinned by clientTable.holder.
+func (s *session) unpin() {
+	s.mu.Lock()
+	s.pins--
+	s.mu.Unlock()
+	s.table.dropIfIdle(s)
+}
+
+// isHolder reports whether s is the holder of sessionless calls.
+func (s *session) isHolder() bool { return s.sessionless && s.ss == nil }
+
+// errHolderIdle ends a holder that has nothing left in flight.
+var errHolderIdle = errors.New("the sessionless client has no call in flight")
+
+// dropIfIdle forgets holder h, and lets the source forget its client,
+// once it has no call, no request and no round trip in flight: the next
+// request of its clients makes a new one, so the cap on sessions counts
+// the sessionless clients that are calling, not every name ever seen.
+// The holders of a gateway shutting down stay for Shutdown to end.
+func (t *clientTable) dropIfIdle(h *session) {
+	if !h.isHolder() {
+		return
+	}
+	t.mu.Lock()
+	if t.draining || t.holders[h.key] != h {
+		t.mu.Unlock()
+		return
+	}
+	h.mu.Lock()
+	idle := h.calls == 0 && h.pins == 0 && len(h.trips) == 0
+	if idle {
+		h.ended = true
+		h.closeIfIdleLocked()
+	}
+	h.mu.Unlock()
+	if idle {
+		delete(t.holders, h.key)
+	}
+	t.mu.Unlock()
+	if idle {
+		h.cancel(errHolderIdle)
+		t.g.src.ReleaseClient(h.label)
+	}
+}
+
+// expireTrip gives up a round trip of holder s whose client has not come
+// back for it within the session timeout, cancelling its call upstream.
+func (s *session) expireTrip(rt *roundTrip) {
+	s.mu.Lock()
+	if s.trips[rt.state] == rt {
+		delete(s.trips, rt.state)
+	}
+	s.mu.Unlock()
+	rt.cancel(errExpired)
+	s.table.dropIfIdle(s)
 }
 
 // cacheable decides the cache fields of what the endpoint answers with

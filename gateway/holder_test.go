@@ -1,0 +1,108 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/ask"
+)
+
+// holderGateway is a gateway over srv, capped at two sessions, listening
+// on loopback with the given session timeout; it returns its base URL.
+func holderGateway(t *testing.T, src *fakeSource, timeout time.Duration) (*Gateway, string) {
+	t.Helper()
+	g := New(Options{Source: src, MaxSessions: 2})
+	t.Cleanup(g.Close)
+	srv, err := g.Listen(HTTPOptions{Addr: "127.0.0.1:0", SessionTimeout: timeout})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, srv.Close(ctx))
+	})
+	return g, "http://" + srv.Addr()
+}
+
+// sessionlessClient connects a go-sdk client named name on 2026-07-28,
+// which sends each request on its own, without a session, and does the
+// round trips by hand.
+func sessionlessClient(t *testing.T, base, name string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("not asked this way")
+		}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func (t *clientTable) holderCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.holders)
+}
+
+// Sessionless clients of more distinct names than the cap on sessions,
+// one after the other, are all served: a name's holder goes once its call
+// is answered, and the source is told to forget that client.
+func TestHolderGoesWhenItsCallsEnd(t *testing.T) {
+	src := newFakeSource(t)
+	src.set("srv", manager.Spec{}, "echo")
+	g, base := holderGateway(t, src, time.Minute)
+	for i := range 5 {
+		name := fmt.Sprintf("client-%d", i)
+		cs := sessionlessClient(t, base, name)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "srv__echo", Arguments: map[string]any{}})
+			if err == nil && res.IsError {
+				err = errors.New(resultText(res))
+			}
+			assert.NoError(c, err, name)
+		}, 10*time.Second, 20*time.Millisecond)
+	}
+	require.Eventually(t, func() bool { return g.clients.holderCount() == 0 }, 10*time.Second, 10*time.Millisecond)
+	_, released := src.seen()
+	require.Contains(t, released, "client-4/1 ("+publicID("sessionless\x00/mcp\x00client-4\x001")+")")
+}
+
+// A round trip a sessionless client never comes back to is given up after
+// the session timeout: the server's question ends, which cancels the call
+// upstream, and the holder goes.
+func TestAbandonedSessionlessRoundTripExpires(t *testing.T) {
+	src := newFakeSource(t)
+	src.set("srv", manager.Spec{}, "elicit")
+	ended := make(chan error, 1)
+	src.answerWith(func(ctx context.Context, name string, opts manager.CallOptions) (*mcp.CallToolResult, error) {
+		_, err := opts.Answerer.Elicit(ctx, ask.From{Server: "srv"}, elicitation)
+		ended <- err
+		return errorResult("asked in vain"), nil
+	})
+	g, base := holderGateway(t, src, 300*time.Millisecond)
+	cs := sessionlessClient(t, base, "leaver")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "srv__elicit", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.True(t, res.NeedsInput(), "%s", resultText(res))
+	select {
+	case err := <-ended:
+		require.ErrorIs(t, err, errExpired)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the abandoned round trip was not given up")
+	}
+	require.Eventually(t, func() bool { return g.clients.holderCount() == 0 }, 10*time.Second, 10*time.Millisecond)
+}
