@@ -115,8 +115,9 @@ type session struct {
 	reporters   map[string]ask.Reporter
 	reportsSeen int
 	// fast are the client's calls on the fast path, by request id (see
-	// fastKey), for its notifications/cancelled.
-	fast map[string]context.CancelCauseFunc
+	// fastKey), for its notifications/cancelled: each cancels its call
+	// and reports whether it did (see cancelFast).
+	fast map[string]func(cause error) bool
 	// asked are the questions sent on the client's fast calls' responses,
 	// waiting for its answer, by request id (see fastKey and askFast).
 	asked     map[string]chan fastAnswer

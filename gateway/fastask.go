@@ -62,6 +62,13 @@ func (f *fastStream) send(msg []byte) error {
 	return nil
 }
 
+// started reports whether anything was written on the response.
+func (f *fastStream) started() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sse || f.closed
+}
+
 // finish writes the call's answer, msg: the whole response if nothing was
 // sent before it, else the stream's last event.
 func (f *fastStream) finish(msg []byte) {
@@ -83,6 +90,8 @@ func (f *fastStream) finish(msg []byte) {
 
 // jsonContentType is the Content-Type of every answer sent as JSON, one
 // slice for all (net/http copies a response's headers before writing them).
+// It is shared by every response's header map: it must never be edited in
+// place (no Header().Add of a Content-Type on a fast response, no append).
 var jsonContentType = []string{"application/json"}
 
 // writeEvent writes msg, one line of JSON, as a server-sent event and
@@ -140,7 +149,7 @@ func (s *session) askFast(ctx context.Context, f *fastStream, method string, par
 	}
 	msg := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, id, method, p)
 	if err := f.send(msg); err != nil {
-		return fmt.Errorf("client %s could not be sent %s: %v: %w", s.label, method, err, ask.ErrNoAnswer)
+		return fmt.Errorf("client %s could not be sent %s: %w: %w", s.label, method, err, ask.ErrNoAnswer)
 	}
 	select {
 	case a := <-answer:
@@ -154,7 +163,7 @@ func (s *session) askFast(ctx context.Context, f *fastStream, method string, par
 	case <-ctx.Done():
 		note, _ := json.Marshal(&mcp.CancelledParams{RequestID: json.RawMessage(id), Reason: ctx.Err().Error()})
 		_ = f.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":%s}`, note))
-		return ctx.Err()
+		return fmt.Errorf("client %s: %s: %w", s.label, method, ctx.Err())
 	}
 }
 

@@ -198,8 +198,12 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 	}
 	defer s.done() // after the answer is written
 	out := &fastStream{w: w, sessionID: s.ss.ID()}
-	res, err := g.fastCall(r.Context(), s, out, server, tool, req, meta)
-	if errors.Is(err, manager.ErrNotRaw) {
+	res, err := g.fastCall(r.Context(), s, out, false, server, tool, req, meta)
+	if errors.Is(err, manager.ErrNotRaw) && !out.started() {
+		// CallRaw decides on ErrNotRaw before it sends the server
+		// anything, so no question of the server's can have gone out on
+		// the response yet; were one sent, the go-sdk's answer would be
+		// a second response on it, so the call is answered here instead.
 		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "server", server, "why", "the server is not one the raw path calls")
 		return false
 	}
@@ -278,8 +282,11 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 }
 
 // fastCall makes the call upstream, ended as the go-sdk path's is: when
-// the POST ends, the client cancels it, or its session ends.
-func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
+// the POST ends, the client cancels it, or its session ends. A caller
+// that registers the call for the client's cancellation itself, for the
+// whole of its life (tracked), cancels ctx; otherwise fastCall registers
+// it while it runs.
+func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, tracked bool, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
 	rc, ok := g.src.(rawCaller)
 	if !ok {
 		return nil, manager.ErrNotRaw
@@ -290,7 +297,9 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, ser
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })()
-	defer s.trackFast(req.ID, cancel)()
+	if !tracked {
+		defer s.trackFast(req.ID, func(cause error) bool { cancel(cause); return true })()
+	}
 	var caps *mcp.ClientCapabilities
 	if p := s.ss.InitializeParams(); p != nil {
 		caps = p.Capabilities
@@ -348,12 +357,13 @@ var errCallCancelled = errors.New("the client cancelled the call")
 func fastKey(id json.RawMessage) string { return string(bytes.TrimSpace(id)) }
 
 // trackFast lets the client cancel the fast call with id until the
-// function it returns is called.
-func (s *session) trackFast(id json.RawMessage, cancel context.CancelCauseFunc) func() {
+// function it returns is called: cancel cancels it and reports whether
+// it did (false: the cancellation is the go-sdk's to serve).
+func (s *session) trackFast(id json.RawMessage, cancel func(cause error) bool) func() {
 	key := fastKey(id)
 	s.mu.Lock()
 	if s.fast == nil {
-		s.fast = map[string]context.CancelCauseFunc{}
+		s.fast = map[string]func(cause error) bool{}
 	}
 	s.fast[key] = cancel
 	s.mu.Unlock()
@@ -373,8 +383,7 @@ func (s *session) cancelFast(id json.RawMessage) bool {
 	if cancel == nil {
 		return false
 	}
-	cancel(errCallCancelled)
-	return true
+	return cancel(errCallCancelled)
 }
 
 // objectOrNothing reports whether raw JSON is absent, null or an object.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -80,19 +81,22 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 		return false, nil
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	untrack := s.trackFast(req.ID, cancel) // before the next line is read: it may cancel this call
-	msg := bytes.Clone(line)               // line is the reader's, reused for the next one
+	call := &stdioCall{cancel: cancel}
+	// Registered before the next line is read (it may cancel this call),
+	// and for the whole life of the call, hand-over included.
+	untrack := s.trackFast(req.ID, call.cancelBy)
+	msg := bytes.Clone(line) // line is the reader's, reused for the next one
 	return true, func() {
 		defer s.done() // after the answer is written
 		defer untrack()
 		defer cancel(nil)
-		res, err := f.g.fastCall(ctx, s, nil, server, tool, req, meta)
+		res, err := f.g.fastCall(ctx, s, nil, true, server, tool, req, meta)
 		if errors.Is(err, manager.ErrNotRaw) {
 			// The server reconnected on another protocol since: the go-sdk
 			// serves the call, unless the client cancelled it meanwhile.
 			f.g.log.Debug("fast path: left to the go-sdk", "endpoint", f.ep.path, "transport", "stdio", "server", server, "why", "the server is not one the raw path calls")
-			if !errors.Is(context.Cause(ctx), errCallCancelled) && s.ctx.Err() == nil {
-				c.handOver(msg)
+			if s.ctx.Err() == nil {
+				call.handOver(c, msg)
 			}
 			return
 		}
@@ -103,6 +107,51 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 			f.g.log.Debug("fast path: served", "endpoint", f.ep.path, "transport", "stdio", "server", server, "tool", tool)
 		}
 	}
+}
+
+// stdioCall is one fast call over stdio as the client's cancellation
+// sees it. Until the call is handed to the go-sdk, a cancellation cancels
+// it here; once it is being handed over, the cancellation waits for the
+// call to reach the go-sdk and then goes there too, after it, so the
+// go-sdk cancels what it serves. The reader (cancelBy) and the call's
+// goroutine (handOver) share it.
+type stdioCall struct {
+	cancel context.CancelCauseFunc
+
+	mu sync.Mutex
+	// mu guards the following.
+	cancelled bool          // the client cancelled the call before its hand-over
+	handing   chan struct{} // made when the hand-over begins, closed when it is done
+}
+
+// cancelBy cancels the call for cause and reports whether it did; false
+// means the call is the go-sdk's, which the cancellation is for.
+func (c *stdioCall) cancelBy(cause error) bool {
+	c.mu.Lock()
+	handing := c.handing
+	c.cancelled = c.cancelled || handing == nil
+	c.mu.Unlock()
+	if handing != nil {
+		<-handing // the call reaches the go-sdk first
+		return false
+	}
+	c.cancel(cause)
+	return true
+}
+
+// handOver gives the go-sdk the call, msg, on conn, unless the client
+// has cancelled it.
+func (c *stdioCall) handOver(conn *stdioConn, msg []byte) {
+	c.mu.Lock()
+	if c.cancelled {
+		c.mu.Unlock()
+		return
+	}
+	handing := make(chan struct{})
+	c.handing = handing
+	c.mu.Unlock()
+	defer close(handing)
+	conn.handOver(msg)
 }
 
 // noWait is a context that has ended: what waits on it does not.
