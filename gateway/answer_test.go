@@ -640,7 +640,9 @@ func TestHTTPSessionTimeoutReleasesTheClient(t *testing.T) {
 	src := newFakeSource(t)
 	src.set("srv", manager.Spec{}, "echo")
 	g := newGateway(t, src)
-	srv, err := g.Listen(HTTPOptions{Addr: "127.0.0.1:0", SessionTimeout: 200 * time.Millisecond})
+	// Long enough that the client's first call comes within it on a
+	// loaded machine, short enough for a test.
+	srv, err := g.Listen(HTTPOptions{Addr: "127.0.0.1:0", SessionTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
