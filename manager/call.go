@@ -196,6 +196,11 @@ func (s *supervisor) request(ctx context.Context, op string, failFast bool, fn f
 // the session died under the call, it says so, with the process's exit
 // status if that is why.
 func (s *supervisor) callFailure(ctx context.Context, req uint64, err error, c *conn) error {
+	if stepUpScopes(err) != nil {
+		// The server's refusal came back, whatever happened to the call
+		// since: the scopes it names are what the caller needs to hear.
+		return err
+	}
 	if cause := context.Cause(ctx); cause != nil {
 		var te timeoutError
 		switch {
