@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -246,4 +247,35 @@ func TestFastCallThatHasWrittenNeverFallsBack(t *testing.T) {
 	require.Empty(t, strings.TrimSpace(string(rest)), "one answer on the response")
 	callers, _ := src.seen()
 	require.Empty(t, callers, "the go-sdk path did not run the tool again")
+}
+
+// Over stdio, a call the fast path took but the raw path turns down (its
+// server reconnected on another protocol meanwhile) is handed to the
+// go-sdk, which answers it, once; the session serves calls as before
+// after it.
+func TestStdioFastCallHandedToTheSDK(t *testing.T) {
+	src := &rawSource{fakeSource: newFakeSource(t)}
+	src.set("srv", manager.Spec{}, "echo")
+	tried := make(chan struct{}, 10)
+	src.callRaw = func(context.Context, manager.CallOptions) (json.RawMessage, error) {
+		tried <- struct{}{}
+		return nil, manager.ErrNotRaw
+	}
+	g := New(Options{Source: src, FastPath: "on"})
+	t.Cleanup(g.Close)
+	cs := dial(t, g, "", "stdio 2025-11-25", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := cs.ListTools(ctx, nil) // the client's mode is chosen: its calls may take the fast path
+	require.NoError(t, err)
+	for i := range 2 {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "srv__echo", Arguments: map[string]any{}})
+		require.NoError(t, err, "call %d", i)
+		require.False(t, res.IsError, resultText(res))
+		require.Equal(t, "srv.echo", resultText(res), "the go-sdk path's answer")
+	}
+	require.Len(t, tried, 2, "each call went the fast path first")
+	callers, _ := src.seen()
+	require.Len(t, callers, 2, "the go-sdk path ran each call once")
+	require.Zero(t, g.fastServed.Load())
 }
