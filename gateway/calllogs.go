@@ -70,17 +70,26 @@ func (r *logRelays) of(server string) []*logRelay {
 	return out
 }
 
-// relayLogs makes the log messages of name's server ("server.tool") reach
-// s's client on the call's stream, ctx's, until the function it returns
-// has run; the call runs it once the upstream result has come, before the
-// result goes out. A client that set no logging level hears nothing, and
-// is not waited for.
-func (g *Gateway) relayLogs(ctx context.Context, s *session, name string) (finish func()) {
-	if !s.logging.Load() {
+// relayLogs makes the log messages of c's server reach s's client on the
+// call's stream, ctx's, until the function it returns has run; the call
+// runs it once the upstream result has come, before the result goes out.
+// A client that set no logging level hears nothing, and is not waited
+// for. A sessionless client has no level to set: its request says in its
+// _meta the level it wants for that call, which the go-sdk reads from ctx
+// (it holds the values of the call's first request), and the messages go
+// on that request's stream.
+func (g *Gateway) relayLogs(ctx context.Context, s *session, c upstreamCall) (finish func()) {
+	to := s.ss
+	if c.to != nil {
+		if c.logLevel == "" {
+			return func() {}
+		}
+		to = c.to
+	} else if !s.logging.Load() {
 		return func() {}
 	}
-	server, _, _ := strings.Cut(name, ".")
-	l := &logRelay{ctx: ctx, ss: s.ss, client: s.label}
+	server, _, _ := strings.Cut(c.name, ".")
+	l := &logRelay{ctx: ctx, ss: to, client: s.label}
 	g.relays.add(server, l)
 	return func() {
 		g.flush(ctx)

@@ -65,6 +65,7 @@ func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, serve
 			}
 			defer release() // once the call or this request counts on h
 			s, c.to = h, req.Session
+			c.logLevel, _ = req.Params.Meta[mcp.MetaKeyLogLevel].(string)
 		}
 		return ep.g.roundTrip(ctx, req, s, c, op), nil
 	}
@@ -95,9 +96,12 @@ type upstreamCall struct {
 	// for none.
 	args  json.RawMessage
 	token any // the client's progress token, if any
-	// to, if not nil, is where progress goes instead of the session's own
-	// (a sessionless client's request).
+	// to, if not nil, is where progress and log messages go instead of
+	// the session's own (a sessionless client's request).
 	to *mcp.ServerSession
+	// logLevel is the level at which a sessionless client's request asks
+	// in its _meta for the server's log messages; none if empty.
+	logLevel string
 	// life, if not nil, is the HTTP request whose end cancels the call
 	// (see requestLives).
 	life context.Context
@@ -113,7 +117,7 @@ func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall, a ask.An
 	if c.life != nil {
 		defer context.AfterFunc(c.life, func() { cancel(errRequestGone) })()
 	}
-	defer g.relayLogs(ctx, s, c.name)() // the server's logs go out before the result
+	defer g.relayLogs(ctx, s, c)() // the server's logs go out before the result
 	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
 	var fw *progressForwarder
 	if c.token != nil {
