@@ -272,9 +272,9 @@ func (p *probe) complete(prompt, arg, value string) []string {
 }
 
 // setLevel sets the client's logging level. A sessionless client has no
-// session to set it on (a server answers its logging/setLevel, which
-// carries no _meta, as a request of no generation): it says the level in
-// the _meta of each call instead, as a session's client would have set it.
+// session to set it on (a go-sdk server over HTTP refuses the go-sdk
+// client's logging/setLevel there, which carries no _meta, with -32602):
+// it says the level in the _meta of each call instead.
 func (p *probe) setLevel(level string) []string {
 	if p.sessionless {
 		p.level = level
