@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -758,4 +759,32 @@ func TestSessionlessClientIsSoleWhileAlone(t *testing.T) {
 	require.Equal(t, "false", alone(first))
 	require.NoError(t, second.Close())
 	require.Eventually(t, func() bool { return alone(first) == "true" }, 10*time.Second, 10*time.Millisecond)
+}
+
+// A client of the legacy SSE transport that asks server/discover first
+// (as the go-sdk's does) is refused, however soon it asks, and so
+// initializes on the generation that transport carries: the go-sdk alone
+// sometimes offered it 2026-07-28 when it asked before the session had
+// worked out its versions.
+func TestSSEDiscoverRefused(t *testing.T) {
+	_, _, base := askingGateway(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := (&mcp.SSEClientTransport{Endpoint: base + "/sse"}).Connect(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	id, err := jsonrpc.MakeID(float64(1))
+	require.NoError(t, err)
+	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "quick", "version": "1"}, "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+	params, err := json.Marshal(map[string]any{"_meta": meta})
+	require.NoError(t, err)
+	require.NoError(t, conn.Write(ctx, &jsonrpc.Request{ID: id, Method: "server/discover", Params: params}))
+	msg, err := conn.Read(ctx)
+	require.NoError(t, err)
+	resp, ok := msg.(*jsonrpc.Response)
+	require.True(t, ok, "%T", msg)
+	var werr *jsonrpc.Error
+	require.ErrorAs(t, resp.Error, &werr, "server/discover over SSE answered %s", resp.Result)
+	require.Equal(t, int64(jsonrpc.CodeMethodNotFound), werr.Code)
 }

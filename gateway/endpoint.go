@@ -175,7 +175,7 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 	}
 	ep.srv = mcp.NewServer(impl, opts)
 	ep.srv.AddSendingMiddleware(formsAsSent)
-	ep.srv.AddReceivingMiddleware(ep.sessionless, ep.settleFirst, ep.modes, ep.clientNames, ep.unknownTools, ep.announce, ep.completions, ep.logLevels)
+	ep.srv.AddReceivingMiddleware(sseDiscover, ep.sessionless, ep.settleFirst, ep.modes, ep.clientNames, ep.unknownTools, ep.announce, ep.completions, ep.logLevels)
 	if sel == everything {
 		ep.addStatus()
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -112,4 +113,21 @@ func (g *Gateway) life(ctx context.Context, extra *mcp.RequestExtra) context.Con
 		return life
 	}
 	return nil
+}
+
+// sseDiscover keeps the legacy SSE transport on the protocol generation it
+// is defined for. The go-sdk works out which versions an SSE session can
+// serve only after it has told the client where to post, so a client quick
+// to ask server/discover was sometimes offered 2026-07-28, which that
+// transport does not carry, and its session was then taken as initialized;
+// server/discover is refused there, as the go-sdk refuses it to a session
+// of the older generation, and the client initializes.
+func sseDiscover(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "server/discover" && ctx.Value(streamLifeKey{}) != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+				Message: "server/discover is not served over the legacy SSE transport; initialize instead"}
+		}
+		return next(ctx, method, req)
+	}
 }
