@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -76,7 +77,41 @@ func TestHolderGoesWhenItsCallsEnd(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return g.clients.holderCount() == 0 }, 10*time.Second, 10*time.Millisecond)
 	_, released := src.seen()
-	require.Contains(t, released, "client-4/1 ("+publicID("sessionless\x00/mcp\x00client-4\x001")+")")
+	require.Contains(t, released, "client-4/1 ("+publicID("sessionless\x00/mcp\x00client-4\x001\x00127.0.0.1")+")")
+}
+
+// bearer sends its token on every request.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Two people whose sessionless clients have the same name and version
+// (they told them apart by the token they show) have a holder each: what
+// one has in flight never counts against the other's limits, and the
+// source knows them as two callers; one person's requests share one.
+func TestHolderPerSender(t *testing.T) {
+	src := newFakeSource(t)
+	src.set("srv", manager.Spec{}, "echo")
+	_, base := holderGateway(t, src, time.Minute)
+	for _, tok := range []string{"alice", "bob", "alice"} {
+		c := mcp.NewClient(&mcp.Implementation{Name: "same", Version: "1"}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer(tok)}}, nil)
+		require.NoError(t, err)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "srv__echo", Arguments: map[string]any{}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, resultText(res))
+		cancel()
+		require.NoError(t, cs.Close())
+	}
+	callers, _ := src.seen()
+	require.Len(t, callers, 3)
+	require.NotEqual(t, callers[0], callers[1], "two people, one holder")
+	require.Equal(t, callers[0], callers[2], "one person, two holders")
 }
 
 // A round trip a sessionless client never comes back to is given up after
