@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -87,24 +88,17 @@ func (h *health) stop() {
 // due starts a check, unless one is in flight or the server answers
 // none, and sets the next tick.
 func (h *health) due() {
-	h.check()
-	h.tick.Reset(h.interval)
-}
-
-// check starts a check unless one is in flight or the server answers
-// none.
-func (h *health) check() {
-	if h.pinging || h.method == "" {
-		return
+	if !h.pinging && h.method != "" {
+		h.pinging = true
+		done := make(chan struct{})
+		h.pingDone = done
+		method := h.method
+		go func() {
+			defer close(done)
+			h.s.ping(h.pingCtx, h.c, method, h.results)
+		}()
 	}
-	h.pinging = true
-	done := make(chan struct{})
-	h.pingDone = done
-	method := h.method
-	go func() {
-		defer close(done)
-		h.s.ping(h.pingCtx, h.c, method, h.results)
-	}()
+	h.tick.Reset(h.interval)
 }
 
 // pinged takes a check's outcome: an answer records the latency, -32601
@@ -124,12 +118,13 @@ func (h *health) pinged(r pingResult) (end ending, done bool) {
 	case isMethodNotFound(r.err):
 		s.heard()
 		h.method = ""
-		s.transition(StateConnected, func(n *snapshot) { n.status.PingUnsupported = true }, HealthUnsupported{Error: errorf(CodeConnectionFailed, s.name, r.method,
-			"not supported (-32601); watching the session and request errors instead").Error()})
+		s.transition(StateConnected, func(n *snapshot) { n.status.PingUnsupported = true },
+			HealthUnsupported{Error: errorf(CodeConnectionFailed, s.name, r.method,
+				"not supported (-32601); watching the session and request errors instead").Error()})
 		return ending{}, false
 	}
 	if !errors.Is(r.err, ErrTimeout) {
-		// The ping failed fast: the session is most likely ending under
+		// The check failed fast: the session is most likely ending under
 		// it, and how it ended is the better explanation. The bound is
 		// for a session that carries on regardless.
 		wait := time.NewTimer(pingFailGrace)
@@ -207,7 +202,11 @@ func (s *supervisor) discoverProbe(ctx context.Context, c *conn) error {
 		return probe.Stdio(ctx, raw, params)
 	}
 	t := c.transport.(*mcp.StreamableClientTransport) // discoverable
-	return probe.HTTP{Client: t.HTTPClient, URL: t.Endpoint, Session: c.session.ID(), Protocol: version}.Discover(ctx, params)
+	client := t.HTTPClient
+	if client == nil { // as the SDK does, for a transport given by Options.Dial
+		client = http.DefaultClient
+	}
+	return probe.HTTP{Client: client, URL: t.Endpoint, Session: c.session.ID(), Protocol: version}.Discover(ctx, params)
 }
 
 // heard records that the server was just heard from.
