@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sync/atomic"
@@ -64,6 +65,24 @@ func TestStdioDiscoverHealthWherePingIsGone(t *testing.T) {
 	evs := f.until("x", events.KindToolCall, patience)
 	require.Empty(t, only(evs, events.KindHealthUnsupported), "server/discover is answered")
 	require.Empty(t, only(evs, events.KindHealthFailed))
+}
+
+// The go-sdk's conformance everything-server over stdio, pinned to
+// 2026-07-28, takes the server/discover mcpvisor sends itself (its
+// per-request _meta) and is kept healthy by it.
+func TestStdioDiscoverHealthConformanceServer(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "everything-server")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server").CombinedOutput()
+	require.NoError(t, err, "building the conformance everything-server: %s", out)
+	f := faultManager(t, manager.Options{})
+	require.NoError(t, f.m.Add("conf", decode(t, quick(map[string]any{
+		"command":  []any{bin},
+		"protocol": "2026-07-28",
+		"timeouts": map[string]any{"connect": "10s", "request": "5s", "health_interval": "1s", "health_timeout": "900ms"},
+	}))))
+	f.until("conf", events.KindConnected, patience)
+	require.Equal(t, "2026-07-28", mustStatus(t, f.m, "conf").Protocol)
+	awaitDiscoverHealth(t, f.m, "conf")
 }
 
 // A stdio server on 2026-07-28 without ping that stops answering
