@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -140,4 +141,74 @@ func TestAbandonedSessionlessRoundTripExpires(t *testing.T) {
 		t.Fatal("the abandoned round trip was not given up")
 	}
 	require.Eventually(t, func() bool { return g.clients.holderCount() == 0 }, 10*time.Second, 10*time.Millisecond)
+}
+
+func (t *clientTable) isDraining() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.draining
+}
+
+// At the cap on sessions, counted in holders, a sessionless client of
+// another name is refused while the others have round trips open. Once
+// the gateway shuts down it is told that instead (waiting will not free a
+// place), while the clients whose holders are draining still finish their
+// round trips within the grace, and the shutdown then completes.
+func TestHolderRefusedAtTheCapAndWhileDraining(t *testing.T) {
+	src := newFakeSource(t)
+	src.set("srv", manager.Spec{}, "elicit")
+	src.answerWith(func(ctx context.Context, name string, opts manager.CallOptions) (*mcp.CallToolResult, error) {
+		return outcomeResult(report(opts.Answerer.Elicit(ctx, ask.From{Server: "srv"}, elicitation))), nil
+	})
+	g, base := holderGateway(t, src, time.Minute)
+	callTool := func(cs *mcp.ClientSession, state string, answers mcp.InputResponseMap) *mcp.CallToolResult {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "srv__elicit", Arguments: map[string]any{}, RequestState: state, InputResponses: answers})
+		require.NoError(t, err)
+		return res
+	}
+	const op = `server "srv": tools/call "elicit"`
+
+	var asking []*mcp.ClientSession
+	var waiting []*mcp.CallToolResult
+	for _, name := range []string{"first", "second"} {
+		cs := sessionlessClient(t, base, name)
+		res := callTool(cs, "", nil)
+		require.True(t, res.NeedsInput(), "%s: %s", name, resultText(res))
+		asking, waiting = append(asking, cs), append(waiting, res)
+	}
+	third := sessionlessClient(t, base, "third")
+	res := callTool(third, "", nil)
+	require.True(t, res.IsError)
+	require.Equal(t, errorText(fmt.Errorf("%s: %w", op, &LimitError{Limit: SessionLimit, Max: 2})), resultText(res))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- g.Shutdown(ctx) }()
+	require.Eventually(t, g.clients.isDraining, 10*time.Second, time.Millisecond)
+	res = callTool(third, "", nil)
+	require.True(t, res.IsError)
+	require.Equal(t, errorText(fmt.Errorf("%s: %w", op, ErrShuttingDown)), resultText(res))
+
+	for i, cs := range asking {
+		answers := mcp.InputResponseMap{}
+		for id := range waiting[i].InputRequests {
+			answers[id] = &mcp.ElicitResult{Action: "decline"}
+		}
+		done := callTool(cs, waiting[i].RequestState, answers)
+		require.False(t, done.NeedsInput())
+		require.False(t, done.IsError, resultText(done))
+		var o outcome
+		require.NoError(t, json.Unmarshal([]byte(resultText(done)), &o))
+		assert.JSONEq(t, `{"action":"decline"}`, string(o.Answer))
+	}
+	select {
+	case err := <-shut:
+		require.NoError(t, err, "the holders drained within the grace")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the shutdown did not end once the holders' calls did")
+	}
 }
