@@ -25,7 +25,7 @@ const (
 	KindUnauthorized         Kind = "unauthorized"          // challenge, error: the server answered 401
 	KindCircuit              Kind = "circuit"               // from, to, failures, probe_in_ms (to open), error
 	KindHealthFailed         Kind = "health_failed"         // error
-	KindHealthUnsupported    Kind = "health_unsupported"    // error: ping answered -32601, liveness is passive
+	KindHealthUnsupported    Kind = "health_unsupported"    // error: the health check (ping, or server/discover on 2026-07-28) answered -32601, liveness is passive
 	KindIdle                 Kind = "idle"                  // idle_ms, or reason
 	KindClosing              Kind = "closing"               // reason
 	KindDisabled             Kind = "disabled"              //

@@ -48,7 +48,7 @@ var logMessages = map[Kind]string{
 	KindIdle:                 "server idle, no session until the next call",
 	KindCircuit:              "circuit breaker changed",
 	KindHealthFailed:         "health check failed",
-	KindHealthUnsupported:    "ping unsupported, using passive liveness",
+	KindHealthUnsupported:    "health check unsupported, using passive liveness",
 	KindClientConnected:      "client connected",
 	KindClientDisconnected:   "client disconnected",
 	KindNameCollision:        "names collide after sanitizing; both kept under distinct names",

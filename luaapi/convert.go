@@ -47,6 +47,9 @@ func statusTable(L *lua.LState, st manager.Status) *lua.LTable {
 	if st.PingUnsupported {
 		t.RawSetString("ping_unsupported", lua.LTrue)
 	}
+	if st.HealthByDiscover {
+		t.RawSetString("health_check", lua.LString("server/discover"))
+	}
 	if st.ServerName != "" || st.ServerVersion != "" {
 		srv := L.NewTable()
 		setString(srv, "name", st.ServerName)

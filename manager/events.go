@@ -316,9 +316,9 @@ func (p SessionClosed) Fields() events.Fields {
 	return events.Fields{"reason": p.Reason, "sessions": p.Sessions}
 }
 
-// HealthUnsupported is published when a server answers ping with
-// -32601: liveness is judged passively from then on (kind
-// health_unsupported).
+// HealthUnsupported is published when a server answers its health check
+// with -32601 (ping, or server/discover on a session on 2026-07-28):
+// liveness is judged passively from then on (kind health_unsupported).
 type HealthUnsupported struct{ Error string }
 
 // Kind is health_unsupported.

@@ -192,6 +192,7 @@ func (s *supervisor) connected(c *conn) {
 		n.status.Healthy = true
 		n.status.LastPing = 0
 		n.status.PingUnsupported = false
+		n.status.HealthByDiscover = c.discoverable()
 		n.status.setCatalog(c.cat)
 		if init != nil {
 			n.status.Protocol = init.ProtocolVersion

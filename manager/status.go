@@ -64,9 +64,15 @@ type Status struct {
 	Healthy bool
 	// LastPing is the latency of the last answered ping (zero if none yet).
 	LastPing time.Duration
-	// PingUnsupported is true when the server answered ping with -32601;
-	// its liveness is then judged from the session and request errors.
+	// PingUnsupported is true when the server answered the health check
+	// with -32601 (ping, or server/discover when HealthByDiscover); no
+	// more checks are sent, and its liveness is judged from the session
+	// and request errors.
 	PingUnsupported bool
+	// HealthByDiscover is true when the health check sends server/discover
+	// in ping's place, on a session on 2026-07-28 (where ping is gone);
+	// Healthy and LastPing are then its outcome.
+	HealthByDiscover bool
 	// WaitingFor, while connecting, is what the attempt waits for before
 	// it can start: a connection slot or a turn among the attempts in
 	// flight; WaitNone otherwise.

@@ -5,7 +5,8 @@
 // It speaks just enough MCP for a client to connect: initialize,
 // notifications/initialized, tools/list, tools/call, ping. server/discover (the
 // go-sdk v1.8.0 client's first probe) and every other request get -32601
-// Method not found, so clients fall back to initialize.
+// Method not found, so clients fall back to initialize; with --discover it
+// answers server/discover too, and a client can speak 2026-07-28.
 //
 // Tools: echo {text}, slow {ms}, t0..t{N-1} {text} with --tools=N, and the
 // tool named by --hang-tool if it is not one of those.
@@ -40,6 +41,9 @@
 //	--dup-response-id           every tools/call response is sent twice
 //	--unsolicited-response      a response with id 999999 precedes every tools/call response
 //	--ping=ok|unsupported|hang  ping handling (unsupported: -32601)
+//	--discover=off|ok|stall     server/discover handling (off, the default: -32601;
+//	                            ok: answered, offering 2026-07-28; stall: the first
+//	                            is answered, every later one never)
 //	--ignore-sigterm            log SIGTERM to stderr and keep running
 //	--no-exit-on-stdin-eof      keep running after stdin closes (default: cancel
 //	                            requests in flight, write finished answers, exit 0)
@@ -100,7 +104,8 @@ type config struct {
 	stderrPerCall int64
 	stderrFlood   bool // continuous
 
-	ping string // ok, unsupported, hang
+	ping     string // ok, unsupported, hang
+	discover string // off, ok, stall
 
 	ignoreSIGTERM         bool
 	noExitOnEOF           bool
@@ -183,6 +188,14 @@ func parseFlags(args []string) (*config, error) {
 			return nil
 		}
 		return fmt.Errorf("want ok, unsupported or hang, got %q", v)
+	})
+	fs.Func("discover", "", func(v string) error {
+		switch v {
+		case "off", "ok", "stall":
+			c.discover = v
+			return nil
+		}
+		return fmt.Errorf("want off, ok or stall, got %q", v)
 	})
 	fs.BoolVar(&c.ignoreSIGTERM, "ignore-sigterm", false, "")
 	fs.BoolVar(&c.noExitOnEOF, "no-exit-on-stdin-eof", false, "")

@@ -66,6 +66,7 @@ type server struct {
 	garbageOnce  sync.Once    // --garbage-stdout=after-init
 	partialOnce  sync.Once
 	floodStarted atomic.Bool
+	discovered   atomic.Int64 // server/discover requests received
 }
 
 func newServer(cfg *config) (*server, error) {
@@ -209,18 +210,40 @@ func (s *server) handleRequest(ctx context.Context, m *message) {
 		default:
 			result = struct{}{}
 		}
+	case "server/discover":
+		if s.cfg.discover == "" || s.cfg.discover == "off" {
+			rerr = &rpcError{codeMethodNotFound, "Method not found"}
+			break
+		}
+		if s.discovered.Add(1) > 1 && s.cfg.discover == "stall" {
+			<-ctx.Done()
+			return
+		}
+		result = s.discoverResult()
 	case "tools/list":
 		result = map[string]any{"tools": s.tools()}
 	case "tools/call":
 		s.callTool(ctx, m)
 		return
-	default: // including server/discover (protocol 2026-07-28)
+	default:
 		rerr = &rpcError{codeMethodNotFound, "Method not found"}
 	}
 	if cancelledByPeer(ctx) {
 		return
 	}
 	s.send(&message{ID: m.ID, Result: result, Error: rerr})
+}
+
+// discoverResult answers server/discover: the sessionless generation
+// (2026-07-28) and the one before it.
+func (s *server) discoverResult() any {
+	return map[string]any{
+		"supportedVersions": []string{"2026-07-28", defaultProtocolVersion},
+		"capabilities":      map[string]any{"tools": map[string]any{}},
+		"_meta": map[string]any{
+			"io.modelcontextprotocol/serverInfo": map[string]any{"name": s.cfg.name, "version": "0.0.0-fake"},
+		},
+	}
 }
 
 func (s *server) initialize(params json.RawMessage) any {
