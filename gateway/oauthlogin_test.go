@@ -20,19 +20,24 @@ import (
 // saas, behind OAuth, logged in once by the host.
 type loginRig struct {
 	m    *manager.Manager
+	gw   *gateway.Gateway
 	as   *oauthtest.AuthServer
 	rs   *oauthtest.ResourceServer
 	base string
 }
 
-func newLoginRig(t *testing.T) *loginRig {
+func newLoginRig(t *testing.T) *loginRig { return newLoginRigWith(t, "") }
+
+// newLoginRigWith is newLoginRig with the fast path as setting says.
+func newLoginRigWith(t *testing.T, setting string) *loginRig {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	r := &loginRig{as: oauthtest.NewAuthServer(t, nil)}
 	r.rs = oauthtest.NewResourceServer(t, r.as, nil)
 	r.m = manager.New(manager.Options{StateDir: t.TempDir()})
-	gw := gateway.New(gateway.Options{Source: r.m, Version: "test"})
+	gw := gateway.New(gateway.Options{Source: r.m, Version: "test", FastPath: setting})
+	r.gw = gw
 	srv, err := gw.Listen(gateway.HTTPOptions{Addr: "127.0.0.1:0"})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -68,7 +73,8 @@ func connectLoginClient(t *testing.T, ctx context.Context, base string, answer f
 			return answer(ctx, req.Params)
 		},
 	})
-	sess, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	// On the protocol the fast path serves.
+	sess, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: fastProtocol})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sess.Close() })
 	c.sess = sess
@@ -84,11 +90,18 @@ func (c *loginClient) links() []*mcp.ElicitParams {
 // A call that needs a login (here more scopes, asked with a 403
 // insufficient_scope) made by a client that can open URLs sends that
 // client the authorization link as a URL-mode elicitation; once the user
-// has been through it, the call goes on and is answered.
+// has been through it, the call goes on and is answered; with the fast
+// path on, on the fast path.
 func TestLoginLinkGoesToTheCallingClient(t *testing.T) {
+	for _, setting := range []string{"on", "off"} {
+		t.Run("fast path "+setting, func(t *testing.T) { loginLinkGoesToTheCallingClient(t, setting) })
+	}
+}
+
+func loginLinkGoesToTheCallingClient(t *testing.T, setting string) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	r := newLoginRig(t)
+	r := newLoginRigWith(t, setting)
 	c := connectLoginClient(t, ctx, r.base, func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 		if err := oauthtest.Browse(ctx, p.URL); err != nil { // the user opens it and consents
 			return nil, err
@@ -112,6 +125,9 @@ func TestLoginLinkGoesToTheCallingClient(t *testing.T) {
 	st, err := r.m.Status("saas")
 	require.NoError(t, err)
 	require.Equal(t, manager.StateConnected, st.State)
+	if setting == "on" {
+		require.EqualValues(t, 1, gateway.FastServed(r.gw))
+	}
 }
 
 // A client that declines the link gets the call's failure at once, saying
