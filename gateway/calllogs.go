@@ -30,8 +30,11 @@ type logRelays struct {
 
 // logRelay is one call's.
 type logRelay struct {
-	ctx    context.Context // the call's: a message sent with it goes on the call's stream
-	ss     *mcp.ServerSession
+	ctx context.Context // the call's: a message sent with it goes on the call's stream
+	ss  *mcp.ServerSession
+	// to, if not nil, tells where a message goes instead (a sessionless
+	// client's call: see upstreamCall.to); ss is then nil.
+	to     func() (context.Context, *mcp.ServerSession)
 	client string // the session's label: a per-client server's messages are its client's
 
 	mu sync.Mutex
@@ -70,17 +73,23 @@ func (r *logRelays) of(server string) []*logRelay {
 	return out
 }
 
-// relayLogs makes the log messages of name's server ("server.tool") reach
-// s's client on the call's stream, ctx's, until the function it returns
-// has run; the call runs it once the upstream result has come, before the
-// result goes out. A client that set no logging level hears nothing, and
-// is not waited for.
-func (g *Gateway) relayLogs(ctx context.Context, s *session, name string) (finish func()) {
-	if !s.logging.Load() {
+// relayLogs makes the log messages of c's server reach s's client on the
+// call's stream, ctx's, until the function it returns has run; the call
+// runs it once the upstream result has come, before the result goes out.
+// A client that set no logging level hears nothing, and is not waited
+// for. On 2026-07-28 the level is not set with logging/setLevel: a
+// request says in its _meta the level it wants for that call, which the
+// go-sdk reads from the request's context. A sessionless client's
+// messages go on the stream of its request waiting on the call.
+func (g *Gateway) relayLogs(ctx context.Context, s *session, c upstreamCall) (finish func()) {
+	if c.levelInMeta && c.logLevel == "" || !c.levelInMeta && !s.logging.Load() {
 		return func() {}
 	}
-	server, _, _ := strings.Cut(name, ".")
 	l := &logRelay{ctx: ctx, ss: s.ss, client: s.label}
+	if c.to != nil {
+		l.ss, l.to = nil, c.to
+	}
+	server, _, _ := strings.Cut(c.name, ".")
 	g.relays.add(server, l)
 	return func() {
 		g.flush(ctx)
@@ -103,9 +112,15 @@ func (l *logRelay) send(p *mcp.LoggingMessageParams) bool {
 	l.sending.Add(1)
 	l.mu.Unlock()
 	defer l.sending.Done()
-	ctx, cancel := context.WithTimeout(l.ctx, logSendTimeout)
+	ctx, ss := l.ctx, l.ss
+	if l.to != nil {
+		if ctx, ss = l.to(); ss == nil {
+			return true // no request of the client's waits to carry it
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, logSendTimeout)
 	defer cancel()
-	_ = l.ss.Log(ctx, p)
+	_ = ss.Log(ctx, p)
 	return true
 }
 

@@ -57,6 +57,8 @@ func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, serve
 	s := ep.g.clients.session(ep, req.Session)
 	c := upstreamCall{op: op, name: server + "." + tool, args: args, token: req.Params.GetProgressToken()}
 	if req.ProtocolVersion() >= multiRoundTripVersion {
+		c.levelInMeta = true
+		c.logLevel, _ = req.Params.Meta[mcp.MetaKeyLogLevel].(string)
 		if s.sessionless {
 			// The request's session ends with it; the call may not.
 			h, release, err := ep.g.clients.holder(ep, s)
@@ -64,7 +66,7 @@ func (ep *endpoint) forward(ctx context.Context, req *mcp.CallToolRequest, serve
 				return errorResult(errorText(fmt.Errorf("%s: %w", op, err))), nil
 			}
 			defer release() // once the call or this request counts on h
-			s, c.to = h, req.Session
+			s = h
 		}
 		return ep.g.roundTrip(ctx, req, s, c, op), nil
 	}
@@ -95,9 +97,15 @@ type upstreamCall struct {
 	// for none.
 	args  json.RawMessage
 	token any // the client's progress token, if any
-	// to, if not nil, is where progress goes instead of the session's own
-	// (a sessionless client's request).
-	to *mcp.ServerSession
+	// to, if not nil, tells where progress and log messages go instead
+	// of the session's own: for a sessionless client, the request of its
+	// that waits on the call now (see roundTrip.waiting), if any.
+	to func() (context.Context, *mcp.ServerSession)
+	// levelInMeta is set for a call of 2026-07-28 or later, whose
+	// requests say in their _meta (logLevel) the level at which they
+	// want the server's log messages; logging/setLevel does not set it.
+	levelInMeta bool
+	logLevel    string
 	// life, if not nil, is the HTTP request whose end cancels the call
 	// (see requestLives).
 	life context.Context
@@ -113,15 +121,11 @@ func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall, a ask.An
 	if c.life != nil {
 		defer context.AfterFunc(c.life, func() { cancel(errRequestGone) })()
 	}
-	defer g.relayLogs(ctx, s, c.name)() // the server's logs go out before the result
+	defer g.relayLogs(ctx, s, c)() // the server's logs go out before the result
 	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
 	var fw *progressForwarder
 	if c.token != nil {
-		to := s.ss
-		if c.to != nil {
-			to = c.to
-		}
-		fw = newProgressForwarder(ctx, to, c.token)
+		fw = newProgressForwarder(ctx, s.ss, c.to, c.token)
 		opts.Progress = fw.send
 	}
 	res, err := g.src.Call(ctx, c.name, c.args, opts)
@@ -150,6 +154,7 @@ func (g *Gateway) roundTrip(ctx context.Context, req *mcp.CallToolRequest, s *se
 		if rt == nil || rt.tool != p.Name {
 			return errorResult(op + ": the request state names no call of this client that waits for answers (it ended, or was given up); call again without it")
 		}
+		defer rt.waitOn(ctx, req.Session)() // before the call has the answers
 		rt.answer(p.InputResponses)
 	} else {
 		if err := s.begin(); err != nil {
@@ -158,6 +163,11 @@ func (g *Gateway) roundTrip(ctx context.Context, req *mcp.CallToolRequest, s *se
 		if rt = s.addTrip(ctx, p.Name); rt == nil {
 			s.done()
 			return errorResult(op + ": " + errClientGone.Error())
+		}
+		defer rt.waitOn(ctx, req.Session)()
+		if s.isHolder() {
+			// The session of each request ends with it.
+			c.to = rt.waiting
 		}
 		a := newClientAnswerer(ctx, s, req.ClientCapabilities(), rt)
 		go func() {

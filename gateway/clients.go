@@ -96,6 +96,7 @@ type session struct {
 	// protocol generation, never announced, and the holder of such
 	// clients' calls (see clientTable.holder), which has no ss.
 	sessionless bool
+	from        string    // a sessionless request's sender (see sender)
 	key         holderKey // a holder's, in clientTable.holders
 
 	mu sync.Mutex
@@ -343,11 +344,13 @@ func (t *clientTable) known(ss *mcp.ServerSession) *session {
 // session returns the record of ss, making it (and its watcher) the first
 // time ss is seen, on endpoint ep.
 func (t *clientTable) session(ep *endpoint, ss *mcp.ServerSession) *session {
-	return t.record(ep, ss, false)
+	return t.record(ep, ss, "")
 }
 
-// record is session, marking a record it makes as sessionless if so.
-func (t *clientTable) record(ep *endpoint, ss *mcp.ServerSession, sessionless bool) *session {
+// record is session, marking a record it makes as sessionless when from
+// is not "": from is then who sent the request (see sender).
+func (t *clientTable) record(ep *endpoint, ss *mcp.ServerSession, from string) *session {
+	sessionless := from != ""
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s, ok := t.bySession[ss]; ok {
@@ -374,7 +377,7 @@ func (t *clientTable) record(ep *endpoint, ss *mcp.ServerSession, sessionless bo
 		c.Name, c.Version = p.ClientInfo.Name, p.ClientInfo.Version
 	}
 	s := &session{ss: ss, table: t, client: c, label: c.Label(), budget: t.g.budgetFor(c.Name), idle: make(chan struct{}), trips: map[string]*roundTrip{}, subs: map[subKey]bool{},
-		maxCalls: t.g.opts.MaxClientCalls, draining: t.draining, sessionless: sessionless}
+		maxCalls: t.g.opts.MaxClientCalls, draining: t.draining, sessionless: sessionless, from: from}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	if d := time.Duration(t.g.sessionTimeout.Load()); d > 0 && c.Transport == "http" && !sessionless {
 		s.expiry = d

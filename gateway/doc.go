@@ -106,7 +106,9 @@
 // continues into the upstream call. Server log messages reach the clients
 // of the endpoints that serve that server, at each client's logging level
 // (those sent while serving a client's call go to that client on the
-// call's own stream, before its result);
+// call's own stream, before its result; on 2026-07-28 the level is the
+// one the call's _meta names, and without a session the stream is that
+// of the client's request waiting on the call);
 // resource updates reach the clients subscribed to the resource, every one
 // and in order.
 //
@@ -192,7 +194,8 @@
 // log messages they missed. It reads the endpoints from a list the run
 // goroutine replaces as it makes them, and the calls in flight that carry
 // their server's log messages (logRelays, under its own mutex). A call of
-// a client that set a logging level asks deliver (flush) to send what its
+// a client that set a logging level (on 2026-07-28, whose _meta names
+// one) asks deliver (flush) to send what its
 // listener held then, and waits for it, then stops relaying, before its
 // result goes out; deliver looks for such asks between notices, so a
 // flood delays them by one notice. Each call with a progress token has

@@ -126,8 +126,9 @@ type fastError struct {
 // askFast sends the client a request of method with params on the fast
 // call's response f, and waits for its answer, which it decodes into
 // result. It ends when ctx does, telling the client so, as the go-sdk
-// does. Errors are worded as the go-sdk words them; a request that could
-// not be written is ErrNoAnswer, so that the host may answer.
+// does, and why (ctx's cause). Errors are worded as the go-sdk words
+// them; a request that could not be written is ErrNoAnswer, so that the
+// host may answer.
 func (s *session) askFast(ctx context.Context, f *fastStream, method string, params any, result any) error {
 	s.mu.Lock()
 	s.askedSeen++
@@ -161,9 +162,15 @@ func (s *session) askFast(ctx context.Context, f *fastStream, method string, par
 		}
 		return nil
 	case <-ctx.Done():
-		note, _ := json.Marshal(&mcp.CancelledParams{RequestID: json.RawMessage(id), Reason: ctx.Err().Error()})
+		// The client and the server hear why (the call was cancelled,
+		// the session ended, …), not only that it ended.
+		why := context.Cause(ctx)
+		note, _ := json.Marshal(&mcp.CancelledParams{RequestID: json.RawMessage(id), Reason: why.Error()})
 		_ = f.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":%s}`, note))
-		return fmt.Errorf("client %s: %s: %w", s.label, method, ctx.Err())
+		if errors.Is(why, ctx.Err()) {
+			return fmt.Errorf("client %s: %s: %w", s.label, method, why)
+		}
+		return fmt.Errorf("client %s: %s: %w: %w", s.label, method, ctx.Err(), why)
 	}
 }
 

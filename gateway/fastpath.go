@@ -95,8 +95,8 @@ type fastMeta struct {
 // the request and its _meta, and why the fast path leaves it to the
 // go-sdk ("" when it takes it). Besides a tools/call, it takes a client's
 // notifications/cancelled (for the caller to look for the fast call it
-// cancels) and a client's answer (no method; a result or an error), for
-// the caller to look for the question it answers.
+// cancels) and a client's answer (no method; an id, a result or an
+// error), for the caller to look for the question it answers.
 func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 	switch t := bytes.TrimLeft(body, " \t\r\n"); {
 	case len(t) == 0 || t[0] != '{':
@@ -113,7 +113,10 @@ func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 	switch {
 	case req.JSONRPC != "2.0":
 		return req, meta, "not JSON-RPC 2.0"
-	case req.Method == "" && (len(req.Result) > 0 || len(req.Error) > 0):
+	case req.Method == "" && (len(req.ID) > 0 || len(req.Result) > 0 || len(req.Error) > 0):
+		// An answer, or what claims to be one: one to a question of a
+		// fast call is the fast path's, however malformed, for the
+		// question to end with an error rather than wait on.
 		return req, meta, ""
 	case req.Method == "notifications/cancelled" && len(req.ID) == 0:
 		return req, meta, ""

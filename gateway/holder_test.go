@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -76,7 +78,41 @@ func TestHolderGoesWhenItsCallsEnd(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return g.clients.holderCount() == 0 }, 10*time.Second, 10*time.Millisecond)
 	_, released := src.seen()
-	require.Contains(t, released, "client-4/1 ("+publicID("sessionless\x00/mcp\x00client-4\x001")+")")
+	require.Contains(t, released, "client-4/1 ("+publicID("sessionless\x00/mcp\x00client-4\x001\x00127.0.0.1")+")")
+}
+
+// bearer sends its token on every request.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Two people whose sessionless clients have the same name and version
+// (they told them apart by the token they show) have a holder each: what
+// one has in flight never counts against the other's limits, and the
+// source knows them as two callers; one person's requests share one.
+func TestHolderPerSender(t *testing.T) {
+	src := newFakeSource(t)
+	src.set("srv", manager.Spec{}, "echo")
+	_, base := holderGateway(t, src, time.Minute)
+	for _, tok := range []string{"alice", "bob", "alice"} {
+		c := mcp.NewClient(&mcp.Implementation{Name: "same", Version: "1"}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer(tok)}}, nil)
+		require.NoError(t, err)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "srv__echo", Arguments: map[string]any{}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, resultText(res))
+		cancel()
+		require.NoError(t, cs.Close())
+	}
+	callers, _ := src.seen()
+	require.Len(t, callers, 3)
+	require.NotEqual(t, callers[0], callers[1], "two people, one holder")
+	require.Equal(t, callers[0], callers[2], "one person, two holders")
 }
 
 // A round trip a sessionless client never comes back to is given up after
@@ -105,4 +141,74 @@ func TestAbandonedSessionlessRoundTripExpires(t *testing.T) {
 		t.Fatal("the abandoned round trip was not given up")
 	}
 	require.Eventually(t, func() bool { return g.clients.holderCount() == 0 }, 10*time.Second, 10*time.Millisecond)
+}
+
+func (t *clientTable) isDraining() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.draining
+}
+
+// At the cap on sessions, counted in holders, a sessionless client of
+// another name is refused while the others have round trips open. Once
+// the gateway shuts down it is told that instead (waiting will not free a
+// place), while the clients whose holders are draining still finish their
+// round trips within the grace, and the shutdown then completes.
+func TestHolderRefusedAtTheCapAndWhileDraining(t *testing.T) {
+	src := newFakeSource(t)
+	src.set("srv", manager.Spec{}, "elicit")
+	src.answerWith(func(ctx context.Context, name string, opts manager.CallOptions) (*mcp.CallToolResult, error) {
+		return outcomeResult(report(opts.Answerer.Elicit(ctx, ask.From{Server: "srv"}, elicitation))), nil
+	})
+	g, base := holderGateway(t, src, time.Minute)
+	callTool := func(cs *mcp.ClientSession, state string, answers mcp.InputResponseMap) *mcp.CallToolResult {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "srv__elicit", Arguments: map[string]any{}, RequestState: state, InputResponses: answers})
+		require.NoError(t, err)
+		return res
+	}
+	const op = `server "srv": tools/call "elicit"`
+
+	var asking []*mcp.ClientSession
+	var waiting []*mcp.CallToolResult
+	for _, name := range []string{"first", "second"} {
+		cs := sessionlessClient(t, base, name)
+		res := callTool(cs, "", nil)
+		require.True(t, res.NeedsInput(), "%s: %s", name, resultText(res))
+		asking, waiting = append(asking, cs), append(waiting, res)
+	}
+	third := sessionlessClient(t, base, "third")
+	res := callTool(third, "", nil)
+	require.True(t, res.IsError)
+	require.Equal(t, errorText(fmt.Errorf("%s: %w", op, &LimitError{Limit: SessionLimit, Max: 2})), resultText(res))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- g.Shutdown(ctx) }()
+	require.Eventually(t, g.clients.isDraining, 10*time.Second, time.Millisecond)
+	res = callTool(third, "", nil)
+	require.True(t, res.IsError)
+	require.Equal(t, errorText(fmt.Errorf("%s: %w", op, ErrShuttingDown)), resultText(res))
+
+	for i, cs := range asking {
+		answers := mcp.InputResponseMap{}
+		for id := range waiting[i].InputRequests {
+			answers[id] = &mcp.ElicitResult{Action: "decline"}
+		}
+		done := callTool(cs, waiting[i].RequestState, answers)
+		require.False(t, done.NeedsInput())
+		require.False(t, done.IsError, resultText(done))
+		var o outcome
+		require.NoError(t, json.Unmarshal([]byte(resultText(done)), &o))
+		assert.JSONEq(t, `{"action":"decline"}`, string(o.Answer))
+	}
+	select {
+	case err := <-shut:
+		require.NoError(t, err, "the holders drained within the grace")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the shutdown did not end once the holders' calls did")
+	}
 }

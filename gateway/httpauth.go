@@ -128,7 +128,7 @@ func (a *authGate) check(w http.ResponseWriter, r *http.Request) bool {
 	from := peer.Of(r)
 	now := time.Now()
 	if wait := a.guessers.ShutOut(from, now); wait > 0 {
-		secs := int(math.Ceil(wait.Seconds()))
+		secs := peer.RetryAfter(wait)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		w.Header().Set("Connection", "close")
 		http.Error(w, fmt.Sprintf("too many wrong bearer tokens from %s: try again in %d s", from, secs), http.StatusTooManyRequests)

@@ -166,7 +166,7 @@ func (g *Gateway) sendLogAs(server, client string, p *mcp.LoggingMessageParams) 
 		if sent[l.ss] || client != "" && l.client != client {
 			continue
 		}
-		if l.send(p) {
+		if l.send(p) && l.ss != nil { // a sessionless call has a stream of its own
 			if sent == nil {
 				sent = map[*mcp.ServerSession]bool{}
 			}

@@ -33,6 +33,9 @@ type probe struct {
 	server string // the server's name at the gateway, as in a logger
 	prefix string // what the endpoint puts before the server's names
 	level  string // the logging level the client set
+	// sessionless is set for a client of 2026-07-28 over streamable
+	// HTTP: it has no session whose level logging/setLevel could set.
+	sessionless bool
 
 	mu sync.Mutex
 	// mu guards asked.
@@ -44,6 +47,9 @@ type probe struct {
 func connectProbe(t *testing.T, tr mcp.Transport, w *wire, version, server, prefix string) *probe {
 	t.Helper()
 	p := &probe{t: t, w: w, server: server, prefix: prefix}
+	if _, ok := tr.(*mcp.StreamableClientTransport); ok && version >= "2026-07-28" {
+		p.sessionless = true
+	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "same-as-direct", Version: "1"}, &mcp.ClientOptions{
 		// A 2026-07-28 client answers the input requests of a result
 		// with this handler; a 2025-11-25 one with the middleware below.
@@ -265,8 +271,15 @@ func (p *probe) complete(prompt, arg, value string) []string {
 	return []string{fmt.Sprintf("complete %q", res.Completion.Values)}
 }
 
-// setLevel sets the client's logging level.
+// setLevel sets the client's logging level. A sessionless client has no
+// session to set it on (a go-sdk server over HTTP refuses the go-sdk
+// client's logging/setLevel there, which carries no _meta, with -32602):
+// it says the level in the _meta of each call instead.
 func (p *probe) setLevel(level string) []string {
+	if p.sessionless {
+		p.level = level
+		return []string{"level " + level}
+	}
 	ctx, cancel := p.ctx()
 	defer cancel()
 	if err := p.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)}); err != nil {

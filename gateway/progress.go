@@ -37,8 +37,12 @@ const maxQueuedProgress = 256
 // own goroutine, in order; finish sends what is queued before the call's
 // result goes out, so the result never overtakes its progress.
 type progressForwarder struct {
-	ctx   context.Context
-	ss    *mcp.ServerSession
+	ctx context.Context
+	ss  *mcp.ServerSession
+	// to, if not nil, tells where each notification goes instead of ss
+	// (see upstreamCall.to): one that has nowhere to go, or whose request
+	// ended, is dropped, and the next may find one.
+	to    func() (context.Context, *mcp.ServerSession)
 	token any
 	wake  chan struct{}
 	done  chan struct{}
@@ -50,8 +54,8 @@ type progressForwarder struct {
 	closed   bool
 }
 
-func newProgressForwarder(ctx context.Context, ss *mcp.ServerSession, token any) *progressForwarder {
-	f := &progressForwarder{ctx: ctx, ss: ss, token: token, wake: make(chan struct{}, 1), done: make(chan struct{})}
+func newProgressForwarder(ctx context.Context, ss *mcp.ServerSession, to func() (context.Context, *mcp.ServerSession), token any) *progressForwarder {
+	f := &progressForwarder{ctx: ctx, ss: ss, to: to, token: token, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go f.run()
 	return f
 }
@@ -114,8 +118,14 @@ func (f *progressForwarder) run() {
 		f.queue = nil
 		f.mu.Unlock()
 		for _, p := range batch {
-			if f.ss.NotifyProgress(f.ctx, &mcp.ProgressNotificationParams{
-				ProgressToken: f.token, Progress: p.Progress, Total: p.Total, Message: p.Message}) != nil {
+			ctx, ss := f.ctx, f.ss
+			if f.to != nil {
+				if ctx, ss = f.to(); ss == nil {
+					continue
+				}
+			}
+			if ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: f.token, Progress: p.Progress, Total: p.Total, Message: p.Message}) != nil && f.to == nil {
 				return // the client is gone
 			}
 		}

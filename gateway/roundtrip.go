@@ -52,6 +52,50 @@ type roundTrip struct {
 	sent   map[string]*question // given to the client, not yet answered
 	asked  int                  // numbers the questions
 	expiry *time.Timer          // gives up the trip of a holder its client left (idleFor)
+	// waiter is the request of the client that waits on the trip, if
+	// any: what the call sends on its way goes on its stream.
+	waiter *tripWaiter
+}
+
+// tripWaiter is a request of the client waiting on its round trip: its
+// context (the go-sdk finds the request's stream, and the log level its
+// _meta asked for, by its values) and its session.
+type tripWaiter struct {
+	ctx context.Context
+	ss  *mcp.ServerSession
+}
+
+// waitOn makes the request with ctx and session ss the one that carries
+// what the call sends on its way (progress, log messages), until the
+// function it returns is called. Without a session each request of the
+// client is a stream of its own, and the first has ended by the time the
+// client brings its answers: a request that brings answers is made the
+// waiter before the call has them.
+func (rt *roundTrip) waitOn(ctx context.Context, ss *mcp.ServerSession) (leave func()) {
+	w := &tripWaiter{ctx: ctx, ss: ss}
+	rt.mu.Lock()
+	rt.waiter = w
+	rt.mu.Unlock()
+	return func() {
+		rt.mu.Lock()
+		if rt.waiter == w {
+			rt.waiter = nil
+		}
+		rt.mu.Unlock()
+	}
+}
+
+// waiting is the request of the client waiting on the trip now: its
+// context and session, or nil ones while the client has none (it is
+// answering questions); what the call sends meanwhile has no stream to go
+// on.
+func (rt *roundTrip) waiting() (context.Context, *mcp.ServerSession) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.waiter == nil {
+		return nil, nil
+	}
+	return rt.waiter.ctx, rt.waiter.ss
 }
 
 // idleFor arranges for expire to run unless the client comes back for the

@@ -2,11 +2,15 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpvisor/mcpvisor/internal/peer"
 )
 
 // sessionlessVersion is the first protocol generation without sessions:
@@ -16,8 +20,9 @@ import (
 const sessionlessVersion = "2026-07-28"
 
 // sessionlessHeader marks, on a request as the go-sdk hands its headers to
-// the handlers, one the gateway routed to its sessionless handler.
-// Whatever a client sends under that name is dropped.
+// the handlers, one the gateway routed to its sessionless handler, with
+// who sent it (see sender). Whatever a client sends under that name is
+// dropped.
 const sessionlessHeader = "Mcpvisor-Sessionless"
 
 // speaksSessionless reports whether r is a request of the sessionless
@@ -38,12 +43,25 @@ func generations(stateful, sessionless http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(sessionlessHeader)
 		if speaksSessionless(r) {
-			r.Header.Set(sessionlessHeader, "1")
+			r.Header.Set(sessionlessHeader, sender(r))
 			sessionless.ServeHTTP(w, r)
 			return
 		}
 		stateful.ServeHTTP(w, r)
 	})
+}
+
+// sender is who sent a sessionless request, as far as the gateway can
+// tell people apart: the address it came from and the bearer token it
+// showed, if any (hashed: the token itself is kept nowhere). Two people
+// whose clients have the same name and version are different senders.
+func sender(r *http.Request) string {
+	from := peer.Of(r)
+	if tok, ok := peer.Bearer(r); ok {
+		sum := sha256.Sum256([]byte(tok))
+		from += " " + hex.EncodeToString(sum[:8])
+	}
+	return from
 }
 
 // sessionless records the session the go-sdk made for one request of the
@@ -53,8 +71,10 @@ func generations(stateful, sessionless http.Handler) http.Handler {
 func (ep *endpoint) sessionless(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
-			if extra := req.GetExtra(); extra != nil && extra.Header != nil && extra.Header.Get(sessionlessHeader) != "" {
-				ep.g.clients.record(ep, ss, true)
+			if extra := req.GetExtra(); extra != nil && extra.Header != nil {
+				if from := extra.Header.Get(sessionlessHeader); from != "" {
+					ep.g.clients.record(ep, ss, from)
+				}
 			}
 		}
 		return next(ctx, method, req)
@@ -62,8 +82,8 @@ func (ep *endpoint) sessionless(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // holderKey names the holder of the sessionless calls of the clients of
-// one name and version on one endpoint.
-type holderKey struct{ path, name, version string }
+// one name and version, from one sender, on one endpoint.
+type holderKey struct{ path, name, version, from string }
 
 // holder is the record under which the sessionless clients of s's name and
 // version on ep make their calls. The go-sdk's session of a sessionless
@@ -72,13 +92,14 @@ type holderKey struct{ path, name, version string }
 // by calling again with the request state), so the call, its request state
 // and the client's limits live in a record of their own: one per endpoint,
 // client name and version (that is all a sessionless client says of
-// itself), for as long as it has a call or a round trip (see dropIfIdle).
+// itself) and sender, for as long as it has a call or a round trip (see
+// dropIfIdle).
 // Its label is what the source knows those clients by. It is refused at
 // the cap on sessions and while the gateway shuts down. The holder is
 // pinned until release is called: the caller counts its call or request
 // on it (begin, hold) before releasing it.
 func (t *clientTable) holder(ep *endpoint, s *session) (h *session, release func(), err error) {
-	key := holderKey{ep.path, s.client.Name, s.client.Version}
+	key := holderKey{ep.path, s.client.Name, s.client.Version, s.from}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if h, ok := t.holders[key]; ok {
@@ -94,7 +115,7 @@ func (t *clientTable) holder(ep *endpoint, s *session) (h *session, release func
 		return nil, nil, &LimitError{Limit: SessionLimit, Max: max}
 	}
 	c := s.client
-	c.ID = publicID("sessionless\x00" + key.path + "\x00" + key.name + "\x00" + key.version)
+	c.ID = publicID("sessionless\x00" + key.path + "\x00" + key.name + "\x00" + key.version + "\x00" + key.from)
 	h = &session{table: t, client: c, label: c.Label(), budget: s.budget, sessionless: true, key: key, pins: 1,
 		idle: make(chan struct{}), trips: map[string]*roundTrip{}, subs: map[subKey]bool{}, maxCalls: t.g.opts.MaxClientCalls}
 	h.ctx, h.cancel = context.WithCancelCause(context.Background())

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 )
@@ -22,4 +24,36 @@ func TestCallFailureKeepsAStepUpAfterCancel(t *testing.T) {
 	if !errors.Is(err, refusal) {
 		t.Fatalf("callFailure lost the refusal: %v", err)
 	}
+}
+
+// What a server sent before a call's answer is waited for while the
+// session keeps handling it, however slowly; a stall of noticesBeforeWait
+// with nothing handled ends the wait, and the missing ones are not waited
+// for again.
+func TestNoticesAwaitBoundsAStallNotTheWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tally := &noticeTally{more: make(chan struct{})}
+		go func() {
+			for range 3 {
+				time.Sleep(noticesBeforeWait * 9 / 10)
+				tally.took()
+			}
+		}()
+		start := time.Now()
+		tally.await(t.Context(), 3)
+		if got, want := time.Since(start), 3*noticesBeforeWait*9/10; got != want {
+			t.Fatalf("await returned after %v; want %v, when the third notification was handled", got, want)
+		}
+
+		start = time.Now()
+		tally.await(t.Context(), 5)
+		if got := time.Since(start); got != noticesBeforeWait {
+			t.Fatalf("await with nothing handled returned after %v; want %v", got, noticesBeforeWait)
+		}
+		start = time.Now()
+		tally.await(t.Context(), 5)
+		if got := time.Since(start); got != 0 {
+			t.Fatalf("the notifications given up on were waited for again (%v)", got)
+		}
+	})
 }

@@ -94,8 +94,9 @@ func (t *noticeTally) catchUp(n uint64) {
 	t.mu.Unlock()
 }
 
-// noticesBeforeWait bounds noticesBefore: a notification the SDK dropped
-// (its params unreadable) is never handled.
+// noticesBeforeWait bounds how long noticesBefore waits with no
+// notification handled: one the SDK dropped (its params unreadable) never
+// is.
 const noticesBeforeWait = time.Second
 
 // noticesBefore waits until the session has handled every log and
@@ -103,32 +104,40 @@ const noticesBeforeWait = time.Second
 // response to its caller at once and notifications to another goroutine,
 // so what a server logged or reported just before answering a call would
 // otherwise be published after the call returned. Only a stdio server's
-// notifications are counted (its process reads them in order); it waits at
-// most noticesBeforeWait, or until ctx ends.
+// notifications are counted (its process reads them in order); it waits
+// until ctx ends or noticesBeforeWait passes with none handled.
 func (c *conn) noticesBefore(ctx context.Context) {
 	p := c.proc()
 	if p == nil || c.notices == nil {
 		return
 	}
-	read := p.NoticesRead()
-	if c.notices.taken.Load() >= read {
+	c.notices.await(ctx, p.NoticesRead())
+}
+
+// await waits until read notifications are taken, ctx ends, or
+// noticesBeforeWait passes with none taken (then the rest count as taken).
+func (t *noticeTally) await(ctx context.Context, read uint64) {
+	if t.taken.Load() >= read {
 		return
 	}
-	t := time.NewTimer(noticesBeforeWait)
-	defer t.Stop()
+	timer := time.NewTimer(noticesBeforeWait)
+	defer timer.Stop()
 	for {
-		c.notices.mu.Lock()
-		more := c.notices.more
-		c.notices.mu.Unlock()
-		if c.notices.taken.Load() >= read {
+		t.mu.Lock()
+		more := t.more
+		t.mu.Unlock()
+		if t.taken.Load() >= read {
 			return
 		}
 		select {
 		case <-more:
+			// The session is handling them, slowly (a loaded machine):
+			// the bound is on a stall, not on the whole wait.
+			timer.Reset(noticesBeforeWait)
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			c.notices.catchUp(read)
+		case <-timer.C:
+			t.catchUp(read)
 			return
 		}
 	}

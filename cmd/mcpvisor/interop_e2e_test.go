@@ -78,10 +78,13 @@ mcp_add("fs", {command = %s})
 		}
 	}
 
-	// The rest needs the demo server alone, which starts in milliseconds.
+	// The rest needs the demo server alone, which starts in milliseconds
+	// (seconds on a loaded machine with the race detector: the wait ends
+	// when it has started, and the Inspector asks for a prompt by name
+	// at once, with no list first).
 	demoPath := filepath.Join(dir, "demo.lua")
 	writeConfig(t, demoPath, demoDecl("demo"))
-	serveDemo := []string{mcpvisorBin, "serve", "-c", demoPath, "--no-watch"}
+	serveDemo := []string{mcpvisorBin, "serve", "-c", demoPath, "--no-watch", "--wait", "90s"}
 
 	inspect := func(t *testing.T, serve []string, args ...string) map[string]any {
 		t.Helper()

@@ -74,13 +74,15 @@ func (a *auth) open() bool { return a.token == nil }
 // visitor is r's session, and whether it may see the console: with no
 // token anyone may (a session cookie is issued on the way, for the CSRF
 // token of its forms); with one, a request carrying it as a bearer token
-// or a cookie from a login may.
+// or a cookie from a login may. A wrong bearer token counts as a wrong
+// login, and the bearer token of a peer shut out is not looked at.
 func (a *auth) visitor(w http.ResponseWriter, r *http.Request) (session, bool) {
 	if a.token != nil {
-		if got, ok := peer.Bearer(r); ok {
+		if got, ok := peer.Bearer(r); ok && a.shutOut(r) == 0 {
 			if level := a.level(got); level != levelNone {
 				return session{bearer: true, act: level == levelAct}, true
 			}
+			a.guessed(r)
 		}
 	}
 	if s, ok := a.cookie(r); ok && (s.loggedIn || a.open()) {

@@ -129,6 +129,66 @@ func TestWrongTokensShutAPeerOut(t *testing.T) {
 	require.Empty(t, resp.Cookies())
 }
 
+// clock is a console's clock that a test moves.
+type clock struct{ at atomic.Int64 }
+
+func newClock() *clock {
+	c := &clock{}
+	c.at.Store(time.Unix(1_000_000, 0).UnixNano())
+	return c
+}
+
+func (c *clock) now() time.Time          { return time.Unix(0, c.at.Load()) }
+func (c *clock) advance(d time.Duration) { c.at.Add(int64(d)) }
+
+// A script guessing the token as a bearer token is slowed as a login
+// form's guesser is, and by the same count: past the free guesses even
+// the right token is refused (429, saying when to try again, in
+// Retry-After too), on the pages and at the login form, until the
+// shut-out is over; each wrong one after it doubles the next. A browser
+// that logged in before is not shut out.
+func TestWrongBearerTokensShutAPeerOut(t *testing.T) {
+	clk := newClock()
+	f := newFixtureWith(t, console.Options{Token: "s3cret-token", Now: clk.now}, nil)
+	getWith := func(token string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest("GET", f.url+"/ui", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp, string(b)
+	}
+	loggedIn := browser(t)
+	resp, _ := post(t, loggedIn, f.url+"/ui/login", url.Values{"token": {"s3cret-token"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	for i := range 6 {
+		resp, _ := getWith("guess")
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "wrong token %d", i+1)
+	}
+	code, _ := get(t, loggedIn, f.url+"/ui")
+	require.Equal(t, http.StatusOK, code, "a browser logged in before is not shut out")
+	resp, body := getWith("s3cret-token")
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	require.Equal(t, "1", resp.Header.Get("Retry-After"))
+	require.Contains(t, body, "try again in 1 s")
+	resp, _ = post(t, browser(t), f.url+"/ui/login", url.Values{"token": {"s3cret-token"}})
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the login form counts the bearer tokens too")
+
+	clk.advance(time.Second)
+	resp, _ = getWith("guess")
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp, _ = getWith("s3cret-token")
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	require.Equal(t, "2", resp.Header.Get("Retry-After"), "twice as long as the last")
+	clk.advance(2 * time.Second)
+	resp, _ = getWith("s3cret-token")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
 // Actions need the page's CSRF token: a form posted without it (or with
 // another session's) changes nothing.
 func TestActionsNeedTheCSRFToken(t *testing.T) {

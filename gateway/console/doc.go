@@ -18,8 +18,9 @@
 // token sets an HttpOnly, SameSite=Strict cookie holding a signed, random
 // session id that expires after SessionTTL; the key that signs it is made
 // when the console is, so a console made for another token (a restart, a
-// new listener) knows none of the old cookies. A peer that keeps posting
-// wrong tokens is shut out for longer and longer. Without a token (a
+// new listener) knows none of the old cookies. A peer that keeps sending
+// wrong tokens (to the form, or as bearer tokens) is shut out for longer
+// and longer; a cookie of an earlier login still works from there. Without a token (a
 // loopback listener) everyone who passes the gateway's checks may act.
 // Options.ViewToken is a second token that may only look: its sessions
 // are shown no action form and every action refuses them.
@@ -40,9 +41,9 @@
 //
 // A Console is safe for concurrent use. Each stream is served on its
 // request's goroutine, with a subscription of its own to the bus, until
-// the client goes away or Close is called. The wrong-login table has a
-// mutex of its own; everything else is read from the backend on each
-// request.
+// the client goes away or Close is called. The count of wrong logins (a
+// peer.Guessers) is safe for concurrent use; everything else is read
+// from the backend on each request.
 //
 // A reload or a login started from a page runs on a goroutine of its own
 // after the page has answered; the console keeps the latest of each

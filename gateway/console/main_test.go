@@ -80,14 +80,22 @@ const retryAfter = 40 * time.Second
 
 func newFixture(t *testing.T, token string, secrets map[string]string) *fixture {
 	t.Helper()
+	return newFixtureWith(t, console.Options{Token: token}, secrets)
+}
+
+// newFixtureWith is newFixture with the console's options (its backend
+// and clients are the fixture's).
+func newFixtureWith(t *testing.T, opts console.Options, secrets map[string]string) *fixture {
+	t.Helper()
 	f := &fixture{m: manager.New(manager.Options{}), dial: &switchDialer{srv: demo.NewServer()}}
 	require.NoError(t, f.m.Add("demo", manager.Spec{Transport: manager.TransportInProcess, Dial: f.dial, Secrets: secrets,
 		Backoff: manager.Backoff{Initial: retryAfter, Max: retryAfter, Jitter: manager.NoJitter}}))
-	f.c = console.New(console.Options{Backend: f.m, Token: token,
-		Clients: func() []console.Client {
-			return []console.Client{{ID: "abc123", Name: "claude-code", Version: "2.1", Transport: "http", Endpoint: "/mcp",
-				Toolset: "dev", Mode: "search", InFlight: 2, Since: time.Now()}}
-		}})
+	opts.Backend = f.m
+	opts.Clients = func() []console.Client {
+		return []console.Client{{ID: "abc123", Name: "claude-code", Version: "2.1", Transport: "http", Endpoint: "/mcp",
+			Toolset: "dev", Mode: "search", InFlight: 2, Since: time.Now()}}
+	}
+	f.c = console.New(opts)
 	srv := httptest.NewServer(f.c)
 	f.url = srv.URL
 	t.Cleanup(func() {

@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/peer"
 	"github.com/mcpvisor/mcpvisor/internal/textsafe"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
@@ -81,7 +83,12 @@ func newPage(s session, title, nav string) page {
 // the login form.
 func (c *Console) reader(h func(http.ResponseWriter, *http.Request, session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		wait := c.auth.shutOut(r) // before this request's token counts
 		s, ok := c.auth.visitor(w, r)
+		if !ok && wait > 0 {
+			c.tooManyGuesses(w, r.URL.RequestURI(), wait)
+			return
+		}
 		if !ok {
 			c.renderLogin(w, http.StatusUnauthorized, r.URL.RequestURI(), "")
 			return
@@ -95,7 +102,12 @@ func (c *Console) reader(h func(http.ResponseWriter, *http.Request, session)) ht
 // carries their session's CSRF token.
 func (c *Console) actor(h func(http.ResponseWriter, *http.Request, session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		wait := c.auth.shutOut(r) // before this request's token counts
 		s, ok := c.auth.visitor(w, r)
+		if !ok && wait > 0 {
+			c.tooManyGuesses(w, "/ui", wait)
+			return
+		}
 		if !ok {
 			c.renderLogin(w, http.StatusUnauthorized, "/ui", "Log in to act on servers.")
 			return
@@ -118,6 +130,14 @@ func (c *Console) authenticated(r *http.Request) {
 	if c.opts.Authenticated != nil {
 		c.opts.Authenticated(r)
 	}
+}
+
+// tooManyGuesses refuses a peer shut out for wrong tokens, saying when
+// to try again (in Retry-After too), with the login form to come back to.
+func (c *Console) tooManyGuesses(w http.ResponseWriter, next string, wait time.Duration) {
+	secs := peer.RetryAfter(wait)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	c.renderLogin(w, http.StatusTooManyRequests, next, fmt.Sprintf("Too many wrong tokens: try again in %d s.", secs))
 }
 
 func (c *Console) renderLogin(w http.ResponseWriter, status int, next, flash string) {
@@ -148,7 +168,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wait := c.auth.shutOut(r); wait > 0 {
-		c.renderLogin(w, http.StatusTooManyRequests, next, fmt.Sprintf("Too many wrong tokens: try again in %.0f s.", wait.Seconds()+0.5))
+		c.tooManyGuesses(w, next, wait)
 		return
 	}
 	level := c.auth.level(r.PostFormValue("token"))

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -88,4 +89,11 @@ func (g *Guessers) makeRoomLocked(now time.Time) {
 	if len(g.peers) >= maxGuessers {
 		delete(g.peers, oldest)
 	}
+}
+
+// RetryAfter is wait in whole seconds, rounded up, as a Retry-After
+// header and a "try again in N s" say it: a peer told to wait that long
+// is no longer shut out when it tries again.
+func RetryAfter(wait time.Duration) int {
+	return int(math.Ceil(wait.Seconds()))
 }

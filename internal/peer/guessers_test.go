@@ -3,6 +3,7 @@ package peer_test
 import (
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -46,4 +47,27 @@ func TestGuessersForget(t *testing.T) {
 	}
 	n, _ = g.Wrong("a", now.Add(17*time.Minute))
 	assert.Equal(t, 1, n, "the oldest peer made room for the flood")
+}
+
+// On the clock: a peer shut out is told to wait no less than it must,
+// and is let back in the moment its time is up, not before.
+func TestGuessersShutOutEndsOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g peer.Guessers
+		for range peer.FreeGuesses + 1 {
+			g.Wrong("a", time.Now())
+		}
+		wait := g.ShutOut("a", time.Now())
+		assert.Equal(t, time.Second, wait)
+		assert.Equal(t, 1, peer.RetryAfter(wait))
+		time.Sleep(wait - time.Millisecond)
+		assert.Equal(t, time.Millisecond, g.ShutOut("a", time.Now()))
+		assert.Equal(t, 1, peer.RetryAfter(g.ShutOut("a", time.Now())), "rounded up: never told to come back too soon")
+		time.Sleep(time.Millisecond)
+		assert.Zero(t, g.ShutOut("a", time.Now()))
+
+		_, out := g.Wrong("a", time.Now())
+		assert.Equal(t, 2*time.Second, out, "the next wrong one doubles it")
+		assert.Equal(t, 2, peer.RetryAfter(g.ShutOut("a", time.Now())))
+	})
 }
