@@ -1202,3 +1202,53 @@ func BenchmarkServeInitialize(b *testing.B) {
 	reportMetric(b, ms(dp50), "direct-p50-ms")
 	reportMetric(b, float64(p50)/float64(dp50), "p50-ratio")
 }
+
+// ---- a tool call to a streamable HTTP server ----
+
+// BenchmarkHTTPUpstreamCall compares a tool call to a streamable HTTP
+// server (the demo server behind the go-sdk's handler, on loopback)
+// made directly by a go-sdk client (direct), through the gateway's
+// /servers/demo/mcp with the fast path on (fast: the manager POSTs the
+// call's bytes on its own session) and off (sdk: the go-sdk path), one
+// call of each per round, every hop on httpProtocol. Reported: each
+// path's p50, and fast-p50-ratio and sdk-p50-ratio against direct; ns/op
+// is the fast path's mean. No target is held: the floor here is a go-sdk
+// session, not a minimal relay.
+func BenchmarkHTTPUpstreamCall(b *testing.B) {
+	srv := demo.NewServer()
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	b.Cleanup(hs.Close)
+	m := newManager(b, nil)
+	addAndWait(b, m, "demo", manager.Spec{Transport: manager.TransportHTTP, URL: hs.URL})
+	requireUpstream(b, m, "demo", httpProtocol)
+	fast, fgw := listenWith(b, m, "on")
+	sdk := listen(b, m)
+	fcs := connectHTTP(b, strings.TrimSuffix(fast, "/mcp")+"/servers/demo/mcp", httpProtocol)
+	scs := connectHTTP(b, strings.TrimSuffix(sdk, "/mcp")+"/servers/demo/mcp", httpProtocol)
+	dcs := connectHTTP(b, hs.URL, httpProtocol)
+	waitForTool(b, fcs, "echo")
+	waitForTool(b, scs, "echo")
+	mustCall(b, echo(fcs, "echo", "fast"))
+	if n := gateway.FastServed(fgw); n != 1 {
+		b.Fatalf("the fast path answered %d of 1 calls", n)
+	}
+	names := []string{"direct", "fast", "sdk"}
+	paths := []func() error{echo(dcs, "echo", "direct"), echo(fcs, "echo", "fast"), echo(scs, "echo", "sdk")}
+	b.ResetTimer()
+	t := serialN(b, paths, b.N, 100)
+	b.StopTimer()
+	var total time.Duration
+	for _, d := range t[1] {
+		total += d
+	}
+	reportMetric(b, float64(total.Nanoseconds())/float64(len(t[1])), "ns/op")
+	direct := testutil.Percentile(t[0], 50)
+	for i, name := range names {
+		p50 := testutil.Percentile(t[i], 50)
+		reportMetric(b, micros(p50), name+"-p50-µs")
+		if i > 0 {
+			reportMetric(b, float64(p50)/float64(direct), name+"-p50-ratio")
+		}
+	}
+	reportAllocs(b, b.N, names, paths...)
+}

@@ -27,10 +27,11 @@ import (
 // endpoint's routes, so hidden and unknown tools are not reached; the
 // client's mode and names; its cap on calls in flight), and sent to the
 // manager's raw call path, whose result goes back to the client as the
-// server wrote it. Anything else (another method, a batch, progress
-// wanted, a client on another protocol generation or mode, a server that
-// is not a spawned stdio server) goes to the go-sdk as before; a debug
-// log says why.
+// server wrote it. The raw path serves spawned stdio servers and
+// streamable HTTP servers (a POST on the manager's own session with the
+// server). Anything else (another method, a batch, progress wanted, a
+// client on another protocol generation or mode, a legacy SSE or
+// in-process server) goes to the go-sdk as before; a debug log says why.
 
 // FastPathEnv turns the fast path on ("on") or off ("off") when
 // Options.FastPath is "".

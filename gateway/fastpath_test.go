@@ -29,8 +29,15 @@ import (
 // (reports progress, then answers), trace (answers with the trace context
 // its request carried) and boom (answers a JSON-RPC error).
 func runFastServer() error {
+	s := fastServer(os.Getenv(markEnv))
+	// On the protocol the raw path speaks upstream.
+	return s.Run(context.Background(), upTo{&mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout}, fastProtocol})
+}
+
+// fastServer is the demo server with the fast path's test tools, marking
+// mark's files.
+func fastServer(mark string) *mcp.Server {
 	s := demo.NewServer()
-	mark := os.Getenv(markEnv)
 	s.AddTool(&mcp.Tool{Name: "block", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			_ = os.WriteFile(mark+".started", nil, 0o644)
@@ -62,8 +69,7 @@ func runFastServer() error {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return nil, &jsonrpc.Error{Code: -32001, Message: "boom: the tool broke"}
 		})
-	// On the protocol the raw path speaks upstream.
-	return s.Run(context.Background(), upTo{&mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout}, fastProtocol})
+	return s
 }
 
 // fastProtocol is the protocol version the fast path serves.

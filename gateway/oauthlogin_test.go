@@ -20,6 +20,7 @@ import (
 // saas, behind OAuth, logged in once by the host.
 type loginRig struct {
 	m    *manager.Manager
+	gw   *gateway.Gateway
 	as   *oauthtest.AuthServer
 	rs   *oauthtest.ResourceServer
 	base string
@@ -27,18 +28,20 @@ type loginRig struct {
 
 func newLoginRig(t *testing.T) *loginRig {
 	t.Helper()
-	return newLoginRigWith(t, manager.Timeouts{})
+	return newLoginRigWith(t, manager.Timeouts{}, "")
 }
 
-// newLoginRigWith is newLoginRig with saas given timeouts.
-func newLoginRigWith(t *testing.T, timeouts manager.Timeouts) *loginRig {
+// newLoginRigWith is newLoginRig with saas given timeouts, and the
+// gateway's fast path as fastPath says.
+func newLoginRigWith(t *testing.T, timeouts manager.Timeouts, fastPath string) *loginRig {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	r := &loginRig{as: oauthtest.NewAuthServer(t, nil)}
 	r.rs = oauthtest.NewResourceServer(t, r.as, nil)
 	r.m = manager.New(manager.Options{StateDir: t.TempDir()})
-	gw := gateway.New(gateway.Options{Source: r.m, Version: "test"})
+	gw := gateway.New(gateway.Options{Source: r.m, Version: "test", FastPath: fastPath})
+	r.gw = gw
 	srv, err := gw.Listen(gateway.HTTPOptions{Addr: "127.0.0.1:0"})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -104,37 +107,45 @@ func (c *loginClient) links() []*mcp.ElicitParams {
 // insufficient_scope) made by a client that can open URLs sends that
 // client the authorization link as a URL-mode elicitation (on 2026-07-28,
 // an input request of the call); once the user has been through it, the
-// call goes on and is answered.
+// call goes on and is answered. A 2025-11-25 client's call to the HTTP
+// server takes the fast path when it is on, login and all.
 func TestLoginLinkGoesToTheCallingClient(t *testing.T) {
 	for _, version := range loginVersions {
-		t.Run(version, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-			defer cancel()
-			r := newLoginRig(t)
-			c := connectLoginClient(t, ctx, r.base, version, func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-				if err := oauthtest.Browse(ctx, p.URL); err != nil { // the user opens it and consents
-					return nil, err
-				}
-				return &mcp.ElicitResult{Action: "accept"}, nil
-			})
+		for _, fastPath := range []string{"on", "off"} {
+			t.Run(version+" fast path "+fastPath, func(t *testing.T) { loginLinkGoesToTheCallingClient(t, version, fastPath) })
+		}
+	}
+}
 
-			res, err := c.sess.CallTool(ctx, &mcp.CallToolParams{Name: "saas__" + oauthtest.ToolAdmin, Arguments: map[string]any{}})
-			require.NoError(t, err)
-			require.False(t, res.IsError, "%v", res.Content)
-			require.Contains(t, res.Content[0].(*mcp.TextContent).Text, oauthtest.ScopeAdmin)
+func loginLinkGoesToTheCallingClient(t *testing.T, version, fastPath string) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	r := newLoginRigWith(t, manager.Timeouts{}, fastPath)
+	c := connectLoginClient(t, ctx, r.base, version, func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		if err := oauthtest.Browse(ctx, p.URL); err != nil { // the user opens it and consents
+			return nil, err
+		}
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	})
 
-			links := c.links()
-			require.Len(t, links, 1)
-			require.Equal(t, "url", links[0].Mode)
-			require.True(t, strings.HasPrefix(links[0].URL, r.as.URL()), "the link is the authorization server's: %s", links[0].URL)
-			require.NotEmpty(t, links[0].ElicitationID)
-			require.Contains(t, links[0].Message, "saas")
-			require.Equal(t, 2, r.as.Stats().Authorizations, "the host's login, then the client's")
-			require.Equal(t, 1, r.rs.Stats().ToolCalls, "the call reached the tool once, after the login")
-			st, err := r.m.Status("saas")
-			require.NoError(t, err)
-			require.Equal(t, manager.StateConnected, st.State)
-		})
+	res, err := c.sess.CallTool(ctx, &mcp.CallToolParams{Name: "saas__" + oauthtest.ToolAdmin, Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	require.Contains(t, res.Content[0].(*mcp.TextContent).Text, oauthtest.ScopeAdmin)
+
+	links := c.links()
+	require.Len(t, links, 1)
+	require.Equal(t, "url", links[0].Mode)
+	require.True(t, strings.HasPrefix(links[0].URL, r.as.URL()), "the link is the authorization server's: %s", links[0].URL)
+	require.NotEmpty(t, links[0].ElicitationID)
+	require.Contains(t, links[0].Message, "saas")
+	require.Equal(t, 2, r.as.Stats().Authorizations, "the host's login, then the client's")
+	require.Equal(t, 1, r.rs.Stats().ToolCalls, "the call reached the tool once, after the login")
+	st, err := r.m.Status("saas")
+	require.NoError(t, err)
+	require.Equal(t, manager.StateConnected, st.State)
+	if fastPath == "on" && version < "2026-07-28" {
+		require.EqualValues(t, 1, gateway.FastServed(r.gw), "on the fast path")
 	}
 }
 
@@ -207,7 +218,7 @@ func TestLoginNeededByAClientThatCannotOpenURLs(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
 			// Short calls: nobody here logs in.
-			r := newLoginRigWith(t, manager.Timeouts{Request: 3 * time.Second})
+			r := newLoginRigWith(t, manager.Timeouts{Request: 3 * time.Second}, "")
 			forms := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}
 			c := connectLoginClientWith(t, ctx, r.base, version, forms, func(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -389,3 +390,69 @@ func (r *clientRoots) update(ctx context.Context, s *supervisor, client *mcp.Cli
 
 // rootsUpdateTime bounds asking for the roots of one update.
 const rootsUpdateTime = 5 * time.Second
+
+// Ask answers a request the server sent on a raw call's stream as the
+// go-sdk's client session answers one (see newClient): through the
+// answering middleware when the connection offers anything, else as the
+// go-sdk does without handlers. ctx is the call's: it carries the
+// caller's answerer.
+func (p rawPeer) Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	s, offers := p.s, p.c.offers
+	var res any
+	var err error
+	switch method {
+	case "ping":
+		return json.RawMessage("{}"), nil
+	case "elicitation/create":
+		if offers == 0 {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "client does not support elicitation"}
+		}
+		var q mcp.ElicitParams
+		if err := unmarshalParams(params, &q); err != nil {
+			return nil, err
+		}
+		ctx = s.m.streams.carried(ctx, q.Meta)
+		res, err = s.elicit(reporting(ctx, p.c.session, &q), &q)
+	case "sampling/createMessage":
+		if offers&ask.Sampling == 0 {
+			return nil, &jsonrpc.Error{Code: codeUnsupportedMethod, Message: "client does not support CreateMessage"}
+		}
+		var q mcp.CreateMessageWithToolsParams
+		if err := unmarshalParams(params, &q); err != nil {
+			return nil, err
+		}
+		ctx = s.m.streams.carried(ctx, q.Meta)
+		res, err = s.sample(reporting(ctx, p.c.session, &q), &q)
+	case "roots/list":
+		if offers == 0 {
+			return json.RawMessage(`{"roots":[]}`), nil
+		}
+		var q mcp.ListRootsParams
+		if err := unmarshalParams(params, &q); err != nil {
+			return nil, err
+		}
+		res, err = s.listRoots(s.m.streams.carried(ctx, q.Meta))
+	default:
+		return nil, &jsonrpc.Error{Code: codeUnsupportedMethod, Message: fmt.Sprintf("method %q not found", method)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+// codeUnsupportedMethod is the JSON-RPC code of a method the client does
+// not serve.
+const codeUnsupportedMethod = -32601
+
+// unmarshalParams reads a request's params into v, or says why not as
+// the go-sdk does.
+func unmarshalParams(params json.RawMessage, v any) error {
+	if len(params) == 0 || string(params) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(params, v); err != nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid params: %v", err)}
+	}
+	return nil
+}

@@ -104,30 +104,45 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		return res.IsError, nil
 	}
 	err = s.request(ctx, op, opts.FailFast, call)
-	if byCaller, lerr := s.loginByCaller(ctx, op, opts, err, sentOn); byCaller {
-		// The caller's client was given the login link: once the login
-		// connects the server, the call is sent again, once.
-		if err = lerr; err == nil {
-			res = nil
-			err = s.request(ctx, op, opts.FailFast, call)
-		}
-	} else if scopes := stepUpScopes(err); scopes != nil {
-		// The call asked for a login (see stepup.go): once one brings a
-		// new session, it is sent again, once.
-		if cause := s.awaitLogin(ctx, sentOn); cause == nil {
-			res = nil
-			err = s.request(ctx, op, opts.FailFast, call)
-		} else {
-			var login *oauth.LoginRequiredError
-			errors.As(err, &login)
-			err = invocationFailed(s.name, op, &stepUpError{tool: tool, scopes: scopes, login: login, cause: cause})
-		}
-	}
+	err = s.againAfterLogin(ctx, op, tool, opts, err, sentOn, func() error {
+		res = nil
+		return s.request(ctx, op, opts.FailFast, call)
+	})
 	s.callEvent(tool, opts.Client, start, res, err)
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// againAfterLogin is what a call whose failure err asks for a login does:
+// when the caller's client was given the login link (loginByCaller), or
+// the refusal named scopes a login must add (a step-up), it waits, within
+// the call's time, for the login to connect the server on a session other
+// than sentOn, and sends the call again, once, with again. It returns the
+// call's outcome: err as it was when no login was asked for.
+func (s *supervisor) againAfterLogin(ctx context.Context, op, tool string, opts CallOptions, err error, sentOn *mcp.ClientSession, again func() error) error {
+	if byCaller, lerr := s.loginByCaller(ctx, op, opts, err, sentOn); byCaller {
+		// The caller's client was given the login link: once the login
+		// connects the server, the call is sent again, once.
+		if lerr != nil {
+			return lerr
+		}
+		return again()
+	}
+	scopes := stepUpScopes(err)
+	if scopes == nil {
+		return err
+	}
+	// The call asked for a login (see stepup.go): once one brings a new
+	// session, it is sent again, once.
+	cause := s.awaitLogin(ctx, sentOn)
+	if cause == nil {
+		return again()
+	}
+	var login *oauth.LoginRequiredError
+	errors.As(err, &login)
+	return invocationFailed(s.name, op, &stepUpError{tool: tool, scopes: scopes, login: login, cause: cause})
 }
 
 // callEvent records a finished tool call among the server's recent calls

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/internal/endpoint"
 	"github.com/mcpvisor/mcpvisor/internal/proc"
+	"github.com/mcpvisor/mcpvisor/internal/rawhttp"
 	"github.com/mcpvisor/mcpvisor/internal/rawrpc"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/mcpvisor/mcpvisor/manager/notify"
@@ -366,29 +368,24 @@ func (m *Manager) newClient(s *supervisor, notices *noticeTally) (*mcp.Client, a
 	opts := &mcp.ClientOptions{
 		Capabilities: caps,
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-			s.note(notify.LogMessage{Origin: s.origin(), Level: string(r.Params.Level), Logger: r.Params.Logger, Data: r.Params.Data})
+			s.logged(r.Params)
 			notices.took()
 		},
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-			p := Progress{Progress: r.Params.Progress, Total: r.Params.Total, Message: r.Params.Message}
-			s.note(notify.Progress{Origin: s.origin(), Progress: p.Progress, Total: p.Total, Message: p.Message})
-			s.progress.Deliver(r.Params.ProgressToken, p)
+			s.progressed(r.Params)
 			notices.took()
 		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			s.note(notify.ListChanged{Origin: s.origin(), List: notify.Tools})
-			s.markDirty(listTools)
+			s.listChanged(notify.Tools, listTools)
 		},
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
-			s.note(notify.ListChanged{Origin: s.origin(), List: notify.Resources})
-			s.markDirty(listResources)
+			s.listChanged(notify.Resources, listResources)
 		},
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
-			s.note(notify.ListChanged{Origin: s.origin(), List: notify.Prompts})
-			s.markDirty(listPrompts)
+			s.listChanged(notify.Prompts, listPrompts)
 		},
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			s.note(notify.ResourceUpdated{Origin: s.origin(), URI: r.Params.URI, Meta: ownMeta(r.Params.Meta)})
+			s.updated(r.Params)
 		},
 	}
 	offers := m.offers(s)
@@ -501,8 +498,13 @@ var ErrNotRaw = errors.New("not a call for the raw path")
 // it sent it, raw: the go-sdk neither decodes nor re-encodes the call.
 // An answer with isError set is a result, as for Call.
 //
-// It serves stdio servers spawned by the manager, for calls without a
-// progress callback; for anything else it returns ErrNotRaw at once.
+// It serves stdio servers spawned by the manager and streamable HTTP
+// servers the manager dials, for calls without a progress callback; for
+// anything else it returns ErrNotRaw at once. Over HTTP, what the server
+// sends on the call's stream before the result is handled as on the
+// go-sdk's session: log messages and progress are published before the
+// call returns, and what the server asks is answered as it is there (the
+// caller's Answerer first), the answer POSTed back on the session.
 // What it sends carries meta as given, except for the trace context: as
 // with Call, the server is sent the W3C trace context of the manager's
 // mcp.tool_call span (a child of the caller's) when tracing records.
@@ -514,7 +516,7 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 	if err != nil {
 		return nil, err
 	}
-	if s.spec.Transport != TransportStdio || !rawProtocol(s.snap.Load()) {
+	if !rawTransport(s.spec) || !rawProtocol(s.snap.Load()) {
 		return nil, ErrNotRaw
 	}
 	ctx, span := m.tel.toolCall(ctx, s.name+"."+tool)
@@ -534,7 +536,8 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 	defer leave() // after its event
 
 	start := time.Now()
-	err = s.request(ctx, op, opts.FailFast, func(ctx context.Context, snap *snapshot) (bool, error) {
+	var sentOn *mcp.ClientSession // the session the call was last sent on
+	call := func(ctx context.Context, snap *snapshot) (bool, error) {
 		t, err := s.callable(snap, tool, op)
 		if err != nil {
 			return false, err
@@ -556,17 +559,21 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 		if !rawProtocol(snap) {
 			return false, ErrNotRaw // reconnected on a later protocol meanwhile
 		}
-		raw := snap.conn.raw()
-		if raw == nil {
-			// Only a transport substituted under the manager has none;
-			// Options.Dial already sends those calls to Call.
-			return false, errorf(CodeInvocationFailed, s.name, op, "the connection has no raw call channel")
-		}
 		params, err := rawCallParams(tool, args, meta)
 		if err != nil {
 			return false, errorf(CodeInvalidArguments, s.name, op, "%v", err)
 		}
-		result, err = raw.Call(ctx, "tools/call", params, "the caller cancelled the call")
+		const reason = "the caller cancelled the call"
+		sentOn = snap.session
+		if raw := snap.conn.raw(); raw != nil {
+			result, err = raw.Call(ctx, "tools/call", params, reason)
+		} else if hs, ok := snap.conn.rawHTTP(snap.session, s.spec.MaxFrameBytes); ok {
+			result, err = hs.Call(ctx, "tools/call", params, reason, rawPeer{s: s, c: snap.conn})
+		} else {
+			// Only a transport substituted under the manager has none;
+			// Options.Dial already sends those calls to Call.
+			return false, errorf(CodeInvocationFailed, s.name, op, "the connection has no raw call channel")
+		}
 		if err != nil {
 			var rpcErr *rawrpc.Error
 			if errors.As(err, &rpcErr) {
@@ -582,10 +589,15 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 		}
 		snap.conn.noticesBefore(ctx) // what it logged or reported first is published first
 		return isError, nil
-	})
+	}
+	err = s.request(ctx, op, opts.FailFast, call)
 	if errors.Is(err, ErrNotRaw) {
 		return nil, ErrNotRaw
 	}
+	err = s.againAfterLogin(ctx, op, tool, opts, err, sentOn, func() error {
+		result, isError = nil, false
+		return s.request(ctx, op, opts.FailFast, call)
+	})
 	s.callEvent(tool, opts.Client, start, &mcp.CallToolResult{IsError: isError}, err)
 	if err != nil {
 		return nil, err
@@ -603,7 +615,13 @@ func (m *Manager) RawCalls(server string) bool {
 		return false
 	}
 	s, _, _ := m.find(server)
-	return s != nil && s.spec.Transport == TransportStdio && rawProtocol(s.snap.Load())
+	return s != nil && rawTransport(s.spec) && rawProtocol(s.snap.Load())
+}
+
+// rawTransport reports whether spec's transport is one the raw path
+// calls on: a spawned stdio server's, or streamable HTTP.
+func rawTransport(spec Spec) bool {
+	return spec.Transport == TransportStdio || spec.Transport == TransportHTTP
 }
 
 // rawProtocol reports whether snap's session, if any, is on a protocol
@@ -623,6 +641,25 @@ func (c *conn) raw() *rawrpc.Conn {
 		return t.Raw()
 	}
 	return nil
+}
+
+// rawHTTP is the raw call path of a streamable HTTP connection on its
+// session cs: the go-sdk transport's own client and endpoint, and the
+// session's id and protocol version. It reports false for other
+// connections.
+func (c *conn) rawHTTP(cs *mcp.ClientSession, maxEvent int) (rawhttp.Session, bool) {
+	t, ok := c.transport.(*mcp.StreamableClientTransport)
+	if !ok || cs == nil {
+		return rawhttp.Session{}, false
+	}
+	hs := rawhttp.Session{Client: t.HTTPClient, URL: t.Endpoint, ID: cs.ID(), MaxEvent: maxEvent}
+	if hs.Client == nil {
+		hs.Client = http.DefaultClient // as the go-sdk does
+	}
+	if res := cs.InitializeResult(); res != nil {
+		hs.Protocol = res.ProtocolVersion
+	}
+	return hs, true
 }
 
 // rawCallParams are the params of a tools/call of tool: its name, the

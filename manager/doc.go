@@ -55,9 +55,15 @@
 // supervisor for things (reconnect, enable, disable, a new HTTP session,
 // waking an idle server) by setting a flag and kicking it, so repeated
 // requests coalesce. [Manager.CallRaw] is Call with the arguments and the
-// result as raw JSON, for a spawned stdio server: the request goes out on
-// the process's raw call channel beside the go-sdk session (package
-// rawrpc) with the same checks, limits, statistics and events as Call.
+// result as raw JSON, for a spawned stdio server or a streamable HTTP one:
+// the request goes out on the process's raw call channel beside the go-sdk
+// session (package rawrpc), or as a POST on the go-sdk session's HTTP
+// session, through its own HTTP client (package rawhttp), with the same
+// checks, limits, statistics and events as Call. Over HTTP, what the
+// server sends on the call's response stream is handled on the calling
+// goroutine (notifications, in order, before the call returns) and on
+// goroutines of the call's own (the server's questions), which the call
+// waits for.
 //
 // [Options.MaxConnections] caps the connections held at once: an attempt
 // takes a slot before it starts and its connection gives it back when it

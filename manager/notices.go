@@ -1,10 +1,12 @@
 package manager
 
 import (
+	"encoding/json"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
 	"github.com/mcpvisor/mcpvisor/events"
@@ -56,6 +58,68 @@ func (s *supervisor) note(n notify.Notice) {
 		events.LogEvent(s.ctx, s.m.log, events.Event{Time: o.Time, Kind: n.Kind(), Server: o.Server, Fields: n.Fields()})
 	}
 	s.m.notes.Publish(s.ctx, n)
+}
+
+// logged hands on a log message of s's session.
+func (s *supervisor) logged(p *mcp.LoggingMessageParams) {
+	s.note(notify.LogMessage{Origin: s.origin(), Level: string(p.Level), Logger: p.Logger, Data: p.Data})
+}
+
+// progressed hands on a progress notification of s's session, to the
+// listeners and to the call it reports on.
+func (s *supervisor) progressed(p *mcp.ProgressNotificationParams) {
+	pr := Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}
+	s.note(notify.Progress{Origin: s.origin(), Progress: pr.Progress, Total: pr.Total, Message: pr.Message})
+	s.progress.Deliver(p.ProgressToken, pr)
+}
+
+// listChanged hands on a list change of s's session; the list is read
+// again.
+func (s *supervisor) listChanged(list string, k listKind) {
+	s.note(notify.ListChanged{Origin: s.origin(), List: list})
+	s.markDirty(k)
+}
+
+// updated hands on a resource update of s's session.
+func (s *supervisor) updated(p *mcp.ResourceUpdatedNotificationParams) {
+	s.note(notify.ResourceUpdated{Origin: s.origin(), URI: p.URI, Meta: ownMeta(p.Meta)})
+}
+
+// rawPeer takes what an HTTP server sends on the stream of a raw call
+// (see [Manager.CallRaw]) as the go-sdk's client session takes it on
+// the call's own: c is the connection the call went on.
+type rawPeer struct {
+	s *supervisor
+	c *conn
+}
+
+// Notify hands on a notification as the session's handlers do; one whose
+// params do not read is dropped, as the go-sdk drops it.
+func (p rawPeer) Notify(method string, params json.RawMessage) {
+	s := p.s
+	switch method {
+	case "notifications/message":
+		var m mcp.LoggingMessageParams
+		if json.Unmarshal(params, &m) == nil {
+			s.logged(&m)
+		}
+	case "notifications/progress":
+		var m mcp.ProgressNotificationParams
+		if json.Unmarshal(params, &m) == nil {
+			s.progressed(&m)
+		}
+	case "notifications/tools/list_changed":
+		s.listChanged(notify.Tools, listTools)
+	case "notifications/resources/list_changed":
+		s.listChanged(notify.Resources, listResources)
+	case "notifications/prompts/list_changed":
+		s.listChanged(notify.Prompts, listPrompts)
+	case "notifications/resources/updated":
+		var m mcp.ResourceUpdatedNotificationParams
+		if json.Unmarshal(params, &m) == nil {
+			s.updated(&m)
+		}
+	}
 }
 
 // notifyLimiter rate-limits the log messages of one server session and

@@ -3,8 +3,10 @@ package manager_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,8 +110,15 @@ func lateAnswers(t *testing.T, m *manager.Manager) []askResult {
 // Over streamable HTTP a server asks about a call on that call's response
 // stream, which ties the question to the call's client: it is asked of
 // that client even while another client's call is in flight on the same
-// session, and never of the other.
+// session, and never of the other; a raw call's (Manager.CallRaw) as
+// Call's, its answer POSTed back on the session.
 func TestQuestionOnACallsStreamGoesToItsClient(t *testing.T) {
+	for _, raw := range []bool{false, true} {
+		t.Run(fmt.Sprintf("raw %v", raw), func(t *testing.T) { questionOnACallsStreamGoesToItsClient(t, raw) })
+	}
+}
+
+func questionOnACallsStreamGoesToItsClient(t *testing.T, raw bool) {
 	noZombies(t)
 	release := make(chan struct{})
 	srv := mcp.NewServer(&mcp.Implementation{Name: "asking", Version: "1"}, nil)
@@ -131,6 +140,9 @@ func TestQuestionOnACallsStreamGoesToItsClient(t *testing.T) {
 		})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close) // after the manager's close, which ends its streams
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // a failed test's wait ends too
 
 	m := newManager(t, manager.Options{})
 	m.CallersAnswer(ask.Elicitation)
@@ -153,11 +165,23 @@ func TestQuestionOnACallsStreamGoesToItsClient(t *testing.T) {
 	}, patience, 5*time.Millisecond)
 
 	mine := &answerer{offers: ask.Elicitation, elicit: accept(map[string]any{"name": "the caller"})}
-	res, err := m.Call(context.Background(), "a.askme", nil, manager.CallOptions{Client: "caller", Answerer: mine, Timeout: patience})
+	opts := manager.CallOptions{Client: "caller", Answerer: mine, Timeout: patience}
+	var res *mcp.CallToolResult
+	var err error
+	if raw {
+		require.True(t, m.RawCalls("a"))
+		var out json.RawMessage
+		out, err = m.CallRaw(context.Background(), "a", "askme", nil, nil, opts)
+		require.NoError(t, err)
+		res = &mcp.CallToolResult{}
+		require.NoError(t, json.Unmarshal(out, res), string(out))
+	} else {
+		res, err = m.Call(context.Background(), "a.askme", nil, opts)
+	}
 	require.NoError(t, err)
 	require.False(t, res.IsError, "%s", text(t, res))
 	require.Equal(t, "the caller", text(t, res))
 	require.Zero(t, otherAsked.Load())
-	close(release)
+	free()
 	require.NoError(t, <-waited)
 }

@@ -1,7 +1,10 @@
 package manager_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -13,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/rawrpc"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -20,8 +24,9 @@ import (
 // sessions expire after a number of requests: from then on the session's
 // requests get 404, as from a server that restarted and forgot it.
 type expiringServer struct {
-	url     string
-	toolRun atomic.Int32 // tool calls that reached the tool
+	url      string
+	toolRun  atomic.Int32 // tool calls that reached the tool
+	rawCalls atomic.Int32 // tools/call POSTs whose id is the raw path's
 
 	mu sync.Mutex
 	// mu guards the following.
@@ -42,6 +47,13 @@ func newExpiringServer(t *testing.T, after int) *expiringServer {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("Mcp-Session-Id")
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			if bytes.Contains(body, []byte(`"method":"tools/call"`)) && bytes.Contains(body, []byte(`"id":"`+rawrpc.IDPrefix)) {
+				e.rawCalls.Add(1)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		if id != "" && r.Method == http.MethodPost {
 			e.mu.Lock()
 			e.requests[id]++
@@ -85,8 +97,14 @@ func (e *expiringServer) setAfter(n int) {
 // When the server forgets the HTTP session, the call that found out fails
 // saying it may not have run (it is never re-sent), the host starts one new
 // session at once (session_reinitialized, no backoff), and the next call
-// works.
+// works; a raw call (Manager.CallRaw) as Call.
 func TestSessionExpiryReinitializesOnce(t *testing.T) {
+	for _, raw := range []bool{false, true} {
+		t.Run(fmt.Sprintf("raw %v", raw), func(t *testing.T) { sessionExpiryReinitializesOnce(t, raw) })
+	}
+}
+
+func sessionExpiryReinitializesOnce(t *testing.T, raw bool) {
 	e := newExpiringServer(t, 6)
 	m := newManager(t, manager.Options{})
 	tl := watch(t, m)
@@ -96,9 +114,18 @@ func TestSessionExpiryReinitializesOnce(t *testing.T) {
 	handshake := e.sessions() // POSTs without a session id per handshake
 
 	ctx := context.Background()
+	call := func() error {
+		opts := manager.CallOptions{Timeout: 5 * time.Second}
+		if raw {
+			_, err := m.CallRaw(ctx, "web", "echo", nil, nil, opts)
+			return err
+		}
+		_, err := m.Call(ctx, "web.echo", nil, opts)
+		return err
+	}
 	var failed error
 	for i := 0; i < 10 && failed == nil; i++ {
-		_, failed = m.Call(ctx, "web.echo", nil, manager.CallOptions{Timeout: 5 * time.Second})
+		failed = call()
 	}
 	require.Error(t, failed, "the session expired after 6 requests")
 	requireCode(t, failed, manager.ErrInvocationFailed, "web", `tools/call "echo"`)
@@ -111,10 +138,11 @@ func TestSessionExpiryReinitializesOnce(t *testing.T) {
 		events.KindSessionReinitialized}, kinds(evs), "a new session at once, without backoff")
 	require.Equal(t, 2*handshake, e.sessions(), "exactly one new handshake")
 
-	res, err := m.Call(ctx, "web.echo", nil, manager.CallOptions{Timeout: 5 * time.Second})
-	require.NoError(t, err)
-	require.False(t, res.IsError)
+	require.NoError(t, call())
 	require.Equal(t, ran+1, e.toolRun.Load(), "the failed call was not re-sent behind our back")
+	if raw {
+		require.EqualValues(t, ran+2, e.rawCalls.Load(), "every call went on the raw path, the failed one too")
+	}
 }
 
 // A server that forgets every new session at once is not re-initialized in

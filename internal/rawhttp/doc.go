@@ -1,0 +1,24 @@
+// Package rawhttp makes one JSON-RPC request raw over a streamable HTTP
+// MCP session that the go-sdk's client opened: it POSTs the request's
+// bytes with the session's headers through the same http.Client (so the
+// server's headers, credentials and OAuth tokens apply as they do to the
+// go-sdk's requests) and returns the server's result as it wrote it.
+//
+// The answer may come as one JSON body or on an event stream. On a stream,
+// what the server sends before the answer is handed to the caller's
+// [Peer]: notifications in the order they came, on the caller's
+// goroutine, before the result is returned; requests (the server asking
+// its client something) each on a goroutine of their own, whose answer is
+// POSTed back on the session. A call whose context ends before its answer
+// tells the server with notifications/cancelled, as the go-sdk does.
+//
+// Request ids are strings starting with rawrpc.IDPrefix: the go-sdk's
+// client numbers its requests, so a raw request never shares an id with
+// one of the session's own.
+//
+// # Concurrency
+//
+// [Session.Call] may be called from any number of goroutines at once. The
+// goroutines answering a call's server requests belong to that call: it
+// cancels them and waits for them before it returns.
+package rawhttp
