@@ -105,7 +105,7 @@ func (s Session) Call(ctx context.Context, method string, params json.RawMessage
 
 func (s Session) call(ctx, askCtx context.Context, asks *sync.WaitGroup, method, id string, body []byte, p Peer) (json.RawMessage, error) {
 	summary := fmt.Sprintf("sending %q", method)
-	resp, err := s.post(ctx, body)
+	resp, err := s.post(ctx, method, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", summary, err)
 	}
@@ -233,7 +233,7 @@ func (s Session) cancelled(ctx context.Context, id, reason string) {
 // notify posts a message that is not a request; the server's answer says
 // nothing more than whether it took it.
 func (s Session) notify(ctx context.Context, body []byte) {
-	resp, err := s.post(ctx, body)
+	resp, err := s.post(ctx, "", body)
 	if err != nil {
 		return
 	}
@@ -241,8 +241,13 @@ func (s Session) notify(ctx context.Context, body []byte) {
 	resp.Body.Close()
 }
 
-// post POSTs body with the headers the go-sdk's client sends.
-func (s Session) post(ctx context.Context, body []byte) (*http.Response, error) {
+// sessionlessVersion is the first protocol generation whose requests name
+// their method in an Mcp-Method header.
+const sessionlessVersion = "2026-07-28"
+
+// post POSTs body, a request of method ("" for another message), with the
+// headers the go-sdk's client sends.
+func (s Session) post(ctx context.Context, method string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -254,6 +259,9 @@ func (s Session) post(ctx context.Context, body []byte) (*http.Response, error) 
 	}
 	if s.ID != "" {
 		req.Header.Set("Mcp-Session-Id", s.ID)
+	}
+	if method != "" && s.Protocol >= sessionlessVersion {
+		req.Header.Set("Mcp-Method", method)
 	}
 	return s.Client.Do(req)
 }

@@ -6,9 +6,10 @@
 //
 // Over stdio the request goes through the connection's raw call channel
 // (package rawrpc), beside the SDK's own traffic; over streamable HTTP it
-// is one POST through the connection's own HTTP client (its headers, its
-// login), carrying the headers the sessionless generation requires
-// (Mcp-Protocol-Version, Mcp-Method). Either way the request carries the
+// is one raw request on the session (package rawhttp): a POST through the
+// connection's own HTTP client (its headers, its login), carrying the
+// headers the sessionless generation requires (Mcp-Protocol-Version,
+// Mcp-Method). Either way the request carries the
 // per-request _meta that generation requires, and a server's error answer
 // comes back as a *jsonrpc.Error, as the SDK returns one.
 //
