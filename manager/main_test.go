@@ -253,6 +253,18 @@ func lifecycle(evs []ev) []ev {
 	return out
 }
 
+// from keeps the events of one server: another's may come between them
+// at no fixed place.
+func from(server string, evs []ev) []ev {
+	var out []ev
+	for _, e := range evs {
+		if e.Server == server {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // only keeps the events of one kind.
 func only(evs []ev, kind events.Kind) []ev {
 	var out []ev
