@@ -125,12 +125,7 @@ func TestFastPathAnswersAsTheSDKPathDoes(t *testing.T) {
 	t.Parallel()
 	on := fastRig(t, "on", t.TempDir()+"/m")
 	off := fastRig(t, "off", t.TempDir()+"/m")
-	type call struct {
-		tool string
-		args any
-		fast bool // the fast path answers it
-	}
-	calls := []call{
+	calls := []fastCall{
 		{"echo", map[string]any{"text": "héllo\nworld"}, true},
 		{"add", map[string]any{"a": 2, "b": 40}, true},
 		{"fail", map[string]any{"message": "no luck"}, true},
@@ -140,6 +135,22 @@ func TestFastPathAnswersAsTheSDKPathDoes(t *testing.T) {
 		{"nope", map[string]any{}, false},
 		{"sleep", map[string]any{"ms": 1}, false}, // hidden
 	}
+	requireAnsweredAlike(t, on, off, calls)
+}
+
+// fastCall is a call made on a rig with the fast path on and on one with
+// it off, and whether the fast path answers it.
+type fastCall struct {
+	tool string
+	args any
+	fast bool
+}
+
+// requireAnsweredAlike makes each call through a server's endpoint and
+// through /mcp, on both rigs, and requires the same outcome from each,
+// answered by the fast path exactly where the call says so.
+func requireAnsweredAlike(t *testing.T, on, off *rig, calls []fastCall) {
+	t.Helper()
 	for _, ep := range []struct{ path, prefix string }{{"/servers/demo/mcp", ""}, {"/mcp", "demo__"}} {
 		csOn := connectOn(t, on.streamable(ep.path), nil, fastProtocol)
 		csOff := connectOn(t, off.streamable(ep.path), nil, fastProtocol)
