@@ -10,6 +10,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/manager"
 )
 
 // heard is what a client's log handler was sent, in order.
@@ -37,9 +40,30 @@ func (h *heard) all() []string {
 // asked for debug, and has answered, before the call is sent. A client
 // of 2025-11-25 at info on the same endpoint hears that call's info
 // messages but not its debug one.
+//
+// The server is one mcpvisor speaks 2025-11-25 to, where the level is the
+// session's, or one it speaks 2026-07-28 to, where each call's _meta
+// names it.
 func TestCallLevelInMetaIsAskedOfTheServerFirst(t *testing.T) {
 	t.Parallel()
-	r := featuresRig(t)
+	t.Run("server on 2025-11-25", func(t *testing.T) {
+		t.Parallel()
+		callLevelFirst(t, featuresRig(t), "2025-11-25")
+	})
+	t.Run("server on 2026-07-28", func(t *testing.T) {
+		t.Parallel()
+		spec := selfServer(t, "features-new", nil)
+		spec.Protocol = manager.Protocol20260728
+		r := newRig(t, map[string]manager.Spec{"feat": spec}, gateway.HTTPOptions{})
+		r.gw.SetToolsets(map[string]gateway.Toolset{"feats": {Include: []string{"feat.*"}}})
+		callLevelFirst(t, r, "2026-07-28")
+	})
+}
+
+// callLevelFirst is TestCallLevelInMetaIsAskedOfTheServerFirst on r,
+// whose server feat mcpvisor speaks protocol to.
+func callLevelFirst(t *testing.T, r *rig, protocol string) {
+	require.Equal(t, protocol, r.wait("feat").Protocol)
 	for _, tc := range []struct{ path, tool string }{
 		{"/mcp", "feat__chatty"},
 		{"/servers/feat/mcp", "chatty"},
