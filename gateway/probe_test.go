@@ -47,9 +47,7 @@ type probe struct {
 func connectProbe(t *testing.T, tr mcp.Transport, w *wire, version, server, prefix string) *probe {
 	t.Helper()
 	p := &probe{t: t, w: w, server: server, prefix: prefix}
-	if _, ok := tr.(*mcp.StreamableClientTransport); ok && version >= "2026-07-28" {
-		p.sessionless = true
-	}
+	_, overHTTP := tr.(*mcp.StreamableClientTransport)
 	c := mcp.NewClient(&mcp.Implementation{Name: "same-as-direct", Version: "1"}, &mcp.ClientOptions{
 		// A 2026-07-28 client answers the input requests of a result
 		// with this handler; a 2025-11-25 one with the middleware below.
@@ -85,6 +83,9 @@ func connectProbe(t *testing.T, tr mcp.Transport, w *wire, version, server, pref
 	require.NoError(t, err, "connect")
 	t.Cleanup(func() { _ = cs.Close() })
 	p.cs = cs
+	// A server that keeps sessions answers a client asking for
+	// 2026-07-28 in 2025-11-25, with a session whose level it sets.
+	p.sessionless = overHTTP && cs.InitializeResult().ProtocolVersion >= "2026-07-28"
 	return p
 }
 

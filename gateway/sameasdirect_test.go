@@ -6,15 +6,18 @@ package gateway_test
 // /toolsets/NAME/mcp, over streamable HTTP and over stdio as `mcpvisor
 // serve` serves it, by go-sdk clients of both protocol generations and by
 // the TypeScript SDK's client, and what each observed is compared step by
-// step. The sessionless generation over HTTP has no logging/setLevel: its
+// step. The servers are run over stdio, and (see sameasdirecthttp_test.go)
+// over streamable HTTP. The sessionless generation over HTTP has no logging/setLevel: its
 // client says the level it wants in each call's _meta.
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/gateway"
 	"github.com/mcpvisor/mcpvisor/manager"
@@ -43,12 +46,16 @@ type action struct {
 // step is one part of a script; toolsOnly steps also run on a toolset's
 // endpoint, which serves tools and nothing else.
 //
-// A bridged step is one where the server asks its client the 2025-11-25
-// way (a request sent during the call), which a server may not do on
-// 2026-07-28: a 2026-07-28 client talking to it directly gets an error,
-// while mcpvisor speaks 2025-11-25 with the server and carries the
-// question to a 2026-07-28 client as an input request of its call. Every
-// client then sees what a 2025-11-25 client sees directly.
+// A bridged step is one where the server asks its client something, which
+// only a client of one generation gets directly: the generation mcpvisor
+// speaks with the server (subject.spoken). Over stdio, and over HTTP
+// with sessions, that is 2025-11-25 (the server sends a request during
+// the call, which it may not do on 2026-07-28, so a 2026-07-28 client
+// talking to it directly gets an error); over sessionless HTTP it is
+// 2026-07-28 (the server asks through input requests, and a 2025-11-25
+// client, whose request it cannot send to, gets an error). mcpvisor
+// carries the question to a client of the other generation, which then
+// sees what a client of the spoken generation sees directly.
 type step struct {
 	name      string
 	toolsOnly bool
@@ -56,12 +63,19 @@ type step struct {
 	do        []action
 }
 
-// subject is a server under test and its script.
+// subject is a server under test and its script: a command mcpvisor
+// runs over stdio, or a streamable HTTP server at url.
 type subject struct {
-	name  string
-	argv  []string
-	env   map[string]string
-	steps []step
+	// name is the server's name at the gateway; label, if set, names
+	// the subject among the tests instead (a longer name would shorten
+	// the server's tool names on /mcp, to fit a client's limit).
+	name, label string
+	argv        []string
+	env         map[string]string
+	url         string
+	steps       []step
+	// spoken is the generation mcpvisor speaks with the server; see step.
+	spoken string
 	// refused names the steps whose form the go-sdk client of
 	// 2026-07-28 refuses before its handler runs (it checks a form's
 	// schema; the 2025-11-25 client here reads forms as they come): for
@@ -79,7 +93,7 @@ func calling(tool string, args map[string]any) action {
 // conformanceSubject is the go-sdk's conformance everything-server.
 func conformanceSubject(t *testing.T) subject {
 	bin := buildConformanceServer(t)
-	return subject{name: "conf", argv: []string{bin}, steps: []step{
+	return subject{name: "conf", argv: []string{bin}, spoken: "2025-11-25", steps: []step{
 		{"tools", true, false, []action{{Op: "tools"}}},
 		{"catalogue", false, false, []action{{Op: "catalogue"}}},
 		{"call", true, false, []action{calling("test_simple_text", nil)}},
@@ -137,7 +151,7 @@ func everythingSubject(t *testing.T) subject {
 		}
 		return out
 	}
-	return subject{name: "everything", argv: spec.Command, env: spec.Env, normal: normal, steps: []step{
+	return subject{name: "everything", argv: spec.Command, env: spec.Env, spoken: "2025-11-25", normal: normal, steps: []step{
 		{"tools", true, false, []action{{Op: "tools"}}},
 		{"catalogue", false, false, []action{{Op: "catalogue"}}},
 		{"call", true, false, []action{calling("echo", map[string]any{"message": "hi"})}},
@@ -169,9 +183,13 @@ func endpointsFor(s subject) []endpointCase {
 
 // subjectRig serves s alone, and a toolset of all its tools.
 func subjectRig(t *testing.T, s subject) *rig {
-	r := newRig(t, map[string]manager.Spec{s.name: {Transport: manager.TransportStdio, Command: s.argv, Env: s.env}}, gateway.HTTPOptions{})
+	spec := manager.Spec{Transport: manager.TransportStdio, Command: s.argv, Env: s.env}
+	if s.url != "" {
+		spec = manager.Spec{Transport: manager.TransportHTTP, URL: s.url}
+	}
+	r := newRig(t, map[string]manager.Spec{s.name: spec}, gateway.HTTPOptions{})
 	r.gw.SetToolsets(map[string]gateway.Toolset{s.name + "-set": {Include: []string{s.name + ".*"}}})
-	r.wait(s.name)
+	require.Equal(t, s.spoken, r.wait(s.name).Protocol, "the generation mcpvisor speaks with %s", s.name)
 	return r
 }
 
@@ -185,13 +203,16 @@ func compare(t *testing.T, s subject, ep endpointCase, version string, direct ma
 		}
 		want, have := direct[version][st.name], got[st.name]
 		if st.bridged {
-			want = direct["2025-11-25"][st.name]
+			want = direct[s.spoken][st.name]
 		}
 		if s.normal != nil {
 			want, have = s.normal(want), s.normal(have)
 		}
 		if s.refused[st.name] && version == "2026-07-28" {
 			want, have = questionsOf(want), questionsOf(have)
+		}
+		if s.url != "" {
+			want, have = trailingNotes(t, st.name, want, have)
 		}
 		assert.Equal(t, want, have, "%s", st.name)
 	}
@@ -211,9 +232,14 @@ var goKinds = []goKind{
 
 func TestSameAsDirect(t *testing.T) {
 	t.Parallel()
-	for _, mk := range []func(*testing.T) subject{conformanceSubject, everythingSubject} {
+	for _, mk := range []func(*testing.T) subject{conformanceSubject, everythingSubject,
+		conformanceWithSessions, conformanceSessionless, everythingOverHTTP} {
 		s := mk(t)
-		t.Run(s.name, func(t *testing.T) {
+		label := s.name
+		if s.label != "" {
+			label = s.label
+		}
+		t.Run(label, func(t *testing.T) {
 			t.Parallel()
 			sameAsDirect(t, s)
 		})
@@ -229,7 +255,11 @@ func sameAsDirect(t *testing.T, s subject) {
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run("direct "+version, func(t *testing.T) {
 			w := &wire{}
-			direct[version] = runGo(connectProbe(t, tappedCommand(t, s.argv, s.env, w), w, version, "", ""), s.steps, false)
+			tr := tappedHTTP(s.url, w)
+			if s.url == "" {
+				tr = tappedCommand(t, s.argv, s.env, w)
+			}
+			direct[version] = runGo(connectProbe(t, tr, w, version, "", ""), s.steps, false)
 		})
 	}
 	for _, kind := range goKinds {
@@ -283,6 +313,46 @@ func runGo(p *probe, steps []step, toolsOnly bool) map[string][]string {
 		p.t.Logf("%s (%v): %q", st.name, time.Since(start).Round(time.Millisecond), lines)
 	}
 	return out
+}
+
+// trailingNotes takes the log messages and progress out of what a step
+// observed through the gateway in front of a streamable HTTP server,
+// after asserting that this step's that came are, in order, the first of
+// those a client sees directly. The server's notifications during a call reach
+// mcpvisor on the call's stream, but mcpvisor may hand the last of them
+// on after the call's result (see "Which protocol generation is spoken
+// where" in docs/gateway.md): a client with a session then sees them
+// among the next step's, and a sessionless HTTP client not at all. A
+// fix is under way; with it, this goes, and each step's notifications
+// are compared whole, as for a server on stdio.
+func trailingNotes(t *testing.T, step string, want, have []string) ([]string, []string) {
+	t.Helper()
+	wantNotes, wantRest := splitNotes(want)
+	haveNotes, haveRest := splitNotes(have)
+	// Those of the step before that came late are not this step's.
+	var own []string
+	for _, n := range haveNotes {
+		if slices.Contains(wantNotes, n) {
+			own = append(own, n)
+		}
+	}
+	if assert.LessOrEqual(t, len(own), len(wantNotes), "%s: notifications", step) {
+		assert.Equal(t, wantNotes[:len(own)], own, "%s: the notifications before the result", step)
+	}
+	return wantRest, haveRest
+}
+
+// splitNotes parts lines into notifications (log messages and progress)
+// and the rest.
+func splitNotes(lines []string) (notes, rest []string) {
+	for _, l := range lines {
+		if strings.HasPrefix(l, "log ") || strings.HasPrefix(l, "progress ") {
+			notes = append(notes, l)
+		} else {
+			rest = append(rest, l)
+		}
+	}
+	return notes, rest
 }
 
 // questionsOf keeps what a server asked of its client.
