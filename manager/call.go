@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/rawhttp"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -229,6 +230,11 @@ func (s *supervisor) callFailure(ctx context.Context, req uint64, err error, c *
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		return fmt.Errorf("the server no longer knows this HTTP session; a new session is being started; the request may not have run, retry it: %w", err)
 	}
+	if errors.Is(err, rawhttp.ErrBroken) {
+		// A raw call's failure that makes the go-sdk give its session up:
+		// the session is ended as it would have ended it (sessionBroken).
+		return fmt.Errorf("the session ended during the call; it may or may not have run: %w (%w)", err, ErrDisconnected)
+	}
 	// A session that ends under a call fails it with ErrConnectionClosed or,
 	// when the peer hung up mid-read (a killed stdio server), a wrapped EOF.
 	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -247,6 +253,24 @@ func (s *supervisor) callFailure(ctx context.Context, req uint64, err error, c *
 		return fmt.Errorf("the session ended during the call; it may or may not have run: %w (%w)", err, ErrDisconnected)
 	}
 	return err
+}
+
+// brokenSession is a session a raw call over HTTP gave up, and why.
+type brokenSession struct {
+	session *mcp.ClientSession
+	err     error
+}
+
+// sessionBroken ends session as lost with err, as the go-sdk ends its
+// session when its transport fails: a raw call over HTTP failed in a way
+// the go-sdk does not survive (rawhttp.ErrBroken). The supervisor ends it
+// once, if it is still the current one, and reconnects.
+func (s *supervisor) sessionBroken(session *mcp.ClientSession, err error) {
+	if b := s.broken.Load(); b != nil && b.session == session {
+		return // the first failure says why
+	}
+	s.broken.Store(&brokenSession{session: session, err: err})
+	s.wake()
 }
 
 // invocationFailed is a request that failed on its way to the server or

@@ -576,7 +576,9 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 		}
 		if err != nil {
 			var rpcErr *rawrpc.Error
-			if errors.As(err, &rpcErr) {
+			if errors.Is(err, rawhttp.ErrBroken) && !errors.Is(err, mcp.ErrSessionMissing) {
+				s.sessionBroken(snap.session, err)
+			} else if errors.As(err, &rpcErr) {
 				// Worded as the go-sdk words a server's error answer.
 				err = fmt.Errorf("calling %q: %w", "tools/call", &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data})
 			}
@@ -652,7 +654,7 @@ func (c *conn) rawHTTP(cs *mcp.ClientSession, maxEvent int) (rawhttp.Session, bo
 	if !ok || cs == nil {
 		return rawhttp.Session{}, false
 	}
-	hs := rawhttp.Session{Client: t.HTTPClient, URL: t.Endpoint, ID: cs.ID(), MaxEvent: maxEvent}
+	hs := rawhttp.Session{Client: t.HTTPClient, URL: t.Endpoint, ID: cs.ID(), MaxEvent: maxEvent, MaxRetries: t.MaxRetries}
 	if hs.Client == nil {
 		hs.Client = http.DefaultClient // as the go-sdk does
 	}

@@ -153,6 +153,9 @@ func (s *supervisor) kicked(c *conn) (end ending, done bool) {
 	case s.reinit.CompareAndSwap(c.session, nil):
 		return ending{kind: endReinit}, true
 	}
+	if b := s.broken.Load(); b != nil && b.session == c.session && s.broken.CompareAndSwap(b, nil) {
+		return ending{kind: endLost, err: fmt.Errorf("connection lost: %w", b.err)}, true
+	}
 	if s.subsDirty.Swap(false) {
 		s.syncSubscriptions(c)
 	}
@@ -172,6 +175,7 @@ func (s *supervisor) connected(c *conn) {
 	s.dirty.Store(0)
 	s.demand.Store(false)
 	s.reinit.Store(nil)
+	s.broken.Store(nil)
 	s.heard()
 	s.sessions++
 	if s.sessions > 1 {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"time"
 )
 
 // event is one server-sent event.
@@ -25,6 +27,12 @@ type eventReader struct {
 	r   *bufio.Reader
 	max int // bound on one event's data; no bound if <= 0
 	buf []byte
+	// lastID is the id of the last event dispatched that had one, with
+	// data or without (a priming event): where a cut stream resumes.
+	lastID string
+	// retry is the reconnection delay the stream asked for last (its
+	// retry: field), zero if it asked none.
+	retry time.Duration
 }
 
 func newEventReader(r io.Reader, max int) *eventReader {
@@ -47,6 +55,9 @@ func (er *eventReader) next() (event, error) {
 			return event{}, err
 		}
 		if len(line) == 0 { // the blank line that ends an event
+			if ev.id != "" {
+				er.lastID = ev.id
+			}
 			if hasData {
 				ev.data = data
 				return ev, nil
@@ -65,6 +76,10 @@ func (er *eventReader) next() (event, error) {
 			ev.name = string(value)
 		case "id":
 			ev.id = string(value)
+		case "retry":
+			if ms, err := strconv.ParseUint(string(value), 10, 31); err == nil {
+				er.retry = time.Duration(ms) * time.Millisecond
+			}
 		case "data":
 			if hasData {
 				data = append(data, '\n')
