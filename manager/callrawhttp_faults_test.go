@@ -217,7 +217,8 @@ const (
 // rejection (-32005) that keeps the session; any other error status, or
 // an answer that is neither JSON nor an event stream, ends the session,
 // the call failing as disconnected, and the server reconnects; a stream
-// cut without event ids fails the call alone.
+// cut without event ids fails the call alone. The errors are worded
+// alike.
 func TestCallRawOverHTTPFailsAsCallDoes(t *testing.T) {
 	tests := []struct {
 		tool     string
@@ -231,12 +232,14 @@ func TestCallRawOverHTTPFailsAsCallDoes(t *testing.T) {
 		{"cutnoid", false, kept},
 	}
 	for _, tt := range tests {
+		said := map[bool]string{} // the error's text, by path
 		for _, raw := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s raw %v", tt.tool, raw), func(t *testing.T) {
 				srv := newFaultyHTTPServer(t, 0)
 				m, tl := faultyManager(t, srv)
 				_, err := callWay(t, m, raw, tt.tool)
 				require.ErrorIs(t, err, manager.ErrInvocationFailed)
+				said[raw] = err.Error()
 				var me *manager.Error
 				require.ErrorAs(t, err, &me)
 				require.Equal(t, "web", me.Server)
@@ -266,6 +269,7 @@ func TestCallRawOverHTTPFailsAsCallDoes(t *testing.T) {
 				}
 			})
 		}
+		require.Equal(t, said[false], said[true], "%s: worded alike", tt.tool)
 	}
 }
 

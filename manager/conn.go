@@ -576,11 +576,15 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 		}
 		if err != nil {
 			var rpcErr *rawrpc.Error
-			if errors.Is(err, rawhttp.ErrBroken) && !errors.Is(err, mcp.ErrSessionMissing) {
+			switch {
+			case errors.Is(err, rawhttp.ErrBroken) && !errors.Is(err, mcp.ErrSessionMissing):
 				s.sessionBroken(snap.session, err)
-			} else if errors.As(err, &rpcErr) {
+				err = fmt.Errorf("calling %q: %w", "tools/call", err)
+			case errors.As(err, &rpcErr):
 				// Worded as the go-sdk words a server's error answer.
 				err = fmt.Errorf("calling %q: %w", "tools/call", &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data})
+			case snap.conn.raw() == nil && ctx.Err() == nil:
+				err = fmt.Errorf("calling %q: %w", "tools/call", err) // as the go-sdk's session words it
 			}
 			return false, invocationFailed(s.name, op, s.callFailure(ctx, req, err, snap.conn))
 		}

@@ -59,8 +59,8 @@ var ErrSessionMissing = mcp.ErrSessionMissing
 
 // ErrNoAnswer is in the chain of the error of a call whose response stream
 // ended before the answer came, with no event id to resume it from; the
-// call may or may not have run.
-var ErrNoAnswer = errors.New("the response stream ended without the answer")
+// call may or may not have run. It is worded as the go-sdk words it.
+var ErrNoAnswer = errors.New("request terminated without response")
 
 // ErrBroken is in the chain of the error of a call after which the
 // go-sdk's transport gives its session up (its connection fails, and the
@@ -94,13 +94,22 @@ func transient(code int) bool {
 	return false
 }
 
-// broken is err with ErrBroken in its chain.
+// broken is err with ErrBroken in its chain, worded as err.
 func broken(err error) error {
-	return fmt.Errorf("%w; %w", err, ErrBroken)
+	return brokenError{err}
 }
 
+type brokenError struct{ err error }
+
+func (e brokenError) Error() string   { return e.err.Error() }
+func (e brokenError) Unwrap() []error { return []error{e.err, ErrBroken} }
+
+// Error is the status's text, as the go-sdk's transport words it.
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("HTTP %d %s", e.Code, http.StatusText(e.Code))
+	if t := http.StatusText(e.Code); t != "" {
+		return t
+	}
+	return fmt.Sprintf("HTTP status %d", e.Code)
 }
 
 // cancelTime bounds the POST of notifications/cancelled.

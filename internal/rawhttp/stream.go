@@ -64,7 +64,7 @@ func (s Session) stream(ctx, askCtx context.Context, asks *sync.WaitGroup, summa
 			return nil, ctx.Err()
 		}
 		if er.lastID == "" {
-			return nil, fmt.Errorf("%s: %w; it may or may not have run", summary, ErrNoAnswer)
+			return nil, ErrNoAnswer
 		}
 		if er.lastID != prevID {
 			prevID, withoutProgress = er.lastID, 0
