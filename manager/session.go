@@ -141,9 +141,10 @@ func (s *supervisor) httpEnding(c *conn) ending {
 }
 
 // kicked serves what other goroutines asked for by setting a flag and
-// kicking the supervisor, in order of precedence: a disable, a reconnect
-// or a new HTTP session end the session (done true); changed resource
-// subscriptions and lists to re-list are served on it.
+// kicking the supervisor, in order of precedence: a disable, a reconnect,
+// a new HTTP session or an HTTP session a raw call gave up end the session
+// (done true); changed resource subscriptions and lists to re-list are
+// served on it.
 func (s *supervisor) kicked(c *conn) (end ending, done bool) {
 	switch {
 	case s.disabled.Load():
