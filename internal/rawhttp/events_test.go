@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -29,8 +30,21 @@ func readAllFrom(stream string, max int) ([]event, *eventReader, error) {
 	}
 }
 
+// A stream whose reading fails mid-event (a connection cut) ends with
+// that error, without the event it was in.
+func TestEventReaderCut(t *testing.T) {
+	er := newEventReader(io.MultiReader(strings.NewReader("id: 1\ndata: a\n\nid: 2\ndata: b\n"), iotest.ErrReader(io.ErrUnexpectedEOF)), 0)
+	ev, err := er.next()
+	require.NoError(t, err)
+	require.Equal(t, "a", string(ev.data))
+	_, err = er.next()
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	require.Equal(t, "1", er.lastID, "resumed after the last whole event")
+}
+
 // A stream's last event id (of an event with data or not) and retry
-// delay are kept for its resumption; an event cut off does not count.
+// delay are kept for its resumption; so is that of an event the stream
+// ends in, as the go-sdk reads it.
 func TestEventReaderKeepsResumption(t *testing.T) {
 	tests := []struct {
 		stream string
@@ -39,7 +53,7 @@ func TestEventReaderKeepsResumption(t *testing.T) {
 	}{
 		{"id: 1\ndata: a\n\nid: 2\n\n", "2", 0},
 		{"retry: 1500\nid: 7\ndata: a\n\ndata: b\n\n", "7", 1500 * time.Millisecond},
-		{"id: 1\n\nid: 2\ndata: cut", "1", 0},
+		{"id: 1\n\nid: 2\ndata: ended", "2", 0},
 		{"retry: soon\ndata: a\n\n", "", 0},
 	}
 	for _, tt := range tests {
@@ -63,8 +77,9 @@ func TestEventReader(t *testing.T) {
 		{"named, with an id, CRLF", "event: message\r\nid: 7\r\ndata: x\r\n\r\n", []event{{name: "message", id: "7", data: []byte("x")}}, io.EOF},
 		{"joined data", "data: a\ndata:b\n\n", []event{{data: []byte("a\nb")}}, io.EOF},
 		{"comment and priming event skipped", ": hi\n\nid: 1\n\ndata: y\n\n", []event{{data: []byte("y")}}, io.EOF},
-		{"cut in an event", "data: x\n", nil, io.ErrUnexpectedEOF},
-		{"cut in a line", "data: x", nil, io.ErrUnexpectedEOF},
+		{"ends in an event", "data: x\n", []event{{data: []byte("x")}}, io.EOF},
+		{"ends in a line", "id: 3\ndata: x", []event{{id: "3", data: []byte("x")}}, io.EOF},
+		{"ends in an event without data", "data: x\n\nid: 4", []event{{data: []byte("x")}}, io.EOF},
 		{"empty", "", nil, io.EOF},
 	}
 	for _, tt := range tests {

@@ -171,6 +171,21 @@ func TestCutStreamGivenUp(t *testing.T) {
 	}
 }
 
+// An answer in the event a stream ends in, without the blank line that
+// would end the event, is the answer, as the go-sdk reads it.
+func TestAnswerInAnUnendedEvent(t *testing.T) {
+	c := &cutServer{}
+	s := c.session(1)
+	s.Client = &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		var m struct{ ID json.RawMessage }
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		return eventStream(`data: {"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"ok":1}}`), nil
+	})}
+	res, err := s.Call(context.Background(), "tools/call", nil, "", &notes{})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"ok":1}`, string(res))
+}
+
 // A call whose caller gives up while a resumption waits ends at once,
 // with the caller's cause.
 func TestCutStreamResumptionCancelled(t *testing.T) {
