@@ -16,8 +16,8 @@ import (
 // shows each line it reads to the session's stdioFast before decoding it
 // for the go-sdk. A line that holds a tools/call the fast path can serve
 // (as over HTTP: see fastpath.go) is answered here, the call made upstream
-// on a goroutine of its own and its answer written as one line among the
-// go-sdk's; a notifications/cancelled for such a call cancels it. Every
+// by the goroutine that read it while another reads on (stdioConn.read),
+// and its answer written as one line among the go-sdk's; a notifications/cancelled for such a call cancels it. Every
 // other line goes to the go-sdk as before, in the order it came. What
 // could make the reader wait (a tool not listed while servers have not
 // had their first say, a client whose mode is not chosen yet) sends the
