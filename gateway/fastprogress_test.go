@@ -25,9 +25,9 @@ func tickCall(id, prefix, token, label string, meet bool) string {
 		id, prefix, label, meet, token)
 }
 
-// heard sums up one message a client was sent: "progress TOKEN N/TOTAL
+// sumUp sums up one message a client was sent: "progress TOKEN N/TOTAL
 // MESSAGE", "result ID TEXT", or the message itself.
-func heard(t *testing.T, data string) string {
+func sumUp(t *testing.T, data string) string {
 	t.Helper()
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
@@ -62,11 +62,11 @@ func heardOnStream(t *testing.T, body string) []string {
 	var got []string
 	for line := range strings.Lines(body) {
 		if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
-			got = append(got, heard(t, data))
+			got = append(got, sumUp(t, data))
 		}
 	}
 	if got == nil {
-		got = append(got, heard(t, body))
+		got = append(got, sumUp(t, body))
 	}
 	return got
 }
@@ -211,7 +211,7 @@ func (c *lineClient) heardUntilAnswer(t *testing.T) []string {
 			if strings.HasPrefix(l, `{"jsonrpc":"2.0","method":"notifications/`) && !strings.Contains(l, `"notifications/progress"`) {
 				continue
 			}
-			got = append(got, heard(t, l))
+			got = append(got, sumUp(t, l))
 			if !strings.HasPrefix(got[len(got)-1], "progress ") {
 				return got
 			}
