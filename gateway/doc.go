@@ -199,7 +199,8 @@
 // listener held then, and waits for it, then stops relaying, before its
 // result goes out; deliver looks for such asks between notices, so a
 // flood delays them by one notice. Each call with a progress token has
-// a goroutine of its own that ends before the call returns; a call of a
+// a goroutine of its own that sends its progress to the client, on
+// either path, and ends before the call's result goes out; a call of a
 // client on 2026-07-28 runs
 // upstream on a goroutine of its own, counted among its session's calls.
 // The holders of sessionless calls are made, and pinned for the request,

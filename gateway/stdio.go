@@ -222,6 +222,9 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return c.writeLine(data)
 }
 
+// send writes msg, one JSON-RPC message, as a line (see writeLine).
+func (c *stdioConn) send(msg []byte) error { return c.writeLine(msg) }
+
 // writeLine writes data and a newline as one write.
 func (c *stdioConn) writeLine(data []byte) error {
 	c.writeMu.Lock()

@@ -90,7 +90,7 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 		defer s.done() // after the answer is written
 		defer untrack()
 		defer cancel(nil)
-		res, err := f.g.fastCall(ctx, s, nil, true, server, tool, req, meta)
+		res, err := f.g.fastCall(ctx, s, nil, c, true, server, tool, req, meta)
 		if errors.Is(err, manager.ErrNotRaw) {
 			// The server reconnected on another protocol since: the go-sdk
 			// serves the call, unless the client cancelled it meanwhile.

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/rawhttp"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/internal/inflight"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,7 +26,8 @@ type CallOptions struct {
 	// Progress, if set, receives the server's progress notifications for
 	// this call, in order. It runs on the connection's goroutine: it must
 	// not block. Notifications the server sent just before its answer may
-	// arrive just after Call returns (up to a second after).
+	// arrive just after Call returns (up to a second after); CallRaw
+	// returns only once they have arrived, and none arrives after it.
 	Progress func(Progress)
 	// FailFast answers at once, with CONNECTION_FAILED naming the last
 	// error and when the next attempt is due, when the server is backing
@@ -102,7 +104,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		}
 		params := &mcp.CallToolParams{Name: tool, Arguments: args}
 		if opts.Progress != nil {
-			token, done := s.progress.Add(opts.Progress)
+			token, done := s.progress.Add(opts.Progress, inflight.Grace)
 			defer done()
 			params.SetProgressToken(token)
 		}
