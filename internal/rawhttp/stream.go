@@ -108,8 +108,10 @@ func (s Session) read(askCtx context.Context, asks *sync.WaitGroup, summary, id 
 			// Ended or cut: resumed from its last event id, if any.
 			return nil, er, nil
 		}
-		if ev.name != "" && ev.name != "message" {
-			continue // not a message
+		if len(ev.data) == 0 || ev.name != "" && ev.name != "message" {
+			// Not a message, or a priming event: only an id to resume
+			// from (kept by the reader), as the go-sdk skips it.
+			continue
 		}
 		var m message
 		if err := json.Unmarshal(ev.data, &m); err != nil {

@@ -200,3 +200,21 @@ func TestCutStreamResumptionCancelled(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 	})
 }
+
+// A priming event, which carries only an id to resume from and no data
+// (servers send one first on a stream they can resume), is skipped, as
+// the go-sdk skips it: the call gets its answer, and the session lives.
+func TestPrimingEventSkipped(t *testing.T) {
+	s := (&cutServer{}).session(1)
+	s.Client = &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		var m struct{ ID json.RawMessage }
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		return eventStream("id: prime-1\ndata: \n\n" + logEvent +
+			`data: {"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"ok":1}}` + "\n\n"), nil
+	})}
+	n := &notes{}
+	res, err := s.Call(context.Background(), "tools/call", nil, "", n)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"ok":1}`, string(res))
+	require.Equal(t, []string{"notifications/message"}, n.methods)
+}
