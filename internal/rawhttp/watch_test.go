@@ -3,6 +3,7 @@ package rawhttp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -129,4 +130,31 @@ func abs(n int) int {
 		return -n
 	}
 	return n
+}
+
+// BenchmarkWatch is what watching costs one call's response stream as
+// the go-sdk reads it (bufio reads of 4 KiB): a result alone, and a
+// result after three log messages, each beside reading it unwatched.
+func BenchmarkWatch(b *testing.B) {
+	notice := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"working\"}}\n\n"
+	result := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}}\n\n"
+	for name, stream := range map[string]string{"result": result, "3 logs+result": strings.Repeat(notice, 3) + result} {
+		for _, watch := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/watched=%v", name, watch), func(b *testing.B) {
+				p := make([]byte, 4096)
+				b.ReportAllocs()
+				for b.Loop() {
+					var body io.ReadCloser = io.NopCloser(strings.NewReader(stream))
+					if watch {
+						body = Watch(body, 0, func([]byte) {})
+					}
+					for {
+						if _, err := body.Read(p); err != nil {
+							break
+						}
+					}
+				}
+			})
+		}
+	}
 }
