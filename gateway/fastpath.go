@@ -29,9 +29,14 @@ import (
 // manager's raw call path, whose result goes back to the client as the
 // server wrote it. The raw path serves spawned stdio servers and
 // streamable HTTP servers (a POST on the manager's own session with the
-// server). Anything else (another method, a batch, progress wanted, a
-// client on another protocol generation or mode, a legacy SSE or
-// in-process server) goes to the go-sdk as before; a debug log says why.
+// server). A call that wants progress gets it on the call's response
+// (an event stream then, as for the server's questions: see fastask.go),
+// under its own token, before the result: the manager sends the server a
+// token of its own, unique on that connection, since two clients may
+// choose the same. Anything else (another method, a batch, a client on
+// another protocol generation or mode, or one that hears the server's log
+// messages, a legacy SSE or in-process server) goes to the go-sdk as
+// before; a debug log says why.
 
 // FastPathEnv turns the fast path on ("on") or off ("off") when
 // Options.FastPath is "".
@@ -137,8 +142,6 @@ func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 	switch {
 	case json.Unmarshal(req.Params.Meta, &meta) != nil:
 		why = "_meta is not an object"
-	case len(meta.ProgressToken) > 0 && string(meta.ProgressToken) != "null":
-		why = "progress wanted"
 	case meta.ProtocolVersion >= multiRoundTripVersion:
 		why = "protocol version " + meta.ProtocolVersion
 	}
@@ -202,7 +205,7 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 	}
 	defer s.done() // after the answer is written
 	out := &fastStream{w: w, sessionID: s.ss.ID()}
-	res, err := g.fastCall(r.Context(), s, out, false, server, tool, req, meta)
+	res, err := g.fastCall(r.Context(), s, out, out, false, server, tool, req, meta)
 	if errors.Is(err, manager.ErrNotRaw) && !out.started() {
 		// CallRaw decides on ErrNotRaw before it sends the server
 		// anything, so no question of the server's can have gone out on
@@ -289,8 +292,10 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 // the POST ends, the client cancels it, or its session ends. A caller
 // that registers the call for the client's cancellation itself, for the
 // whole of its life (tracked), cancels ctx; otherwise fastCall registers
-// it while it runs.
-func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, tracked bool, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
+// it while it runs. The server's progress on the call, if the client
+// asked for it, is sent to notify, one message at a time, all of it
+// before fastCall returns.
+func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, notify messageSender, tracked bool, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
 	rc, ok := g.src.(rawCaller)
 	if !ok {
 		return nil, manager.ErrNotRaw
@@ -311,12 +316,46 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, tra
 	a := newClientAnswerer(ctx, s, caps, nil)
 	a.fast = out
 	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
+	var fw *progressForwarder
+	if token := progressToken(req.Params.Meta, meta); token != nil {
+		// The manager sends the server a token of its own in its place.
+		fw = newProgressForwarder(ctx, false, rawProgress(token, notify))
+		opts.Progress = fw.send
+	}
 	res, err := rc.CallRaw(ctx, server, tool, req.Params.Arguments, req.Params.Meta, opts)
+	if fw != nil {
+		fw.finish() // the progress it has goes out before the result
+	}
 	if err != nil && !errors.Is(err, manager.ErrNotRaw) && errors.Is(context.Cause(ctx), ErrShuttingDown) {
 		return nil, fmt.Errorf("server %q: tools/call %q: %w: the call did not finish within the shutdown grace and was cancelled upstream. "+
 			"It may or may not have done its work; retrying once mcpvisor is back may succeed", server, tool, ErrShuttingDown)
 	}
 	return res, err
+}
+
+// messageSender sends a client a JSON-RPC message: a fast call's
+// response (fastStream) or a stdio connection (stdioConn). An interface
+// rather than a func, so that a call that sends nothing allocates
+// nothing for it.
+type messageSender interface {
+	send(msg []byte) error
+}
+
+// progressToken is the progress token of a call's _meta, raw (meta is
+// what fastMessage read of it), or nil if it has none. As the go-sdk
+// reads it, only a member named exactly progressToken is one.
+func progressToken(raw json.RawMessage, meta fastMeta) json.RawMessage {
+	if len(meta.ProgressToken) == 0 || string(meta.ProgressToken) == "null" {
+		return nil // what most calls take: no second reading of _meta
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	if token := m["progressToken"]; len(token) > 0 && string(token) != "null" {
+		return token
+	}
+	return nil
 }
 
 // fastAnswerOf is the answer to the call with id: its raw result, or an

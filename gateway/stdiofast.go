@@ -16,8 +16,8 @@ import (
 // shows each line it reads to the session's stdioFast before decoding it
 // for the go-sdk. A line that holds a tools/call the fast path can serve
 // (as over HTTP: see fastpath.go) is answered here, the call made upstream
-// on a goroutine of its own and its answer written as one line among the
-// go-sdk's; a notifications/cancelled for such a call cancels it. Every
+// by the goroutine that read it while another reads on (stdioConn.read),
+// and its answer written as one line among the go-sdk's; a notifications/cancelled for such a call cancels it. Every
 // other line goes to the go-sdk as before, in the order it came. What
 // could make the reader wait (a tool not listed while servers have not
 // had their first say, a client whose mode is not chosen yet) sends the
@@ -90,7 +90,7 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 		defer s.done() // after the answer is written
 		defer untrack()
 		defer cancel(nil)
-		res, err := f.g.fastCall(ctx, s, nil, true, server, tool, req, meta)
+		res, err := f.g.fastCall(ctx, s, nil, c, true, server, tool, req, meta)
 		if errors.Is(err, manager.ErrNotRaw) {
 			// The server reconnected on another protocol since: the go-sdk
 			// serves the call, unless the client cancelled it meanwhile.

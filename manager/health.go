@@ -201,7 +201,7 @@ func (s *supervisor) discoverProbe(ctx context.Context, c *conn) error {
 		return probe.Stdio(ctx, raw, params)
 	}
 	t := c.transport.(*mcp.StreamableClientTransport) // discoverable
-	return probe.HTTP{Client: c.httpClient(t), URL: t.Endpoint, Session: c.session.ID(), Protocol: version}.Discover(ctx, params)
+	return probe.HTTP{Client: c.httpClient(t), URL: t.Endpoint, Session: c.session.ID(), Protocol: version, MaxRetries: t.MaxRetries}.Discover(ctx, params)
 }
 
 // heard records that the server was just heard from.

@@ -27,7 +27,11 @@ func watchAll(t *testing.T, stream string, max, piece, chunk int) (string, []str
 	for {
 		n, err := w.Read(p)
 		got = append(got, p[:n]...)
-		if complete := messages(got, max); len(complete) > len(seen) {
+		ended := got
+		if err == nil { // only events a blank line has ended are complete
+			ended = throughBlankLine(got)
+		}
+		if complete := messages(ended, max); len(complete) > len(seen) {
 			t.Fatalf("handed on %q with %d messages, of which %d were seen", got, len(complete), len(seen))
 		}
 		if err != nil {
@@ -36,8 +40,20 @@ func watchAll(t *testing.T, stream string, max, piece, chunk int) (string, []str
 	}
 }
 
-// messages are the data of the message events complete in stream, up to
-// the first over max bytes.
+// throughBlankLine is stream up to the end of its last blank line.
+func throughBlankLine(stream []byte) []byte {
+	end := 0
+	if i := bytes.LastIndex(stream, []byte("\n\n")); i >= 0 {
+		end = i + 2
+	}
+	if i := bytes.LastIndex(stream, []byte("\n\r\n")); i >= 0 && i+3 > end {
+		end = i + 3
+	}
+	return stream[:end]
+}
+
+// messages are the data of the message events in stream, up to the first
+// over max bytes; the stream's end ends its last event.
 func messages(stream []byte, max int) []string {
 	er := newEventReader(bytes.NewReader(stream), max)
 	var out []string
