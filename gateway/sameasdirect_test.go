@@ -11,7 +11,6 @@ package gateway_test
 // client says the level it wants in each call's _meta.
 
 import (
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -211,9 +210,6 @@ func compare(t *testing.T, s subject, ep endpointCase, version string, direct ma
 		if s.refused[st.name] && version == "2026-07-28" {
 			want, have = questionsOf(want), questionsOf(have)
 		}
-		if s.url != "" {
-			want, have = trailingNotes(t, st.name, want, have)
-		}
 		assert.Equal(t, want, have, "%s", st.name)
 	}
 }
@@ -313,46 +309,6 @@ func runGo(p *probe, steps []step, toolsOnly bool) map[string][]string {
 		p.t.Logf("%s (%v): %q", st.name, time.Since(start).Round(time.Millisecond), lines)
 	}
 	return out
-}
-
-// trailingNotes takes the log messages and progress out of what a step
-// observed through the gateway in front of a streamable HTTP server,
-// after asserting that this step's that came are, in order, the first of
-// those a client sees directly. The server's notifications during a call reach
-// mcpvisor on the call's stream, but mcpvisor may hand the last of them
-// on after the call's result (see "Which protocol generation is spoken
-// where" in docs/gateway.md): a client with a session then sees them
-// among the next step's, and a sessionless HTTP client not at all. A
-// fix is under way; with it, this goes, and each step's notifications
-// are compared whole, as for a server on stdio.
-func trailingNotes(t *testing.T, step string, want, have []string) ([]string, []string) {
-	t.Helper()
-	wantNotes, wantRest := splitNotes(want)
-	haveNotes, haveRest := splitNotes(have)
-	// Those of the step before that came late are not this step's.
-	var own []string
-	for _, n := range haveNotes {
-		if slices.Contains(wantNotes, n) {
-			own = append(own, n)
-		}
-	}
-	if assert.LessOrEqual(t, len(own), len(wantNotes), "%s: notifications", step) {
-		assert.Equal(t, wantNotes[:len(own)], own, "%s: the notifications before the result", step)
-	}
-	return wantRest, haveRest
-}
-
-// splitNotes parts lines into notifications (log messages and progress)
-// and the rest.
-func splitNotes(lines []string) (notes, rest []string) {
-	for _, l := range lines {
-		if strings.HasPrefix(l, "log ") || strings.HasPrefix(l, "progress ") {
-			notes = append(notes, l)
-		} else {
-			rest = append(rest, l)
-		}
-	}
-	return notes, rest
 }
 
 // questionsOf keeps what a server asked of its client.
