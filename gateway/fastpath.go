@@ -29,9 +29,17 @@ import (
 // manager's raw call path, whose result goes back to the client as the
 // server wrote it. The raw path serves spawned stdio servers and
 // streamable HTTP servers (a POST on the manager's own session with the
-// server). Anything else (another method, a batch, progress wanted, a
-// client on another protocol generation or mode, a legacy SSE or
-// in-process server) goes to the go-sdk as before; a debug log says why.
+// server). Over stdio (stdiofast.go) it serves clients of both protocol
+// generations: a call of a client on 2026-07-28, which cannot be sent
+// requests, opens a round trip as the go-sdk path's does, so that what
+// the server asks during it reaches the client as input requests (see
+// fasttrip.go); its _meta is read as the go-sdk reads it (the client's
+// capabilities and information, the log level it wants), and the
+// protocol's own members of it are not sent upstream. Anything else
+// (another method, a batch, progress wanted, a request state, a client
+// on another mode, a 2026-07-28 client over HTTP, which has no session, a
+// legacy SSE or in-process server) goes to the go-sdk as before; a debug
+// log says why.
 
 // FastPathEnv turns the fast path on ("on") or off ("off") when
 // Options.FastPath is "".
@@ -89,6 +97,13 @@ type fastMeta struct {
 	ProtocolVersion string          `json:"io.modelcontextprotocol/protocolVersion"`
 	TraceParent     string          `json:"traceparent"`
 	TraceState      string          `json:"tracestate"`
+
+	// Of a request that says in its _meta that it is on 2026-07-28 (see
+	// perRequest): what its client declared it can answer, and the _meta
+	// that goes upstream in place of the client's.
+	caps     *mcp.ClientCapabilities
+	forward  json.RawMessage
+	stripped bool // forward replaces the client's _meta
 }
 
 // fastMessage reads body, one JSON-RPC message, as the fast path does:
@@ -139,8 +154,10 @@ func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 		why = "_meta is not an object"
 	case len(meta.ProgressToken) > 0 && string(meta.ProgressToken) != "null":
 		why = "progress wanted"
-	case meta.ProtocolVersion >= multiRoundTripVersion:
+	case meta.ProtocolVersion > multiRoundTripVersion:
 		why = "protocol version " + meta.ProtocolVersion
+	case meta.ProtocolVersion == multiRoundTripVersion:
+		why = meta.perRequest(req.Params.Meta)
 	}
 	return req, meta, why
 }
@@ -179,6 +196,8 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 	case why != "":
 	case read != "":
 		why = read
+	case meta.ProtocolVersion >= multiRoundTripVersion:
+		why = "protocol version " + meta.ProtocolVersion
 	case req.Method == "notifications/cancelled":
 		if s.cancelFast(req.Params.RequestID) {
 			w.WriteHeader(http.StatusAccepted)
@@ -202,7 +221,7 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 	}
 	defer s.done() // after the answer is written
 	out := &fastStream{w: w, sessionID: s.ss.ID()}
-	res, err := g.fastCall(r.Context(), s, out, false, server, tool, req, meta)
+	res, err := g.fastCall(r.Context(), s, out, nil, false, server, tool, req, meta)
 	if errors.Is(err, manager.ErrNotRaw) && !out.started() {
 		// CallRaw decides on ErrNotRaw before it sends the server
 		// anything, so no question of the server's can have gone out on
@@ -289,8 +308,10 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 // the POST ends, the client cancels it, or its session ends. A caller
 // that registers the call for the client's cancellation itself, for the
 // whole of its life (tracked), cancels ctx; otherwise fastCall registers
-// it while it runs.
-func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, tracked bool, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
+// it while it runs. What the server asks meanwhile goes out on out (a
+// fast call over HTTP), or as the input requests of trip (a call on
+// 2026-07-28: see fastTrip), or on the client's session.
+func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, trip *roundTrip, tracked bool, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
 	rc, ok := g.src.(rawCaller)
 	if !ok {
 		return nil, manager.ErrNotRaw
@@ -304,14 +325,18 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, tra
 	if !tracked {
 		defer s.trackFast(req.ID, func(cause error) bool { cancel(cause); return true })()
 	}
-	var caps *mcp.ClientCapabilities
-	if p := s.ss.InitializeParams(); p != nil {
+	caps := meta.caps // a request on 2026-07-28 says it in its _meta
+	if p := s.ss.InitializeParams(); caps == nil && p != nil {
 		caps = p.Capabilities
 	}
-	a := newClientAnswerer(ctx, s, caps, nil)
+	a := newClientAnswerer(ctx, s, caps, trip)
 	a.fast = out
 	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
-	res, err := rc.CallRaw(ctx, server, tool, req.Params.Arguments, req.Params.Meta, opts)
+	upMeta := req.Params.Meta
+	if meta.stripped {
+		upMeta = meta.forward
+	}
+	res, err := rc.CallRaw(ctx, server, tool, req.Params.Arguments, upMeta, opts)
 	if err != nil && !errors.Is(err, manager.ErrNotRaw) && errors.Is(context.Cause(ctx), ErrShuttingDown) {
 		return nil, fmt.Errorf("server %q: tools/call %q: %w: the call did not finish within the shutdown grace and was cancelled upstream. "+
 			"It may or may not have done its work; retrying once mcpvisor is back may succeed", server, tool, ErrShuttingDown)

@@ -27,7 +27,8 @@ import (
 // runFastServer is the demo server with what the fast path's tests need
 // beside it: block (waits until cancelled, marking markEnv's files), tick
 // (reports progress, then answers), trace (answers with the trace context
-// its request carried) and boom (answers a JSON-RPC error).
+// its request carried), confirm (asks its client, and answers with what it
+// said) and boom (answers a JSON-RPC error).
 func runFastServer() error {
 	s := fastServer(os.Getenv(markEnv))
 	// On the protocol the raw path speaks upstream.
@@ -63,6 +64,16 @@ func fastServer(mark string) *mcp.Server {
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			meta := req.Params.GetMeta()
 			got := fmt.Sprintf("traceparent=%v tracestate=%v", meta["traceparent"], meta["tracestate"])
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: got}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "confirm", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Sure?", RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"username": map[string]any{"type": "string"}}}})
+			if err != nil {
+				return nil, err
+			}
+			got := fmt.Sprintf("action=%s content=%v", res.Action, res.Content)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: got}}}, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "boom", InputSchema: map[string]any{"type": "object"}},
