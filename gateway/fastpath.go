@@ -156,8 +156,6 @@ func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 		why = "progress wanted"
 	case meta.ProtocolVersion > multiRoundTripVersion:
 		why = "protocol version " + meta.ProtocolVersion
-	case meta.ProtocolVersion == multiRoundTripVersion:
-		why = meta.perRequest(req.Params.Meta)
 	}
 	return req, meta, why
 }

@@ -83,6 +83,9 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 	if why == "" && (!ok || !rc.RawCalls(server)) {
 		why = "the server is not one the raw path calls"
 	}
+	if why == "" && meta.ProtocolVersion == multiRoundTripVersion {
+		why = meta.perRequest(req.Params.Meta) // read only for a call the fast path may take
+	}
 	if why == "" {
 		if err := s.begin(); err != nil {
 			why = "refused: " + err.Error() // as the go-sdk path refuses it, with the same words
