@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -134,4 +135,30 @@ func TestStdioFastPathNewGenerationCancellation(t *testing.T) {
 		}
 	}
 	require.Equal(t, errs[1], errs[0])
+}
+
+// Over stdio, the input requests a 2026-07-28 client gets when the
+// server asks during a fast call, and the result of its call again with
+// the answer (served by the go-sdk path), are the very bytes the go-sdk
+// path writes, but for the request state (random).
+func TestStdioFastPathNewGenerationQuestionAsTheSDKPathWritesIt(t *testing.T) {
+	t.Parallel()
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/clientInfo":{"name":"lines","version":"1"}}`
+	stateOf := regexp.MustCompile(`"requestState":"([^"]*)"`)
+	var got []string
+	for _, setting := range []string{"on", "off"} {
+		r := fastRig(t, setting, t.TempDir()+"/m")
+		c := lineStdioNew(t, r, "demo")
+		asked := c.ask(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"confirm","arguments":{},`+meta+`}}`)
+		state := stateOf.FindStringSubmatch(asked)
+		require.Len(t, state, 2, "input requests: %s", asked)
+		require.Contains(t, asked, `"resultType":"input_required"`)
+		answered := c.ask(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"confirm","arguments":{},"requestState":"`+state[1]+
+			`","inputResponses":{"1":{"action":"accept","content":{"username":"bo"}}},`+meta+`}}`)
+		require.Contains(t, answered, `action=accept content=map[username:bo]`)
+		got = append(got, stateOf.ReplaceAllString(asked, `"requestState":"…"`), answered)
+		want := map[string]int64{"on": 1, "off": 0}[setting] // the first request's; the answer is the go-sdk path's
+		require.Equal(t, want, gateway.FastServed(r.gw), setting)
+	}
+	require.Equal(t, got[2:], got[:2])
 }
