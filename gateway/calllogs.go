@@ -160,7 +160,7 @@ func (g *Gateway) holdLevel(s *session, level string) {
 	release := h.HoldLogLevel(level)
 	s.mu.Lock()
 	prev := s.levelHeld
-	s.levelHeld = release
+	s.levelHeld, s.level = release, level
 	ended := s.ended
 	s.mu.Unlock()
 	if prev != nil {
@@ -169,6 +169,22 @@ func (g *Gateway) holdLevel(s *session, level string) {
 	if ended {
 		s.releaseLevel() // it ended meanwhile
 	}
+}
+
+// callLevel is the level at which the call c of s's client wants its
+// server's log messages, for the manager to ask of the server before
+// sending it: the one its _meta names on 2026-07-28 and later, else the
+// one the client set with logging/setLevel; "" for none.
+func (s *session) callLevel(c upstreamCall) string {
+	if c.levelInMeta {
+		return c.logLevel
+	}
+	if !s.logging.Load() {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.level
 }
 
 // releaseLevel lets go of the level s holds upstream, if any.

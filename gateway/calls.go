@@ -122,7 +122,7 @@ func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall, a ask.An
 		defer context.AfterFunc(c.life, func() { cancel(errRequestGone) })()
 	}
 	defer g.relayLogs(ctx, s, c)() // the server's logs go out before the result
-	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
+	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a, LogLevel: s.callLevel(c)}
 	var fw *progressForwarder
 	if c.token != nil {
 		fw = newProgressForwarder(ctx, s.ss, c.to, c.token)

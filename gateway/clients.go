@@ -111,6 +111,7 @@ type session struct {
 	tripsSeen int                   // round trips so far, to order them
 	subs      map[subKey]bool       // resource subscriptions held upstream
 	levelHeld func()                // lets go of the logging level held upstream (holdLevel)
+	level     string                // the logging level the client set last (holdLevel)
 	// reporters relay the client's progress on requests it was sent, by
 	// the token the gateway gave them (see relayProgress).
 	reporters   map[string]ask.Reporter

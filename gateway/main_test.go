@@ -111,6 +111,8 @@ func runServer(mode string) int {
 		err = s.Run(context.Background(), &mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout})
 	case "features":
 		err = featuresServer().Run(context.Background(), upTo{&mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout}, "2025-11-25"})
+	case "features-new":
+		err = featuresServer().Run(context.Background(), &mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout})
 	case "serve-stdio":
 		err = serveStdioProcess()
 	default:

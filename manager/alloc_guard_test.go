@@ -34,7 +34,9 @@ func serveDemoIfAsked() {
 	case "demo":
 		err = demo.Serve(context.Background(), os.Stdin, os.Stdout)
 	case "chatty":
-		err = serveChatty()
+		err = serveChatty(oldProtocol{&mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout}})
+	case "chatty-new":
+		err = serveChatty(&mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout})
 	default:
 		return
 	}

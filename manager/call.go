@@ -42,6 +42,15 @@ type CallOptions struct {
 	// in flight (elicitation, sampling, roots) before the host's answerer
 	// does. The gateway passes its client here.
 	Answerer ask.Answerer
+	// LogLevel, if set, is the level ("debug", "info", ...) at or above
+	// which the caller wants the log messages the server sends during
+	// the call. The server is asked for it, for as long as the call
+	// lasts, when that is more than it is asked for already (see
+	// [Manager.HoldLogLevel]), and the call is sent only once it has
+	// answered: on 2026-07-28 and later, in the request's own _meta. The
+	// messages are published to every listener as any others, whose own
+	// levels filter them. [Manager.CallRaw] does not take it.
+	LogLevel string
 }
 
 // Progress is one progress notification of a call.
@@ -71,6 +80,8 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		return nil, err
 	}
 	defer leave() // after its event
+	level, release := s.callLevel(opts.LogLevel)
+	defer release()
 
 	start := time.Now()
 	var sentOn *mcp.ClientSession // the session the call was last sent on
@@ -95,6 +106,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 			params.SetProgressToken(token)
 		}
 		span.inject(ctx, params)
+		s.levelFor(ctx, snap, params, level)
 		sentOn = snap.session
 		res, err = snap.session.CallTool(ctx, params)
 		if err != nil {

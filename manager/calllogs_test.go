@@ -18,11 +18,12 @@ import (
 	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
 
-// serveChatty is the test binary as a stdio server whose tool logs three
-// messages (and reports three steps of progress when asked to) and returns
-// at once, on protocol 2025-11-25 (where a server logs at the level its
-// client set).
-func serveChatty() error {
+// serveChatty is the test binary as a stdio server whose tool logs a
+// debug message and three at info (and reports three steps of progress
+// when asked to) and returns at once, over t: on protocol 2025-11-25 a
+// server logs at the level its client set, on 2026-07-28 at the level
+// each request names.
+func serveChatty(t mcp.Transport) error {
 	s := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "chatty", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -35,7 +36,7 @@ func serveChatty() error {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 		})
-	return s.Run(context.Background(), oldProtocol{&mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout}})
+	return s.Run(context.Background(), t)
 }
 
 // oldProtocol is a server transport that serves protocol versions up to
@@ -48,11 +49,22 @@ func (oldProtocol) SupportsProtocolVersion(v string) bool { return v <= "2025-11
 // context that bounds the test.
 func chattyManager(t *testing.T) (*manager.Manager, context.Context) {
 	t.Helper()
+	return chattyOn(t, manager.ProtocolAuto)
+}
+
+// chattyOn is chattyManager with the server spoken to on protocol (the
+// server speaks both generations).
+func chattyOn(t *testing.T, protocol manager.Protocol) (*manager.Manager, context.Context) {
+	t.Helper()
 	self, err := os.Executable()
 	require.NoError(t, err)
 	m := newManager(t, manager.Options{})
+	mode := "chatty"
+	if protocol == manager.Protocol20260728 {
+		mode = "chatty-new"
+	}
 	require.NoError(t, m.Add("chatty", manager.Spec{Transport: manager.TransportStdio, Command: []string{self},
-		Env: map[string]string{allocServerEnv: "chatty"}}))
+		Env: map[string]string{allocServerEnv: mode}, Protocol: protocol}))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	_, err = m.Wait(ctx, "chatty", manager.StateConnected)
@@ -180,4 +192,52 @@ func TestLogLevelChangesReachTheServerInOrder(t *testing.T) {
 		defer mu.Unlock()
 		require.Equal(t, []mcp.LoggingLevel{"info", "debug", "info"}, applied)
 	})
+}
+
+// logsOf is the data of the log messages l holds now, in order.
+func logsOf(t *testing.T, l *notify.Listener) []string {
+	t.Helper()
+	var got []string
+	for {
+		n, ok, err := l.TryNext()
+		require.NoError(t, err)
+		if !ok {
+			return got
+		}
+		if lm, ok := n.(notify.LogMessage); ok {
+			got = append(got, fmt.Sprint(lm.Data))
+		}
+	}
+}
+
+// A call whose caller wants the server's log messages at a level more
+// verbose than servers are asked for (debug) gets them from the first
+// call on, on either protocol generation: on 2025-11-25 the server is
+// asked for the level, and has answered, before the call is sent; on
+// 2026-07-28, which has no level but the request's, the call's _meta
+// names it. The call after it, wanting nothing, gets the default level
+// (info), on 2026-07-28 too.
+func TestCallLevelIsAskedBeforeTheCall(t *testing.T) {
+	for name, protocol := range map[string]manager.Protocol{"2025-11-25": manager.ProtocolAuto, "2026-07-28": manager.Protocol20260728} {
+		t.Run(name, func(t *testing.T) {
+			m, ctx := chattyOn(t, protocol)
+			l := m.Notices().Listen(notify.ListenOptions{})
+			defer l.Close()
+			quiet := []string{"starting", "working", "finishing"}
+			for i := range 3 {
+				res, err := m.Call(ctx, "chatty.chatty", nil, manager.CallOptions{LogLevel: "debug"})
+				require.NoError(t, err)
+				require.False(t, res.IsError)
+				require.Equal(t, append([]string{"details"}, quiet...), logsOf(t, l), "call %d at debug", i)
+				res, err = m.Call(ctx, "chatty.chatty", nil, manager.CallOptions{})
+				require.NoError(t, err)
+				require.False(t, res.IsError)
+				// On 2025-11-25 the server may still be at debug a moment.
+				if got := logsOf(t, l); protocol == manager.Protocol20260728 {
+					// The level is the request's own: nothing lingers.
+					require.Equal(t, quiet, got, "call %d at the default", i)
+				}
+			}
+		})
+	}
 }

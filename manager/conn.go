@@ -64,6 +64,9 @@ type conn struct {
 	// the goroutine that asks for the levels wanted later (syncLogLevel).
 	level     mcp.LoggingLevel
 	levelWake chan struct{}
+	// answers follows the session's requests for a level, for calls that
+	// wait until their level is set (awaitLevel).
+	answers levelAnswers
 }
 
 // noticeTally counts the log and progress notifications a session has
@@ -279,6 +282,7 @@ func (s *supervisor) connect() (*conn, error) {
 		// connection for.
 		c.level = s.m.levels.level()
 		_ = c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: c.level})
+		c.answers.set(c.level, true)
 	}
 	if !timer.Stop() || !unlink() {
 		return fail("connect", context.Cause(ctx))
@@ -499,8 +503,8 @@ var ErrNotRaw = errors.New("not a call for the raw path")
 // An answer with isError set is a result, as for Call.
 //
 // It serves stdio servers spawned by the manager and streamable HTTP
-// servers the manager dials, for calls without a progress callback; for
-// anything else it returns ErrNotRaw at once. Over HTTP, what the server
+// servers the manager dials, for calls without a progress callback or a
+// log level; for anything else it returns ErrNotRaw at once. Over HTTP, what the server
 // sends on the call's stream before the result is handled as on the
 // go-sdk's session: log messages and progress are published before the
 // call returns, and what the server asks is answered as it is there (the
@@ -509,7 +513,7 @@ var ErrNotRaw = errors.New("not a call for the raw path")
 // with Call, the server is sent the W3C trace context of the manager's
 // mcp.tool_call span (a child of the caller's) when tracing records.
 func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta json.RawMessage, opts CallOptions) (result json.RawMessage, err error) {
-	if opts.Progress != nil || m.opts.Dial != nil {
+	if opts.Progress != nil || opts.LogLevel != "" || m.opts.Dial != nil {
 		return nil, ErrNotRaw
 	}
 	s, tool, err := m.resolve(server + "." + tool)

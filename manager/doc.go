@@ -123,8 +123,11 @@
 // listeners (its process counts those it reads, the session those it
 // handled; a message the SDK drops unhandled is waited for a second at
 // most, once). Servers are asked for log messages at info, or at the most
-// verbose level a caller holds with [Manager.HoldLogLevel]; the
-// supervisor asks each session again when that changes.
+// verbose level a caller holds with [Manager.HoldLogLevel] or a call in
+// flight wants ([CallOptions.LogLevel]); the supervisor asks each session
+// again when that changes, and a call that wants more than its session
+// was asked for waits until the server has answered for it (on 2026-07-28
+// each call's _meta names the level instead).
 //
 // # Resources and logins
 //

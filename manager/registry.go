@@ -409,22 +409,143 @@ func (m *Manager) HoldLogLevel(level string) (release func()) {
 	if !slices.Contains(logLevelOrder, l) {
 		l = defaultLogLevel
 	}
+	return m.holdLevel(l, nil)
+}
+
+// holdLevel holds l until release is called, as HoldLogLevel does; also,
+// if not nil, is a supervisor to ask besides the declared servers' (a
+// client's own session of a per-client server).
+func (m *Manager) holdLevel(l mcp.LoggingLevel, also *supervisor) (release func()) {
 	m.levels.change(l, +1)
-	m.levelsChanged()
+	m.levelsChanged(also)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			m.levels.change(l, -1)
-			m.levelsChanged()
+			m.levelsChanged(also)
 		})
 	}
 }
 
-// levelsChanged has every server asked for the level now wanted.
-func (m *Manager) levelsChanged() {
-	for _, s := range m.supervisors() {
+// levelsChanged has every server, and also if not nil, asked for the
+// level now wanted.
+func (m *Manager) levelsChanged(also *supervisor) {
+	list := m.supervisors()
+	if also != nil {
+		list = append(list, also)
+	}
+	for _, s := range list {
 		s.levelDirty.Store(true)
 		s.wake()
+	}
+}
+
+// callLevel is what a call whose caller wants log messages at level
+// (CallOptions.LogLevel) does before it is sent on s: it holds the level
+// for the call's length (release lets go of it), and has the session
+// asked for it, so that what the server logs during the call at that
+// level is sent at all. An unknown level, or none, holds nothing.
+func (s *supervisor) callLevel(level string) (l mcp.LoggingLevel, release func()) {
+	l = mcp.LoggingLevel(level)
+	if !slices.Contains(logLevelOrder, l) {
+		return "", func() {}
+	}
+	return l, s.m.holdLevel(l, s)
+}
+
+// levelFor prepares params, about to be sent on snap's session, for a
+// caller that wants log messages at level ("" for none): a session of
+// 2026-07-28 or later has no level of its own, and each request names the
+// level wanted in its _meta (the caller's, or the level servers are
+// asked for when that is more verbose); on an older session it waits
+// until the server has answered the logging/setLevel asking for level, or
+// a more verbose one (see callLevel), so that the call is not sent before
+// the server logs at that level.
+func (s *supervisor) levelFor(ctx context.Context, snap *snapshot, params *mcp.CallToolParams, level mcp.LoggingLevel) {
+	caps := snap.session.InitializeResult().Capabilities
+	if caps == nil || caps.Logging == nil {
+		return // a server that does not log is not asked
+	}
+	if rawProtocol(snap) {
+		if level != "" {
+			snap.conn.awaitLevel(ctx, level)
+		}
+		return
+	}
+	want := s.m.levels.level()
+	if level != "" && atLeastAsVerbose(level, want) {
+		want = level
+	}
+	meta := params.GetMeta()
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[mcp.MetaKeyLogLevel] = want
+	params.SetMeta(meta)
+}
+
+// atLeastAsVerbose reports whether a level asks for all that b does.
+func atLeastAsVerbose(a, b mcp.LoggingLevel) bool {
+	return slices.Index(logLevelOrder, a) <= slices.Index(logLevelOrder, b)
+}
+
+// levelAnswers follows a session's logging/setLevel requests: the level
+// last asked for, and whether the server has answered (or the request
+// has failed).
+type levelAnswers struct {
+	mu sync.Mutex
+	// mu guards the following; changed is closed, and replaced, whenever
+	// asked or answered changes.
+	asked    mcp.LoggingLevel
+	answered bool
+	changed  chan struct{}
+}
+
+// set records a request for level, answered or not yet.
+func (a *levelAnswers) set(level mcp.LoggingLevel, answered bool) {
+	a.mu.Lock()
+	a.asked, a.answered = level, answered
+	changed := a.changed
+	a.changed = nil
+	a.mu.Unlock()
+	if changed != nil {
+		close(changed)
+	}
+}
+
+// covers reports whether the server has answered a request for level, or
+// a more verbose one, with none asked since; if not, changed is closed
+// once that may have changed.
+func (a *levelAnswers) covers(level mcp.LoggingLevel) (ok bool, changed <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.answered && a.asked != "" && atLeastAsVerbose(a.asked, level) {
+		return true, nil
+	}
+	if a.changed == nil {
+		a.changed = make(chan struct{})
+	}
+	return false, a.changed
+}
+
+// awaitLevel waits until c's server has answered a logging/setLevel
+// asking for level or a more verbose one, with no other request for a
+// level on its way (one for less would lower it again), or until the
+// session or ctx ends. The level must be held (holdLevel), so that it is
+// asked for.
+func (c *conn) awaitLevel(ctx context.Context, level mcp.LoggingLevel) {
+	for {
+		ok, changed := c.answers.covers(level)
+		if ok {
+			return
+		}
+		select {
+		case <-changed:
+		case <-c.waited:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -499,10 +620,12 @@ func (s *supervisor) askLogLevels(c *conn) {
 			continue
 		}
 		asked = want
+		c.answers.set(want, false)
 		ctx, cancel := context.WithTimeout(context.Background(), s.spec.Timeouts.Request)
 		// A refusal is not worth failing the session for.
 		_ = c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: want})
 		cancel()
+		c.answers.set(want, true)
 	}
 }
 
