@@ -213,6 +213,11 @@
 // each call it takes on a goroutine of its own (counted among the
 // session's calls, ended with it) and cancels those the client cancels;
 // it never waits on anything but its input and the go-sdk taking a line.
+// A fast call of a client on 2026-07-28 runs upstream on one more
+// goroutine, as the go-sdk path's round trip does; that goroutine and the
+// call's own hand its result over under a mutex of their own
+// (tripHandoff), to the request or, once the request has answered with
+// input requests, to the round trip.
 // Every write is one whole line under one lock. Each client session has a watcher that, when the session ends, cancels
 // its calls, waits for them to return, publishes client_disconnected and
 // calls ReleaseClient, once. A call counts among its session's calls until
