@@ -689,16 +689,22 @@ func serveCmd(bin, startup string, stderr io.Writer) *exec.Cmd {
 //     serve against direct. Reported: serve-p50-µs, direct-p50-µs,
 //     p50-ratio and the p99s; ns/op is the serve path's mean.
 //   - proto=2025-11-25: serve with the fast path off (sdk), serve with
-//     --fast-path on (fast) and direct, interleaved. Reported: each
-//     path's p50 and p99, sdk-p50-ratio and fast-p50-ratio (target
-//     ≤ 1.6) against direct; ns/op is the fast path's mean.
+//     --fast-path on (fast), direct, and the same server behind a
+//     process that only copies bytes both ways (relay, the floor of any
+//     second process on the way: runStdioRelayProcess), interleaved.
+//     Reported: each path's p50 and p99, sdk-, fast- and relay-p50-ratio
+//     against direct (fast's target ≤ 1.6), and fast-relay-p50-ratio
+//     (fast against the relay); the CPU per call of serve's process
+//     (fast-, sdk-cpu-µs/call) and of the relay's, their servers' not
+//     counted (Linux; 10 ms ticks: run ≥ 2000 calls); ns/op is the fast
+//     path's mean.
 func BenchmarkServeStdioCall(b *testing.B) {
 	bin := testutil.BuildMcpvisor(b)
 	b.Run("proto="+stdioProtocol, func(b *testing.B) {
 		// The manager asks a stdio server for 2025-11-25 unless told.
 		startup := writeStartup(b, fmt.Sprintf("mcp_add(\"demo\", {command = {MCPVISOR, \"demo-server\"}, protocol = %q, env = {GOGC = %q}})\n", stdioProtocol, childGOGC()))
 		var stderr testutil.SyncBuffer
-		serve := startServe(b, bin, startup, stdioProtocol, &stderr)
+		serve, _ := startServe(b, bin, startup, stdioProtocol, &stderr)
 		if strings.Contains(stderr.String(), "does not speak the protocol asked for") {
 			b.Fatalf("serve's session of demo is not on %s:\n%s", stdioProtocol, stderr.String())
 		}
@@ -719,6 +725,7 @@ func BenchmarkServeStdioCall(b *testing.B) {
 		command, env := benchServer(b, httpProtocol)
 		dir := b.TempDir()
 		var sdk, fast *mcp.ClientSession
+		var pids [4]int // of the processes a path's client talks to, as t's paths
 		var lua strings.Builder
 		for _, path := range []string{"sdk", "fast"} {
 			env[benchProtocolFileEnv] = filepath.Join(dir, path+".protocol")
@@ -731,9 +738,9 @@ func BenchmarkServeStdioCall(b *testing.B) {
 			startup := writeStartup(b, lua.String())
 			lua.Reset()
 			if path == "sdk" {
-				sdk = startServe(b, bin, startup, httpProtocol, nil)
+				sdk, pids[1] = startServe(b, bin, startup, httpProtocol, nil)
 			} else {
-				fast = startServe(b, bin, startup, httpProtocol, nil)
+				fast, pids[0] = startServe(b, bin, startup, httpProtocol, nil)
 			}
 			got, err := os.ReadFile(env[benchProtocolFileEnv])
 			if err != nil {
@@ -742,19 +749,35 @@ func BenchmarkServeStdioCall(b *testing.B) {
 			requireProtocol(b, "serve's session of demo ("+path+")", string(got), httpProtocol)
 		}
 		dcs := connectStdio(b, benchServerCmd(b, httpProtocol), httpProtocol)
-		if _, err := dcs.ListTools(context.Background(), nil); err != nil {
-			b.Fatal(err)
+		relay := stdioRelayCmd(b, httpProtocol)
+		rcs := connectStdio(b, relay, httpProtocol)
+		pids[3] = relay.Process.Pid
+		for _, cs := range []*mcp.ClientSession{dcs, rcs} {
+			if _, err := cs.ListTools(context.Background(), nil); err != nil {
+				b.Fatal(err)
+			}
 		}
 		b.ResetTimer()
-		t := serialN(b, []func() error{echo(fast, "demo__echo", "fast"), echo(sdk, "demo__echo", "sdk"), echo(dcs, "echo", "direct")}, b.N, 100)
+		var cpu0 [4]time.Duration
+		for i, pid := range pids {
+			cpu0[i], _ = procCPU(pid)
+		}
+		t := serialN(b, []func() error{echo(fast, "demo__echo", "fast"), echo(sdk, "demo__echo", "sdk"), echo(dcs, "echo", "direct"), echo(rcs, "echo", "relay")}, b.N, 100)
 		b.StopTimer()
+		for i, name := range []string{"fast", "sdk", "", "relay"} {
+			// The CPU of serve's process (or the relay's) per call, its
+			// server's not included; warm-up calls included.
+			if cpu1, ok := procCPU(pids[i]); ok && name != "" {
+				b.ReportMetric(micros(cpu1-cpu0[i])/float64(b.N+100), name+"-cpu-µs/call")
+			}
+		}
 		var total time.Duration
 		for _, d := range t[0] {
 			total += d
 		}
 		b.ReportMetric(float64(total.Nanoseconds())/float64(len(t[0])), "ns/op")
 		base := testutil.Percentile(t[2], 50)
-		for i, name := range []string{"fast", "sdk", "direct"} {
+		for i, name := range []string{"fast", "sdk", "direct", "relay"} {
 			p50 := testutil.Percentile(t[i], 50)
 			b.ReportMetric(micros(p50), name+"-p50-µs")
 			b.ReportMetric(micros(testutil.Percentile(t[i], 99)), name+"-p99-µs")
@@ -762,14 +785,16 @@ func BenchmarkServeStdioCall(b *testing.B) {
 				b.ReportMetric(float64(p50)/float64(base), name+"-p50-ratio")
 			}
 		}
+		b.ReportMetric(float64(testutil.Percentile(t[0], 50))/float64(testutil.Percentile(t[3], 50)), "fast-relay-p50-ratio")
 	})
 }
 
 // startServe starts `mcpvisor serve` of startup (the fast path as
 // FastPathEnv says), connects a go-sdk client on protocol version and
-// waits until it lists demo__echo. serve's log (warnings) goes to stderr,
-// if not nil, and is shown if b fails.
-func startServe(b *testing.B, bin, startup, version string, stderr *testutil.SyncBuffer) *mcp.ClientSession {
+// waits until it lists demo__echo; it returns the session and serve's
+// process id. serve's log (warnings) goes to stderr, if not nil, and is
+// shown if b fails.
+func startServe(b *testing.B, bin, startup, version string, stderr *testutil.SyncBuffer) (_ *mcp.ClientSession, pid int) {
 	b.Helper()
 	if stderr == nil {
 		stderr = &testutil.SyncBuffer{}
@@ -779,9 +804,10 @@ func startServe(b *testing.B, bin, startup, version string, stderr *testutil.Syn
 			b.Logf("mcpvisor serve stderr:\n%s", stderr.String())
 		}
 	})
-	cs := connectStdio(b, serveCmd(bin, startup, stderr), version)
+	cmd := serveCmd(bin, startup, stderr)
+	cs := connectStdio(b, cmd, version)
 	waitForTool(b, cs, "demo__echo")
-	return cs
+	return cs, cmd.Process.Pid
 }
 
 // BenchmarkStdioGatewayInProcess is the serve-over-stdio path with the

@@ -125,7 +125,7 @@ func (g *Gateway) call(ctx context.Context, s *session, c upstreamCall, a ask.An
 	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a, LogLevel: s.callLevel(c)}
 	var fw *progressForwarder
 	if c.token != nil {
-		fw = newProgressForwarder(ctx, s.ss, c.to, c.token)
+		fw = newProgressForwarder(ctx, true, sessionProgress(ctx, s.ss, c.to, c.token))
 		opts.Progress = fw.send
 	}
 	res, err := g.src.Call(ctx, c.name, c.args, opts)

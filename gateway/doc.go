@@ -199,7 +199,8 @@
 // listener held then, and waits for it, then stops relaying, before its
 // result goes out; deliver looks for such asks between notices, so a
 // flood delays them by one notice. Each call with a progress token has
-// a goroutine of its own that ends before the call returns; a call of a
+// a goroutine of its own that sends its progress to the client, on
+// either path, and ends before the call's result goes out; a call of a
 // client on 2026-07-28 runs
 // upstream on a goroutine of its own, counted among its session's calls.
 // The holders of sessionless calls are made, and pinned for the request,
@@ -208,11 +209,14 @@
 // last call, request or round trip, or by the timer of a round trip left
 // waiting (which runs on its own goroutine), never while the gateway
 // shuts down: Shutdown ends those left.
-// A stdio session reads its lines on a goroutine of its own, which
-// answers the lines it refuses itself and, with the fast path on, starts
-// each call it takes on a goroutine of its own (counted among the
-// session's calls, ended with it) and cancels those the client cancels;
-// it never waits on anything but its input and the go-sdk taking a line.
+// A stdio session reads its lines on one goroutine at a time, which
+// answers the lines it refuses itself and cancels the calls the client
+// cancels; it never waits on anything but its input and the go-sdk
+// taking a line. With the fast path on, the reader that takes a call
+// passes the reading on (to the one goroutine waiting for its turn, or a
+// new one) and makes the call itself (counted among the session's calls,
+// ended with it), then waits for its turn, or ends if another goroutine
+// waits already or the session is closed.
 // A fast call of a client on 2026-07-28 runs upstream on one more
 // goroutine, as the go-sdk path's round trip does; that goroutine and the
 // call's own hand its result over under a mutex of their own

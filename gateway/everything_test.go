@@ -201,7 +201,7 @@ func TestEverythingAsksTheClient(t *testing.T) {
 			cs, err := c.Connect(ctx, tr, sessionOver(tr))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = cs.Close() })
-			label := log.next(t, events.KindClientConnected, 10*time.Second, nil).Text("client")
+			label := log.next(t, events.KindClientConnected, 30*time.Second, nil).Text("client")
 
 			pollUntil(t, 30*time.Second, "the asking tools listed", func() bool {
 				names := toolNames(t, cs)

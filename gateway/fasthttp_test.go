@@ -1,10 +1,15 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +26,23 @@ import (
 // which asks its client for a name and answers with it.
 func httpFastRig(t *testing.T, setting, mark string, jsonResponse bool) *rig {
 	t.Helper()
+	return httpFastRigBehind(t, setting, mark, jsonResponse, nil)
+}
+
+// httpFastRigBehind is httpFastRig with the server behind front, a
+// middleware that may answer in its place (nil: none), and with its
+// tools listed: status500, html and cut, which only front answers.
+func httpFastRigBehind(t *testing.T, setting, mark string, jsonResponse bool, front func(http.Handler) http.Handler) *rig {
+	t.Helper()
 	srv := fastServer(mark)
+	if front != nil {
+		for _, name := range []string{"status500", "html", "cut"} {
+			srv.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return nil, errors.New("the middleware answers this call")
+				})
+		}
+	}
 	srv.AddTool(&mcp.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "who are you?", RequestedSchema: map[string]any{
@@ -31,7 +52,11 @@ func httpFastRig(t *testing.T, setting, mark string, jsonResponse bool) *rig {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s: %v", res.Action, res.Content["name"])}}}, nil
 		})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: jsonResponse}))
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: jsonResponse})
+	if front != nil {
+		h = front(h)
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close) // after the rig's, which ends the manager's streams
 	spec := manager.Spec{Transport: manager.TransportHTTP, URL: hs.URL}
 	r := newRigWith(t, map[string]manager.Spec{"demo": spec}, gateway.Options{FastPath: setting}, gateway.HTTPOptions{})
@@ -119,4 +144,75 @@ func TestFastPathToHTTPCancellationReachesTheServer(t *testing.T) {
 	}
 	require.EqualValues(t, 1, gateway.FastServed(r.gw))
 	stillServes(t, r)
+}
+
+// misbehaving answers the calls of its tools in the server's place: a 500
+// to status500, an HTML page to html, and to cut an event stream that
+// ends after a log message in an event with an id; the GET that resumes
+// that stream (Last-Event-ID) gets the call's answer.
+func misbehaving(next http.Handler) http.Handler {
+	var mu sync.Mutex
+	cut := map[string]json.RawMessage{} // the ids of the calls cut, by last event id; mu guards it
+	n := 0                              // numbers the cut streams' events; mu guards it
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if last := r.Header.Get("Last-Event-ID"); r.Method == http.MethodGet && last != "" {
+			mu.Lock()
+			id, ok := cut[last]
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			if ok {
+				fmt.Fprintf(w, "id: %s.1\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"resumed\"}]}}\n\n", last, id)
+			}
+			return
+		}
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			ID     json.RawMessage
+			Method string
+			Params struct{ Name string }
+		}
+		_ = json.Unmarshal(body, &msg)
+		if msg.Method != "tools/call" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		switch msg.Params.Name {
+		case "status500":
+			http.Error(w, "the upstream fell over", http.StatusInternalServerError)
+		case "html":
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = io.WriteString(w, "<html><body>Log in to continue</body></html>")
+		case "cut":
+			mu.Lock()
+			n++
+			last := fmt.Sprintf("ev-%d", n)
+			cut[last] = msg.ID
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "id: %s\nretry: 10\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"half way\"}}\n\n", last)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// A call to a streamable HTTP server that misbehaves is answered by the
+// fast path as the go-sdk path answers it: a 500 and an answer that is
+// not JSON-RPC fail alike (the second ends the upstream session, which is
+// replaced), and a stream cut after an event with an id is resumed.
+func TestFastPathToHTTPFailsAsTheSDKPathDoes(t *testing.T) {
+	t.Parallel()
+	on := httpFastRigBehind(t, "on", t.TempDir()+"/m", false, misbehaving)
+	off := httpFastRigBehind(t, "off", t.TempDir()+"/m", false, misbehaving)
+	requireAnsweredAlike(t, on, off, []fastCall{
+		{"status500", map[string]any{}, true},
+		{"cut", map[string]any{}, true},
+		{"html", map[string]any{}, true},
+		{"echo", map[string]any{"text": "still here"}, true},
+	})
 }

@@ -29,15 +29,20 @@ import (
 // manager's raw call path, whose result goes back to the client as the
 // server wrote it. The raw path serves spawned stdio servers and
 // streamable HTTP servers (a POST on the manager's own session with the
-// server). Over stdio (stdiofast.go) it serves clients of both protocol
-// generations: a call of a client on 2026-07-28, which cannot be sent
-// requests, opens a round trip as the go-sdk path's does, so that what
-// the server asks during it reaches the client as input requests (see
-// fasttrip.go); its _meta is read as the go-sdk reads it (the client's
-// capabilities and information, the log level it wants), and the
-// protocol's own members of it are not sent upstream. Anything else
-// (another method, a batch, progress wanted, a request state, a client
-// on another mode, a 2026-07-28 client over HTTP, which has no session, a
+// server). A call that wants progress gets it on the call's response
+// (an event stream then, as for the server's questions: see fastask.go),
+// under its own token, before the result: the manager sends the server a
+// token of its own, unique on that connection, since two clients may
+// choose the same. Over stdio (stdiofast.go) it serves clients of both
+// protocol generations: a call of a client on 2026-07-28, which cannot be
+// sent requests, opens a round trip as the go-sdk path's does, so that
+// what the server asks during it reaches the client as input requests
+// (see fasttrip.go); its _meta is read as the go-sdk reads it (the
+// client's capabilities and information, the log level it wants), and
+// the protocol's own members of it are not sent upstream. Anything else
+// (another method, a batch, a request state, a client on another mode,
+// or one that hears the server's log messages, a 2026-07-28 client over
+// HTTP, which has no session, or over stdio one that wants progress, a
 // legacy SSE or in-process server) goes to the go-sdk as before; a debug
 // log says why.
 
@@ -152,8 +157,6 @@ func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 	switch {
 	case json.Unmarshal(req.Params.Meta, &meta) != nil:
 		why = "_meta is not an object"
-	case len(meta.ProgressToken) > 0 && string(meta.ProgressToken) != "null":
-		why = "progress wanted"
 	case meta.ProtocolVersion > multiRoundTripVersion:
 		why = "protocol version " + meta.ProtocolVersion
 	}
@@ -219,7 +222,7 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 	}
 	defer s.done() // after the answer is written
 	out := &fastStream{w: w, sessionID: s.ss.ID()}
-	res, err := g.fastCall(r.Context(), s, out, nil, false, server, tool, req, meta)
+	res, err := g.fastCall(r.Context(), s, out, out, nil, false, server, tool, req, meta)
 	if errors.Is(err, manager.ErrNotRaw) && !out.started() {
 		// CallRaw decides on ErrNotRaw before it sends the server
 		// anything, so no question of the server's can have gone out on
@@ -306,10 +309,12 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 // the POST ends, the client cancels it, or its session ends. A caller
 // that registers the call for the client's cancellation itself, for the
 // whole of its life (tracked), cancels ctx; otherwise fastCall registers
-// it while it runs. What the server asks meanwhile goes out on out (a
-// fast call over HTTP), or as the input requests of trip (a call on
+// it while it runs. The server's progress on the call, if the client
+// asked for it, is sent to notify, one message at a time, all of it
+// before fastCall returns. What the server asks meanwhile goes out on out
+// (a fast call over HTTP), or as the input requests of trip (a call on
 // 2026-07-28: see fastTrip), or on the client's session.
-func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, trip *roundTrip, tracked bool, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
+func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, notify messageSender, trip *roundTrip, tracked bool, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
 	rc, ok := g.src.(rawCaller)
 	if !ok {
 		return nil, manager.ErrNotRaw
@@ -330,16 +335,50 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, tri
 	a := newClientAnswerer(ctx, s, caps, trip)
 	a.fast = out
 	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
+	var fw *progressForwarder
+	if token := progressToken(req.Params.Meta, meta); token != nil {
+		// The manager sends the server a token of its own in its place.
+		fw = newProgressForwarder(ctx, false, rawProgress(token, notify))
+		opts.Progress = fw.send
+	}
 	upMeta := req.Params.Meta
 	if meta.stripped {
 		upMeta = meta.forward
 	}
 	res, err := rc.CallRaw(ctx, server, tool, req.Params.Arguments, upMeta, opts)
+	if fw != nil {
+		fw.finish() // the progress it has goes out before the result
+	}
 	if err != nil && !errors.Is(err, manager.ErrNotRaw) && errors.Is(context.Cause(ctx), ErrShuttingDown) {
 		return nil, fmt.Errorf("server %q: tools/call %q: %w: the call did not finish within the shutdown grace and was cancelled upstream. "+
 			"It may or may not have done its work; retrying once mcpvisor is back may succeed", server, tool, ErrShuttingDown)
 	}
 	return res, err
+}
+
+// messageSender sends a client a JSON-RPC message: a fast call's
+// response (fastStream) or a stdio connection (stdioConn). An interface
+// rather than a func, so that a call that sends nothing allocates
+// nothing for it.
+type messageSender interface {
+	send(msg []byte) error
+}
+
+// progressToken is the progress token of a call's _meta, raw (meta is
+// what fastMessage read of it), or nil if it has none. As the go-sdk
+// reads it, only a member named exactly progressToken is one.
+func progressToken(raw json.RawMessage, meta fastMeta) json.RawMessage {
+	if len(meta.ProgressToken) == 0 || string(meta.ProgressToken) == "null" {
+		return nil // what most calls take: no second reading of _meta
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	if token := m["progressToken"]; len(token) > 0 && string(token) != "null" {
+		return token
+	}
+	return nil
 }
 
 // fastAnswerOf is the answer to the call with id: its raw result, or an

@@ -112,7 +112,7 @@ func (g *Gateway) fastTrip(ctx context.Context, s *session, sh tripShape, server
 	h := &tripHandoff{ready: make(chan struct{})}
 	go func() {
 		defer s.done()
-		res, err := g.fastCall(rt.ctx, s, nil, rt, true, server, tool, req, meta)
+		res, err := g.fastCall(rt.ctx, s, nil, nil, rt, true, server, tool, req, meta)
 		if h.arrive(res, err) {
 			rt.finish(tripResult(res, err))
 		}

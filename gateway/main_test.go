@@ -82,6 +82,8 @@ func runServer(mode string) int {
 		err = runFastServer()
 	case "bench-relay":
 		err = runRelayProcess()
+	case "bench-stdio-relay":
+		err = runStdioRelayProcess()
 	case "bench-demo":
 		// The demo server of the benchmarks, serving protocol versions up
 		// to benchProtocolEnv's.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"sync"
@@ -38,14 +39,14 @@ const maxQueuedProgress = 256
 // result goes out, so the result never overtakes its progress.
 type progressForwarder struct {
 	ctx context.Context
-	ss  *mcp.ServerSession
-	// to, if not nil, tells where each notification goes instead of ss
-	// (see upstreamCall.to): one that has nowhere to go, or whose request
-	// ended, is dropped, and the next may find one.
-	to    func() (context.Context, *mcp.ServerSession)
-	token any
-	wake  chan struct{}
-	done  chan struct{}
+	// settle: finish waits for progress still on its way (see
+	// progressSettle); a raw call has had all of its own when it returns.
+	settle bool
+	// deliver sends one notification to the client, and reports false
+	// when nothing more can reach it.
+	deliver func(manager.Progress) bool
+	wake    chan struct{}
+	done    chan struct{}
 
 	mu sync.Mutex
 	// mu guards queue, received and closed.
@@ -54,10 +55,42 @@ type progressForwarder struct {
 	closed   bool
 }
 
-func newProgressForwarder(ctx context.Context, ss *mcp.ServerSession, to func() (context.Context, *mcp.ServerSession), token any) *progressForwarder {
-	f := &progressForwarder{ctx: ctx, ss: ss, to: to, token: token, wake: make(chan struct{}, 1), done: make(chan struct{})}
+func newProgressForwarder(ctx context.Context, settle bool, deliver func(manager.Progress) bool) *progressForwarder {
+	f := &progressForwarder{ctx: ctx, settle: settle, deliver: deliver, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go f.run()
 	return f
+}
+
+// sessionProgress delivers progress on ss under the client's token. If
+// to is not nil, it tells where each notification goes instead of ss (see
+// upstreamCall.to): one that has nowhere to go, or whose request ended,
+// is dropped, and the next may find one.
+func sessionProgress(ctx context.Context, ss *mcp.ServerSession, to func() (context.Context, *mcp.ServerSession), token any) func(manager.Progress) bool {
+	return func(p manager.Progress) bool {
+		ctx, ss := ctx, ss
+		if to != nil {
+			if ctx, ss = to(); ss == nil {
+				return true
+			}
+		}
+		err := ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message})
+		return err == nil || to != nil
+	}
+}
+
+// rawProgress delivers progress as JSON-RPC messages sent to to, under
+// the client's token as it wrote it (raw JSON).
+func rawProgress(token json.RawMessage, to messageSender) func(manager.Progress) bool {
+	return func(p manager.Progress) bool {
+		params, err := json.Marshal(&mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message})
+		if err != nil {
+			return true // a progress that does not encode (NaN) is dropped
+		}
+		msg := make([]byte, 0, len(params)+64)
+		msg = append(msg, `{"jsonrpc":"2.0","method":"notifications/progress","params":`...)
+		msg = append(msg, params...)
+		return to.send(append(msg, '}')) == nil
+	}
 }
 
 // send queues p; it never blocks.
@@ -78,10 +111,10 @@ func (f *progressForwarder) poke() {
 	}
 }
 
-// finish lets late progress settle, sends what is queued and stops the
-// forwarder.
+// finish lets late progress settle (if the forwarder does), sends what
+// is queued and stops the forwarder; what comes later is dropped.
 func (f *progressForwarder) finish() {
-	for range maxSettleRounds {
+	for i := 0; f.settle && i < maxSettleRounds; i++ {
 		f.mu.Lock()
 		before := f.received
 		f.mu.Unlock()
@@ -118,14 +151,7 @@ func (f *progressForwarder) run() {
 		f.queue = nil
 		f.mu.Unlock()
 		for _, p := range batch {
-			ctx, ss := f.ctx, f.ss
-			if f.to != nil {
-				if ctx, ss = f.to(); ss == nil {
-					continue
-				}
-			}
-			if ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-				ProgressToken: f.token, Progress: p.Progress, Total: p.Total, Message: p.Message}) != nil && f.to == nil {
+			if !f.deliver(p) {
 				return // the client is gone
 			}
 		}

@@ -31,20 +31,26 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	if limit <= 0 {
 		limit = maxLine
 	}
-	c := &stdioConn{r: t.r, w: t.w, fast: t.fast, incoming: make(chan readResult), closed: make(chan struct{})}
+	c := &stdioConn{r: t.r, w: t.w, fast: t.fast, incoming: make(chan readResult), closed: make(chan struct{}),
+		turn: make(chan *lineReader), waiter: make(chan struct{}, 1)}
 	go c.read(newLineReader(t.r, limit))
 	return c, nil
 }
 
-// stdioConn is one stdio session. A goroutine of its own reads the lines
-// (a read of stdin cannot be interrupted: Read selects on what it hands
-// over) and answers those it refuses; writes, its answers and the SDK's,
-// go out one whole line at a time.
+// stdioConn is one stdio session. One goroutine at a time reads the
+// lines (a read of stdin cannot be interrupted: Read selects on what it
+// hands over) and answers those it refuses; writes, its answers and the
+// SDK's, go out one whole line at a time.
 type stdioConn struct {
 	r        io.ReadCloser
 	w        io.WriteCloser
 	fast     *stdioFast // nil: every line goes to the go-sdk
 	incoming chan readResult
+	// The reading passes from goroutine to goroutine (see read): turn
+	// hands it to the one goroutine that may wait for it, the holder of
+	// waiter's one place.
+	turn   chan *lineReader
+	waiter chan struct{}
 
 	writeMu sync.Mutex // guards writes to w
 
@@ -75,7 +81,15 @@ func (c *stdioConn) read(lr *lineReader) {
 				if run == nil {
 					continue
 				}
-				go run()
+				// This goroutine makes the call and another reads on: the
+				// call's request goes upstream without waiting for a
+				// goroutine to be scheduled. Once the call is answered,
+				// this one waits to read in turn.
+				c.passOn(lr)
+				run()
+				if lr = c.awaitTurn(); lr == nil {
+					return
+				}
 				continue
 			}
 		}
@@ -98,6 +112,35 @@ func (c *stdioConn) read(lr *lineReader) {
 		case <-c.closed:
 			return
 		}
+	}
+}
+
+// passOn gives the reading of lr to the goroutine waiting for its turn,
+// or to a new one if none is.
+func (c *stdioConn) passOn(lr *lineReader) {
+	select {
+	case c.turn <- lr:
+	default:
+		go c.read(lr)
+	}
+}
+
+// awaitTurn waits until a reader passes the reading on, and returns what
+// to read; nil if another goroutine waits already, or the connection is
+// closed. One goroutine waiting, its stack grown by the calls it made,
+// spares a call a new goroutine and its stack's growth.
+func (c *stdioConn) awaitTurn() *lineReader {
+	select {
+	case c.waiter <- struct{}{}:
+	default:
+		return nil
+	}
+	defer func() { <-c.waiter }()
+	select {
+	case lr := <-c.turn:
+		return lr
+	case <-c.closed:
+		return nil
 	}
 }
 
@@ -178,6 +221,9 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	return c.writeLine(data)
 }
+
+// send writes msg, one JSON-RPC message, as a line (see writeLine).
+func (c *stdioConn) send(msg []byte) error { return c.writeLine(msg) }
 
 // writeLine writes data and a newline as one write.
 func (c *stdioConn) writeLine(data []byte) error {

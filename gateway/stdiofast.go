@@ -16,8 +16,8 @@ import (
 // shows each line it reads to the session's stdioFast before decoding it
 // for the go-sdk. A line that holds a tools/call the fast path can serve
 // (as over HTTP: see fastpath.go) is answered here, the call made upstream
-// on a goroutine of its own and its answer written as one line among the
-// go-sdk's; a notifications/cancelled for such a call cancels it. Every
+// by the goroutine that read it while another reads on (stdioConn.read),
+// and its answer written as one line among the go-sdk's; a notifications/cancelled for such a call cancels it. Every
 // other line goes to the go-sdk as before, in the order it came. What
 // could make the reader wait (a tool not listed while servers have not
 // had their first say, a client whose mode is not chosen yet) sends the
@@ -72,6 +72,11 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 		if meta.ProtocolVersion >= multiRoundTripVersion {
 			sh.info = f.ep.info
 		}
+		if trip && progressToken(req.Params.Meta, meta) != nil {
+			// Its progress goes on whichever of the round trip's requests
+			// waits: the go-sdk path's to carry.
+			why = "progress wanted on 2026-07-28"
+		}
 	}
 	var server, tool string
 	if why == "" {
@@ -118,7 +123,7 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 		defer s.done() // after the answer is written
 		defer untrack()
 		defer cancel(nil)
-		res, err := f.g.fastCall(ctx, s, nil, nil, true, server, tool, req, meta)
+		res, err := f.g.fastCall(ctx, s, nil, c, nil, true, server, tool, req, meta)
 		notRaw := errors.Is(err, manager.ErrNotRaw)
 		var answer []byte
 		if !notRaw {

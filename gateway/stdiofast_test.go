@@ -98,8 +98,8 @@ func (c *lineClient) ask(t *testing.T, line string) string {
 // bytes the go-sdk path writes: results, a tool's isError result,
 // arguments the schema refuses, a server's JSON-RPC error, on the
 // server's endpoint and on /mcp. What the fast path does not take (not an
-// object of arguments, an unknown or hidden tool, progress wanted, other
-// methods, lines that are not well-formed calls) the go-sdk answers as it
+// object of arguments, an unknown or hidden tool, other methods, lines
+// that are not well-formed calls) the go-sdk answers as it
 // does with the fast path off.
 func TestStdioFastPathAnswersAsTheSDKPathDoes(t *testing.T) {
 	t.Parallel()
@@ -141,8 +141,6 @@ func TestStdioFastPathAnswersAsTheSDKPathDoes(t *testing.T) {
 		}
 		before := gateway.FastServed(on.gw)
 		for _, req := range []string{
-			// Progress wanted: the go-sdk path relays it.
-			`{"jsonrpc":"2.0","id":"p","method":"tools/call","params":{"name":"` + ep.prefix + `tick","arguments":{},"_meta":{"progressToken":"tok"}}}`,
 			`{"jsonrpc":"2.0","id":"ping","method":"ping"}`,
 			// Lines that name tools/call but are no call the fast path takes.
 			`{"jsonrpc":"2.0","id":{"no":1},"method":"tools/call","params":{"name":"` + ep.prefix + `echo","arguments":{"text":"x"}}}`,

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/rawhttp"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/internal/inflight"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,7 +26,8 @@ type CallOptions struct {
 	// Progress, if set, receives the server's progress notifications for
 	// this call, in order. It runs on the connection's goroutine: it must
 	// not block. Notifications the server sent just before its answer may
-	// arrive just after Call returns (up to a second after).
+	// arrive just after Call returns (up to a second after); CallRaw
+	// returns only once they have arrived, and none arrives after it.
 	Progress func(Progress)
 	// FailFast answers at once, with CONNECTION_FAILED naming the last
 	// error and when the next attempt is due, when the server is backing
@@ -101,7 +104,7 @@ func (m *Manager) Call(ctx context.Context, name string, args any, opts CallOpti
 		}
 		params := &mcp.CallToolParams{Name: tool, Arguments: args}
 		if opts.Progress != nil {
-			token, done := s.progress.Add(opts.Progress)
+			token, done := s.progress.Add(opts.Progress, inflight.Grace)
 			defer done()
 			params.SetProgressToken(token)
 		}
@@ -241,6 +244,11 @@ func (s *supervisor) callFailure(ctx context.Context, req uint64, err error, c *
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		return fmt.Errorf("the server no longer knows this HTTP session; a new session is being started; the request may not have run, retry it: %w", err)
 	}
+	if errors.Is(err, rawhttp.ErrBroken) {
+		// A raw call's failure that makes the go-sdk give its session up:
+		// the session is ended as it would have ended it (sessionBroken).
+		return fmt.Errorf("the session ended during the call; it may or may not have run: %w (%w)", err, ErrDisconnected)
+	}
 	// A session that ends under a call fails it with ErrConnectionClosed or,
 	// when the peer hung up mid-read (a killed stdio server), a wrapped EOF.
 	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -259,6 +267,24 @@ func (s *supervisor) callFailure(ctx context.Context, req uint64, err error, c *
 		return fmt.Errorf("the session ended during the call; it may or may not have run: %w (%w)", err, ErrDisconnected)
 	}
 	return err
+}
+
+// brokenSession is a session a raw call over HTTP gave up, and why.
+type brokenSession struct {
+	session *mcp.ClientSession
+	err     error
+}
+
+// sessionBroken ends session as lost with err, as the go-sdk ends its
+// session when its transport fails: a raw call over HTTP failed in a way
+// the go-sdk does not survive (rawhttp.ErrBroken). The supervisor ends it
+// once, if it is still the current one, and reconnects.
+func (s *supervisor) sessionBroken(session *mcp.ClientSession, err error) {
+	if b := s.broken.Load(); b != nil && b.session == session {
+		return // the first failure says why
+	}
+	s.broken.Store(&brokenSession{session: session, err: err})
+	s.wake()
 }
 
 // invocationFailed is a request that failed on its way to the server or

@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/events"
@@ -116,6 +118,43 @@ func TestCallReturnsAfterItsServersProgress(t *testing.T) {
 		mu.Lock()
 		require.Equal(t, []float64{1, 2, 3}, got, "call %d", i)
 		mu.Unlock()
+	}
+}
+
+// A raw call that wants progress gets the server's, every report of it
+// by the time it returns: the client's own token is replaced with one of
+// the manager's on the way, so two calls under the same client token
+// (two clients chose it) each get only their own three reports, and a
+// client token shaped like the manager's steals nothing.
+func TestCallRawRelaysItsOwnProgress(t *testing.T) {
+	m, ctx := chattyManager(t)
+	for round := range 10 {
+		var wg sync.WaitGroup
+		got := make([][]float64, 2)
+		for i, token := range []string{`"same"`, `"same"`} {
+			if round%2 == 1 {
+				token = `"mcpvisor-` + fmt.Sprint(i+1) + `"`
+			}
+			wg.Go(func() {
+				var mu sync.Mutex
+				var mine []float64
+				res, err := m.CallRaw(ctx, "chatty", "chatty", nil, json.RawMessage(`{"progressToken":`+token+`,"k":"v"}`), manager.CallOptions{
+					Progress: func(p manager.Progress) {
+						mu.Lock()
+						defer mu.Unlock()
+						mine = append(mine, p.Progress)
+					}})
+				if !assert.NoError(t, err) {
+					return
+				}
+				assert.Contains(t, string(res), `"text":"done"`)
+				mu.Lock()
+				got[i] = mine
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		require.Equal(t, [][]float64{{1, 2, 3}, {1, 2, 3}}, got, "round %d", round)
 	}
 }
 

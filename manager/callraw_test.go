@@ -49,8 +49,6 @@ func TestCallRawIsACallForTheManager(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, mt.Requests, "the refused calls never reached the server")
 
-	_, err = m.CallRaw(ctx, "f", "echo", nil, nil, manager.CallOptions{Progress: func(manager.Progress) {}})
-	require.ErrorIs(t, err, manager.ErrNotRaw, "progress is Call's")
 	_, err = m.CallRaw(ctx, "nosuch", "echo", nil, nil, opts)
 	_, callErr := m.Call(ctx, "nosuch.echo", nil, opts)
 	require.Error(t, callErr)

@@ -503,8 +503,12 @@ var ErrNotRaw = errors.New("not a call for the raw path")
 // An answer with isError set is a result, as for Call.
 //
 // It serves stdio servers spawned by the manager and streamable HTTP
-// servers the manager dials, for calls without a progress callback or a
-// log level; for anything else it returns ErrNotRaw at once. Over HTTP, what the server
+// servers the manager dials, for calls without a log level; for anything
+// else it returns ErrNotRaw at once. With a progress callback
+// (opts.Progress), the progressToken of meta is replaced with one of the
+// manager's, unique on the server's connection, and the server's
+// progress under it goes to the callback, all of it before CallRaw
+// returns and none after. Over HTTP, what the server
 // sends on the call's stream before the result is handled as on the
 // go-sdk's session: log messages and progress are published before the
 // call returns, and what the server asks is answered as it is there (the
@@ -513,7 +517,7 @@ var ErrNotRaw = errors.New("not a call for the raw path")
 // with Call, the server is sent the W3C trace context of the manager's
 // mcp.tool_call span (a child of the caller's) when tracing records.
 func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta json.RawMessage, opts CallOptions) (result json.RawMessage, err error) {
-	if opts.Progress != nil || opts.LogLevel != "" || m.opts.Dial != nil {
+	if opts.LogLevel != "" || m.opts.Dial != nil {
 		return nil, ErrNotRaw
 	}
 	s, tool, err := m.resolve(server + "." + tool)
@@ -563,7 +567,16 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 		if !rawProtocol(snap) {
 			return false, ErrNotRaw // reconnected on a later protocol meanwhile
 		}
-		params, err := rawCallParams(tool, args, meta)
+		sent := meta
+		if opts.Progress != nil {
+			// What the server reported before its answer has been handled
+			// by the time the call returns (noticesBefore; over HTTP, on
+			// the call's own stream): the route goes with the call.
+			token, done := s.progress.Add(opts.Progress, 0)
+			defer done()
+			sent = withProgressToken(meta, token)
+		}
+		params, err := rawCallParams(tool, args, sent)
 		if err != nil {
 			return false, errorf(CodeInvalidArguments, s.name, op, "%v", err)
 		}
@@ -580,9 +593,15 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 		}
 		if err != nil {
 			var rpcErr *rawrpc.Error
-			if errors.As(err, &rpcErr) {
+			switch {
+			case errors.Is(err, rawhttp.ErrBroken) && !errors.Is(err, mcp.ErrSessionMissing):
+				s.sessionBroken(snap.session, err)
+				err = fmt.Errorf("calling %q: %w", "tools/call", err)
+			case errors.As(err, &rpcErr):
 				// Worded as the go-sdk words a server's error answer.
 				err = fmt.Errorf("calling %q: %w", "tools/call", &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data})
+			case snap.conn.raw() == nil && ctx.Err() == nil:
+				err = fmt.Errorf("calling %q: %w", "tools/call", err) // as the go-sdk's session words it
 			}
 			return false, invocationFailed(s.name, op, s.callFailure(ctx, req, err, snap.conn))
 		}
@@ -656,7 +675,7 @@ func (c *conn) rawHTTP(cs *mcp.ClientSession, maxEvent int) (rawhttp.Session, bo
 	if !ok || cs == nil {
 		return rawhttp.Session{}, false
 	}
-	hs := rawhttp.Session{Client: t.HTTPClient, URL: t.Endpoint, ID: cs.ID(), MaxEvent: maxEvent}
+	hs := rawhttp.Session{Client: t.HTTPClient, URL: t.Endpoint, ID: cs.ID(), MaxEvent: maxEvent, MaxRetries: t.MaxRetries}
 	if hs.Client == nil {
 		hs.Client = http.DefaultClient // as the go-sdk does
 	}
@@ -691,6 +710,25 @@ func rawCallParams(tool string, args, meta json.RawMessage) (json.RawMessage, er
 		p = append(p, meta...)
 	}
 	return append(p, '}'), nil
+}
+
+// withProgressToken is meta, a JSON object or nothing, with its
+// progressToken set to token (as the go-sdk sets a request's, in place
+// of the caller's). Anything else is meta as it is, for rawCallParams to
+// refuse.
+func withProgressToken(meta json.RawMessage, token string) json.RawMessage {
+	m := map[string]json.RawMessage{}
+	if t := bytes.TrimSpace(meta); len(t) > 0 && string(t) != "null" {
+		if json.Unmarshal(t, &m) != nil || m == nil {
+			return meta
+		}
+	}
+	m["progressToken"], _ = json.Marshal(token)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return meta
+	}
+	return out
 }
 
 // oneLine is valid JSON v without line breaks.

@@ -206,7 +206,7 @@ func (s *supervisor) discoverProbe(ctx context.Context, c *conn) error {
 	if client == nil { // as the SDK does, for a transport given by Options.Dial
 		client = http.DefaultClient
 	}
-	return probe.HTTP{Client: client, URL: t.Endpoint, Session: c.session.ID(), Protocol: version}.Discover(ctx, params)
+	return probe.HTTP{Client: client, URL: t.Endpoint, Session: c.session.ID(), Protocol: version, MaxRetries: t.MaxRetries}.Discover(ctx, params)
 }
 
 // heard records that the server was just heard from.

@@ -141,9 +141,10 @@ func (s *supervisor) httpEnding(c *conn) ending {
 }
 
 // kicked serves what other goroutines asked for by setting a flag and
-// kicking the supervisor, in order of precedence: a disable, a reconnect
-// or a new HTTP session end the session (done true); changed resource
-// subscriptions and lists to re-list are served on it.
+// kicking the supervisor, in order of precedence: a disable, a reconnect,
+// a new HTTP session or an HTTP session a raw call gave up end the session
+// (done true); changed resource subscriptions and lists to re-list are
+// served on it.
 func (s *supervisor) kicked(c *conn) (end ending, done bool) {
 	switch {
 	case s.disabled.Load():
@@ -152,6 +153,9 @@ func (s *supervisor) kicked(c *conn) (end ending, done bool) {
 		return ending{kind: endReconnect}, true
 	case s.reinit.CompareAndSwap(c.session, nil):
 		return ending{kind: endReinit}, true
+	}
+	if b := s.broken.Load(); b != nil && b.session == c.session && s.broken.CompareAndSwap(b, nil) {
+		return ending{kind: endLost, err: fmt.Errorf("connection lost: %w", b.err)}, true
 	}
 	if s.subsDirty.Swap(false) {
 		s.syncSubscriptions(c)
@@ -172,6 +176,7 @@ func (s *supervisor) connected(c *conn) {
 	s.dirty.Store(0)
 	s.demand.Store(false)
 	s.reinit.Store(nil)
+	s.broken.Store(nil)
 	s.heard()
 	s.sessions++
 	if s.sessions > 1 {

@@ -86,6 +86,7 @@ type supervisor struct {
 	demand     atomic.Bool                       // a caller waits for the idle server
 	wanted     atomic.Int32                      // callers waiting for a session now
 	reinit     atomic.Pointer[mcp.ClientSession] // this session's HTTP session expired
+	broken     atomic.Pointer[brokenSession]     // a raw call over HTTP gave this session up
 	subsDirty  atomic.Bool                       // callers' resource subscriptions changed
 	levelDirty atomic.Bool                       // the log level servers are asked for changed
 	subs       subscriptions                     // resource subscriptions callers hold

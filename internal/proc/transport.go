@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,14 @@ func (t *Transport) Raw() *rawrpc.Conn { return t.raw.Load() }
 
 func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	raw := rawrpc.New(t.proc.out, stdinWriter{t.proc})
+	// Counted as the line is read, not as the SDK's decoder (which reads
+	// ahead of what it hands on) gets to it: the answer to a raw call
+	// that came after it must not find it uncounted.
+	raw.Seeing(func(line []byte) {
+		if isNotice(line) {
+			t.proc.noticesRead.Add(1)
+		}
+	})
 	t.raw.Store(raw)
 	pipes := &mcp.IOTransport{
 		// Raw calls' answers are taken out of what the SDK reads, and its
@@ -94,15 +103,27 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		return nil, err
 	}
-	switch m := msg.(type) {
-	case *jsonrpc.Response:
+	if m, ok := msg.(*jsonrpc.Response); ok {
 		c.answered(m.ID)
-	case *jsonrpc.Request:
-		if !m.IsCall() && (m.Method == "notifications/message" || m.Method == "notifications/progress") {
-			c.proc.noticesRead.Add(1)
-		}
 	}
 	return msg, nil
+}
+
+// isNotice reports whether line is a log or progress notification, as
+// the SDK reads it (its methods are matched as encoding/json matches
+// them); most lines are not looked at twice.
+func isNotice(line []byte) bool {
+	if !bytes.Contains(line, []byte("notifications")) {
+		return false
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(line, &m) != nil || len(m.ID) > 0 {
+		return false
+	}
+	return m.Method == "notifications/message" || m.Method == "notifications/progress"
 }
 
 func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {

@@ -36,6 +36,10 @@ type Session struct {
 	// MaxEvent bounds the data of one event on a response stream; no
 	// bound if zero or less.
 	MaxEvent int
+	// MaxRetries bounds the resumption of a cut response stream as the
+	// go-sdk transport's field of that name does: zero means 5, a
+	// negative number none.
+	MaxRetries int
 }
 
 // Peer takes what the server sends on a call's stream besides the answer.
@@ -54,8 +58,24 @@ type Peer interface {
 var ErrSessionMissing = mcp.ErrSessionMissing
 
 // ErrNoAnswer is in the chain of the error of a call whose response stream
-// ended before the answer came; the call may or may not have run.
-var ErrNoAnswer = errors.New("the response stream ended without the answer")
+// ended before the answer came, with no event id to resume it from; the
+// call may or may not have run. It is worded as the go-sdk words it.
+var ErrNoAnswer = errors.New("request terminated without response")
+
+// ErrBroken is in the chain of the error of a call after which the
+// go-sdk's transport gives its session up (its connection fails, and the
+// session ends): the caller ends the session as the go-sdk would have.
+// Those are an error status other than the transient ones (see
+// [ErrRejected]) without a JSON-RPC error in its body, an answer that is
+// neither JSON nor an event stream, a body or event that is not JSON-RPC,
+// an event over the bound, and a cut stream that cannot be resumed.
+var ErrBroken = errors.New("the HTTP session is given up")
+
+// ErrRejected is what the go-sdk's transport calls a failure that leaves
+// the session as it was (its jsonrpc2.ErrRejected, internal to it): a
+// transient status (429, 500, 502, 503, 504) or an error status whose
+// body is a JSON-RPC error. Its code is in the chain of such an error.
+var ErrRejected = &jsonrpc.Error{Code: -32005, Message: "rejected by transport"}
 
 // StatusError is a response status that is neither an answer nor one the
 // session's client turns into an error of its own (401 and 403 are).
@@ -63,8 +83,33 @@ type StatusError struct {
 	Code int
 }
 
+// transient reports whether a response status is one the go-sdk's
+// transport takes for a passing failure of the server's.
+func transient(code int) bool {
+	switch code {
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable,
+		http.StatusGatewayTimeout, http.StatusTooManyRequests:
+		return true
+	}
+	return false
+}
+
+// broken is err with ErrBroken in its chain, worded as err.
+func broken(err error) error {
+	return brokenError{err}
+}
+
+type brokenError struct{ err error }
+
+func (e brokenError) Error() string   { return e.err.Error() }
+func (e brokenError) Unwrap() []error { return []error{e.err, ErrBroken} }
+
+// Error is the status's text, as the go-sdk's transport words it.
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("HTTP %d %s", e.Code, http.StatusText(e.Code))
+	if t := http.StatusText(e.Code); t != "" {
+		return t
+	}
+	return fmt.Sprintf("HTTP status %d", e.Code)
 }
 
 // cancelTime bounds the POST of notifications/cancelled.
@@ -109,31 +154,28 @@ func (s Session) call(ctx, askCtx context.Context, asks *sync.WaitGroup, method,
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", summary, err)
 	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-	}()
-	if err := s.check(resp); err != nil {
-		return nil, fmt.Errorf("%s: %w", summary, err)
+	defer drain(resp)
+	if err := s.check(summary, resp); err != nil {
+		return nil, err
 	}
 	switch mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt {
 	case "application/json":
 		b, err := io.ReadAll(resp.Body)
 		if err != nil {
-			return nil, fmt.Errorf("%s: reading the answer: %w", summary, err)
+			return nil, broken(fmt.Errorf("%s: reading the answer: %w", summary, err))
 		}
 		var m message
 		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("%s: the answer is not JSON-RPC: %w", summary, err)
+			return nil, broken(fmt.Errorf("%s: the answer is not JSON-RPC: %w", summary, err))
 		}
 		if m.Method != "" || string(bytes.TrimSpace(m.ID)) != id {
 			return nil, fmt.Errorf("%s: the answer is not the response to the request", summary)
 		}
 		return m.answer()
 	case "text/event-stream":
-		return s.stream(askCtx, asks, summary, id, resp.Body, p)
+		return s.stream(ctx, askCtx, asks, summary, id, resp.Body, p)
 	default:
-		return nil, fmt.Errorf("%s: unsupported content type %q", summary, mt)
+		return nil, broken(fmt.Errorf("%s: unsupported content type %q", summary, mt))
 	}
 }
 
@@ -154,42 +196,6 @@ func (m *message) answer() (json.RawMessage, error) {
 		return nil, errors.New("the response has neither a result nor an error")
 	}
 	return m.Result, nil
-}
-
-// stream reads the response stream of the request with id until its
-// answer.
-func (s Session) stream(askCtx context.Context, asks *sync.WaitGroup, summary, id string, body io.Reader, p Peer) (json.RawMessage, error) {
-	er := newEventReader(body, s.MaxEvent)
-	for {
-		ev, err := er.next()
-		if err == io.EOF {
-			return nil, fmt.Errorf("%s: %w; it may or may not have run", summary, ErrNoAnswer)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: reading the response stream: %w", summary, err)
-		}
-		if len(ev.data) == 0 || ev.name != "" && ev.name != "message" {
-			continue // a priming event, or one that is not a message
-		}
-		var m message
-		if err := json.Unmarshal(ev.data, &m); err != nil {
-			return nil, fmt.Errorf("%s: an event that is not JSON-RPC: %w", summary, err)
-		}
-		switch {
-		case m.Method == "" && string(bytes.TrimSpace(m.ID)) == id:
-			return m.answer()
-		case m.Method == "":
-			// A response to something else: the go-sdk drops it too.
-		case len(m.ID) == 0:
-			p.Notify(m.Method, m.Params)
-		default:
-			asks.Add(1)
-			go func() {
-				defer asks.Done()
-				s.answer(askCtx, m, p)
-			}()
-		}
-	}
 }
 
 // answer answers the server's request m and posts the answer.
@@ -237,8 +243,7 @@ func (s Session) notify(ctx context.Context, body []byte) {
 	if err != nil {
 		return
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
+	drain(resp)
 }
 
 // sessionlessVersion is the first protocol generation whose requests name
@@ -254,6 +259,13 @@ func (s Session) post(ctx context.Context, method string, body []byte) (*http.Re
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	s.headers(req, method)
+	return s.Client.Do(req)
+}
+
+// headers sets the session's headers on req, a request of method ("" for
+// another message or a GET).
+func (s Session) headers(req *http.Request, method string) {
 	if s.Protocol != "" {
 		req.Header.Set("Mcp-Protocol-Version", s.Protocol)
 	}
@@ -263,23 +275,28 @@ func (s Session) post(ctx context.Context, method string, body []byte) (*http.Re
 	if method != "" && s.Protocol >= sessionlessVersion {
 		req.Header.Set("Mcp-Method", method)
 	}
-	return s.Client.Do(req)
 }
 
-// check turns a response status that is no answer into an error: a
-// JSON-RPC error in the body as the *rawrpc.Error, a 404 of a session
-// as ErrSessionMissing.
-func (s Session) check(resp *http.Response) error {
+// check turns a response status that is no answer into the error the
+// go-sdk's transport makes of it, for the request summary says: a
+// transient status, ErrRejected; a JSON-RPC error in the body, that
+// *rawrpc.Error; a 404 of a session, ErrSessionMissing; any other,
+// ErrBroken.
+func (s Session) check(summary string, resp *http.Response) error {
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
+	}
+	status := &StatusError{Code: resp.StatusCode}
+	if transient(resp.StatusCode) {
+		return fmt.Errorf("%w: %s: %w", ErrRejected, summary, status)
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var m message
 	if json.Unmarshal(b, &m) == nil && m.Error != nil {
-		return fmt.Errorf("%w (HTTP %d)", m.Error, resp.StatusCode)
+		return fmt.Errorf("%s: %w (HTTP %d)", summary, m.Error, resp.StatusCode)
 	}
 	if resp.StatusCode == http.StatusNotFound && s.ID != "" {
-		return fmt.Errorf("session %s: %w", s.ID, ErrSessionMissing)
+		return fmt.Errorf("%s: session %s: %w", summary, s.ID, ErrSessionMissing)
 	}
-	return &StatusError{Code: resp.StatusCode}
+	return broken(fmt.Errorf("%s: %w", summary, status))
 }

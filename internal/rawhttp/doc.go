@@ -12,6 +12,14 @@
 // POSTed back on the session. A call whose context ends before its answer
 // tells the server with notifications/cancelled, as the go-sdk does.
 //
+// A call fails as the go-sdk's StreamableClientTransport fails it: a
+// stream cut before the answer is resumed from its last event id (a GET
+// with Last-Event-ID, on that transport's schedule and limits); a
+// transient status is [ErrRejected], which leaves the session be; what
+// makes that transport give its session up is [ErrBroken], which tells
+// the caller to end the session. The errors are worded as the go-sdk
+// words them.
+//
 // Request ids are strings starting with rawrpc.IDPrefix: the go-sdk's
 // client numbers its requests, so a raw request never shares an id with
 // one of the session's own.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"time"
 )
 
 // event is one server-sent event.
@@ -25,6 +27,12 @@ type eventReader struct {
 	r   *bufio.Reader
 	max int // bound on one event's data; no bound if <= 0
 	buf []byte
+	// lastID is the id of the last event dispatched that had one, with
+	// data or without (a priming event): where a cut stream resumes.
+	lastID string
+	// retry is the reconnection delay the stream asked for last (its
+	// retry: field), zero if it asked none.
+	retry time.Duration
 }
 
 func newEventReader(r io.Reader, max int) *eventReader {
@@ -32,26 +40,31 @@ func newEventReader(r io.Reader, max int) *eventReader {
 }
 
 // next returns the next event that carries data, or io.EOF once the
-// stream ends between events. A stream cut in an event ends with
-// io.ErrUnexpectedEOF.
+// stream ends. As the go-sdk reads a stream, an event the stream ends in
+// (without the blank line that would end it) still counts. A stream whose
+// reading fails (a connection cut mid-body) ends with that error, the
+// event it was in lost.
 func (er *eventReader) next() (event, error) {
 	var ev event
 	var data []byte
 	started, hasData := false, false
 	for {
 		line, err := er.line()
+		if err == io.EOF && started {
+			line, err = nil, nil // the stream's end ends its last event
+		}
 		if err != nil {
-			if err == io.EOF && started {
-				err = io.ErrUnexpectedEOF
-			}
 			return event{}, err
 		}
 		if len(line) == 0 { // the blank line that ends an event
+			if ev.id != "" {
+				er.lastID = ev.id
+			}
 			if hasData {
 				ev.data = data
 				return ev, nil
 			}
-			ev, data, started = event{}, nil, false
+			ev, data, started, hasData = event{}, nil, false, false
 			continue
 		}
 		started = true
@@ -65,6 +78,10 @@ func (er *eventReader) next() (event, error) {
 			ev.name = string(value)
 		case "id":
 			ev.id = string(value)
+		case "retry":
+			if ms, err := strconv.ParseUint(string(value), 10, 31); err == nil {
+				er.retry = time.Duration(ms) * time.Millisecond
+			}
 		case "data":
 			if hasData {
 				data = append(data, '\n')
@@ -78,7 +95,8 @@ func (er *eventReader) next() (event, error) {
 	}
 }
 
-// line reads one line without its ending (LF, CRLF or CR before LF).
+// line reads one line without its ending (LF, CRLF or CR before LF, or
+// the end of the stream).
 func (er *eventReader) line() ([]byte, error) {
 	er.buf = er.buf[:0]
 	for {
@@ -93,7 +111,7 @@ func (er *eventReader) line() ([]byte, error) {
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case err == io.EOF && len(er.buf) > 0:
-			return nil, io.ErrUnexpectedEOF
+			return bytes.TrimSuffix(er.buf, []byte("\r")), nil // the next read is io.EOF
 		default:
 			return nil, err
 		}

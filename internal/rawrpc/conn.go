@@ -54,7 +54,15 @@ type Conn struct {
 	// Owned by the reader's goroutine.
 	rest []byte // what is left of a line being handed to the SDK
 	long []byte // a line longer than the buffer, being gathered
+	seen func(line []byte)
 }
+
+// Seeing has seen called with each line handed to the SDK, on the
+// reader's goroutine, before the next line is read: what counts on it has
+// counted a line before any answer that came after it reaches its call,
+// whenever the SDK's decoder gets to the line. It is set before the SDK
+// reads.
+func (c *Conn) Seeing(seen func(line []byte)) { c.seen = seen }
 
 // New returns the channel over a stream read from r and written to w.
 // Everything the SDK reads must come from [Conn.Reader] and everything it
@@ -108,6 +116,9 @@ func (c *Conn) read(p []byte) (int, error) {
 		}
 		if !c.deliver(line) {
 			c.rest = line
+			if c.seen != nil {
+				c.seen(line)
+			}
 		}
 	}
 	n := copy(p, c.rest)

@@ -26,11 +26,18 @@ type stream struct {
 	sdkDone chan struct{}
 }
 
-func newStream(t *testing.T) *stream {
+func newStream(t *testing.T) *stream { return newStreamSeeing(t, nil) }
+
+// newStreamSeeing is newStream with seen, if not nil, seeing the lines
+// the SDK is handed.
+func newStreamSeeing(t *testing.T, seen func(line []byte)) *stream {
 	t.Helper()
 	outR, outW := io.Pipe()
 	inR, inW := io.Pipe()
 	s := &stream{c: rawrpc.New(outR, inW), out: outW, in: bufio.NewReader(inR), sdk: make(chan string, 16), sdkDone: make(chan struct{})}
+	if seen != nil {
+		s.c.Seeing(seen)
+	}
 	go func() {
 		defer close(s.sdkDone)
 		defer close(s.sdk)
@@ -110,6 +117,33 @@ func TestCallGetsItsAnswerAndTheSDKDoesNot(t *testing.T) {
 	require.JSONEq(t, `{"content":[{"type":"text","text":"hi"}]}`, string(o.res))
 	require.Equal(t, `{"jsonrpc":"2.0","id":7,"result":{}}`+"\n", <-s.sdk)
 	require.Equal(t, `{"jsonrpc":"2.0","id":8,"result":{}}`+"\n", <-s.sdk)
+}
+
+// A line handed to the SDK is seen before an answer that came after it
+// reaches its call, though the SDK has not read that far yet: what
+// counts lines on it (the server's notifications) has counted it by the
+// time the call returns.
+func TestLinesAreSeenBeforeTheAnswerAfterThem(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	s := newStreamSeeing(t, func(line []byte) {
+		mu.Lock()
+		seen = append(seen, string(line))
+		mu.Unlock()
+	})
+	got := make(chan error, 1)
+	go func() {
+		_, err := s.c.Call(context.Background(), "tools/call", nil, "")
+		got <- err
+	}()
+	id := s.request(t)["id"].(string)
+	note := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}`
+	s.serverWrites(t, note, `{"jsonrpc":"2.0","id":"`+id+`","result":{}}`)
+	require.NoError(t, <-got)
+	mu.Lock()
+	require.Equal(t, []string{note + "\n"}, seen, "the answer is not seen; the line before it is")
+	mu.Unlock()
+	require.Equal(t, note+"\n", <-s.sdk)
 }
 
 func TestCallErrorAnswer(t *testing.T) {

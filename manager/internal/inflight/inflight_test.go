@@ -95,8 +95,8 @@ func TestProgressRoutes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var p Progress[int]
 		var a, b []int
-		ta, doneA := p.Add(func(v int) { a = append(a, v) })
-		tb, _ := p.Add(func(v int) { b = append(b, v) })
+		ta, doneA := p.Add(func(v int) { a = append(a, v) }, Grace)
+		tb, doneB := p.Add(func(v int) { b = append(b, v) }, 0)
 		require.NotEqual(t, ta, tb)
 		p.Deliver(ta, 1)
 		p.Deliver(tb, 2)
@@ -108,7 +108,10 @@ func TestProgressRoutes(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
 		p.Deliver(ta, 6)
+		p.Deliver(tb, 7)
+		doneB()
+		p.Deliver(tb, 8) // no grace: removed at once
 		require.Equal(t, []int{1, 5}, a)
-		require.Equal(t, []int{2}, b)
+		require.Equal(t, []int{2, 7}, b)
 	})
 }

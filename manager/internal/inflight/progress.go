@@ -18,8 +18,9 @@ type Progress[T any] struct {
 	routes map[string]func(T)
 }
 
-// Add registers fn under a new token; done removes it after Grace.
-func (p *Progress[T]) Add(fn func(T)) (token string, done func()) {
+// Add registers fn under a new token; done removes it after grace (at
+// once when grace is zero).
+func (p *Progress[T]) Add(fn func(T), grace time.Duration) (token string, done func()) {
 	token = "mcpvisor-" + strconv.FormatUint(p.next.Add(1), 10)
 	p.mu.Lock()
 	if p.routes == nil {
@@ -27,12 +28,17 @@ func (p *Progress[T]) Add(fn func(T)) (token string, done func()) {
 	}
 	p.routes[token] = fn
 	p.mu.Unlock()
+	remove := func() {
+		p.mu.Lock()
+		delete(p.routes, token)
+		p.mu.Unlock()
+	}
 	return token, func() {
-		time.AfterFunc(Grace, func() {
-			p.mu.Lock()
-			delete(p.routes, token)
-			p.mu.Unlock()
-		})
+		if grace == 0 {
+			remove()
+			return
+		}
+		time.AfterFunc(grace, remove)
 	}
 }
 
@@ -53,8 +59,11 @@ func (p *Progress[T]) Deliver(token any, v T) {
 }
 
 // Grace is how long a finished request's route still takes
-// notifications. The SDK hands a response to its caller on the reader
-// goroutine but notifications to a handler goroutine, so progress the
-// server sent just before its answer is often handled just after the call
-// returned; removing the route at once dropped it.
+// notifications when the request went through the SDK's session. The SDK
+// hands a response to its caller on the reader goroutine but
+// notifications to a handler goroutine, so progress the server sent just
+// before its answer is often handled just after the call returned;
+// removing the route at once dropped it. A caller that has seen every
+// notification sent before the answer handled when its request ends (the
+// raw call path) needs none.
 const Grace = time.Second

@@ -51,6 +51,9 @@ type HTTP struct {
 	URL      string       // the endpoint
 	Session  string       // Mcp-Session-Id, if the server gave one
 	Protocol string       // the negotiated protocol version
+	// MaxRetries bounds the resumption of a cut answer stream, as the
+	// connection's go-sdk transport's field of that name does.
+	MaxRetries int
 }
 
 // maxEvent bounds one event of an answer's stream.
@@ -61,7 +64,7 @@ const maxEvent = 4 << 20
 // else the server sends there is passed over: a probe asks nothing and
 // reports nothing).
 func (h HTTP) Discover(ctx context.Context, params json.RawMessage) error {
-	s := rawhttp.Session{Client: h.Client, URL: h.URL, ID: h.Session, Protocol: h.Protocol, MaxEvent: maxEvent}
+	s := rawhttp.Session{Client: h.Client, URL: h.URL, ID: h.Session, Protocol: h.Protocol, MaxEvent: maxEvent, MaxRetries: h.MaxRetries}
 	res, err := s.Call(ctx, Method, params, "the health check gave up waiting", passOver{})
 	if err != nil {
 		return asJSONRPC(err)
