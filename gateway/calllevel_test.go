@@ -3,6 +3,8 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
@@ -43,7 +45,8 @@ func (h *heard) all() []string {
 //
 // The server is one mcpvisor speaks 2025-11-25 to, where the level is the
 // session's, or one it speaks 2026-07-28 to, where each call's _meta
-// names it.
+// names it: over stdio, or over streamable HTTP, where the messages come
+// on the call's response stream.
 func TestCallLevelInMetaIsAskedOfTheServerFirst(t *testing.T) {
 	t.Parallel()
 	t.Run("server on 2025-11-25", func(t *testing.T) {
@@ -54,6 +57,20 @@ func TestCallLevelInMetaIsAskedOfTheServerFirst(t *testing.T) {
 		t.Parallel()
 		spec := selfServer(t, "features-new", nil)
 		spec.Protocol = manager.Protocol20260728
+		r := newRig(t, map[string]manager.Spec{"feat": spec}, gateway.HTTPOptions{})
+		r.gw.SetToolsets(map[string]gateway.Toolset{"feats": {Include: []string{"feat.*"}}})
+		callLevelFirst(t, r, "2026-07-28")
+	})
+	t.Run("server on 2026-07-28 over streamable HTTP", func(t *testing.T) {
+		t.Parallel()
+		// Stateless: each call is answered on a stream of its own, the
+		// go-sdk client's reading of which the manager counts the
+		// messages on before it returns the call's result.
+		srv := featuresServer()
+		hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+			&mcp.StreamableHTTPOptions{Stateless: true}))
+		t.Cleanup(hs.Close) // after the rig's, which ends the manager's streams
+		spec := manager.Spec{Transport: manager.TransportHTTP, URL: hs.URL, Protocol: manager.Protocol20260728}
 		r := newRig(t, map[string]manager.Spec{"feat": spec}, gateway.HTTPOptions{})
 		r.gw.SetToolsets(map[string]gateway.Toolset{"feats": {Include: []string{"feat.*"}}})
 		callLevelFirst(t, r, "2026-07-28")

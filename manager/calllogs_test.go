@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"sync"
@@ -26,6 +28,11 @@ import (
 // server logs at the level its client set, on 2026-07-28 at the level
 // each request names.
 func serveChatty(t mcp.Transport) error {
+	return chattyServer().Run(context.Background(), t)
+}
+
+// chattyServer is the server serveChatty serves.
+func chattyServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "chatty", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -38,7 +45,7 @@ func serveChatty(t mcp.Transport) error {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 		})
-	return s.Run(context.Background(), t)
+	return s
 }
 
 // oldProtocol is a server transport that serves protocol versions up to
@@ -74,37 +81,67 @@ func chattyOn(t *testing.T, protocol manager.Protocol) (*manager.Manager, contex
 	return m, ctx
 }
 
-// A call of a stdio server returns once the log messages the server sent
-// before its result have been published: a listener that takes what it
-// holds as the call returns has all of them.
+// chattyHTTP is chattyManager with the chatty server served over
+// streamable HTTP on loopback by the go-sdk, spoken to on protocol: on
+// 2026-07-28 a stateless server, which answers each request on a stream
+// of its own.
+func chattyHTTP(t *testing.T, protocol manager.Protocol) (*manager.Manager, context.Context) {
+	t.Helper()
+	srv := chattyServer()
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: protocol == manager.Protocol20260728}))
+	t.Cleanup(hs.Close) // after the manager's, which ends its streams
+	m := newManager(t, manager.Options{})
+	require.NoError(t, m.Add("chatty", manager.Spec{Transport: manager.TransportHTTP, URL: hs.URL, Protocol: protocol}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	st, err := m.Wait(ctx, "chatty", manager.StateConnected)
+	require.NoError(t, err)
+	require.Equal(t, string(protocol), st.Protocol)
+	return m, ctx
+}
+
+// chattyServers are the chatty server over each transport whose
+// notifications a call waits for.
+var chattyServers = map[string]func(t *testing.T) (*manager.Manager, context.Context){
+	"stdio":                 chattyManager,
+	"streamable 2025-11-25": func(t *testing.T) (*manager.Manager, context.Context) { return chattyHTTP(t, manager.Protocol20251125) },
+	"stateless 2026-07-28":  func(t *testing.T) (*manager.Manager, context.Context) { return chattyHTTP(t, manager.Protocol20260728) },
+}
+
+// A call returns once the log messages the server sent before its result
+// have been published: a listener that takes what it holds as the call
+// returns has all of them, from a stdio server or on the call's response
+// stream over HTTP.
 func TestCallReturnsAfterItsServersLogs(t *testing.T) {
-	m, ctx := chattyManager(t)
-	l := m.Notices().Listen(notify.ListenOptions{})
-	defer l.Close()
-	for i := range 20 {
-		res, err := m.Call(ctx, "chatty.chatty", nil, manager.CallOptions{})
-		require.NoError(t, err)
-		require.False(t, res.IsError)
-		var got []string
-		for {
-			n, ok, err := l.TryNext()
-			require.NoError(t, err)
-			if !ok {
-				break
+	for name, connect := range chattyServers {
+		t.Run(name, func(t *testing.T) {
+			m, ctx := connect(t)
+			l := m.Notices().Listen(notify.ListenOptions{})
+			defer l.Close()
+			for i := range 20 {
+				res, err := m.Call(ctx, "chatty.chatty", nil, manager.CallOptions{})
+				require.NoError(t, err)
+				require.False(t, res.IsError)
+				require.Equal(t, []string{"starting", "working", "finishing"}, logsOf(t, l), "call %d", i)
 			}
-			if lm, ok := n.(notify.LogMessage); ok {
-				got = append(got, fmt.Sprint(lm.Data))
-			}
-		}
-		require.Equal(t, []string{"starting", "working", "finishing"}, got, "call %d", i)
+		})
 	}
 }
 
-// A call of a stdio server returns once the progress the server reported
-// before its result has been handed to the caller: a caller that sends
-// its result on at once never lets it overtake the last progress.
+// A call returns once the progress the server reported before its result
+// has been handed to the caller: a caller that sends its result on at
+// once never lets it overtake the last progress.
 func TestCallReturnsAfterItsServersProgress(t *testing.T) {
-	m, ctx := chattyManager(t)
+	for name, connect := range chattyServers {
+		t.Run(name, func(t *testing.T) { callProgressFirst(t, connect) })
+	}
+}
+
+// callProgressFirst is TestCallReturnsAfterItsServersProgress on the
+// server connect connects.
+func callProgressFirst(t *testing.T, connect func(t *testing.T) (*manager.Manager, context.Context)) {
+	m, ctx := connect(t)
 	for i := range 20 {
 		var mu sync.Mutex
 		var got []float64
@@ -116,8 +153,9 @@ func TestCallReturnsAfterItsServersProgress(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, res.IsError)
 		mu.Lock()
-		require.Equal(t, []float64{1, 2, 3}, got, "call %d", i)
+		progress := slices.Clone(got)
 		mu.Unlock()
+		require.Equal(t, []float64{1, 2, 3}, progress, "call %d", i)
 	}
 }
 

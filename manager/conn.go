@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,6 +58,11 @@ type conn struct {
 	// notices counts the log and progress notifications the session has
 	// handled (noticesBefore).
 	notices *noticeTally
+	// counted is set when the go-sdk's reading of a streamable HTTP
+	// server's streams counts notifications in notices (countNotices);
+	// plain is then the client as dialed, which raw requests go through.
+	counted bool
+	plain   *http.Client
 	// level is the log level the connection attempt asked the session
 	// for; levelWake (capacity 1, made by the supervisor goroutine) wakes
 	// the goroutine that asks for the levels wanted later (syncLogLevel).
@@ -67,83 +71,6 @@ type conn struct {
 	// answers follows the session's requests for a level, for calls that
 	// wait until their level is set (awaitLevel).
 	answers levelAnswers
-}
-
-// noticeTally counts the log and progress notifications a session has
-// handled.
-type noticeTally struct {
-	taken atomic.Uint64
-	mu    sync.Mutex
-	// mu guards more, which is closed (and replaced) when taken grows.
-	more chan struct{}
-}
-
-func (t *noticeTally) took() {
-	t.mu.Lock()
-	t.taken.Add(1)
-	more := t.more
-	t.more = make(chan struct{})
-	t.mu.Unlock()
-	close(more)
-}
-
-// catchUp counts n as taken: messages the SDK dropped without handling
-// are not waited for again.
-func (t *noticeTally) catchUp(n uint64) {
-	t.mu.Lock()
-	if t.taken.Load() < n {
-		t.taken.Store(n)
-	}
-	t.mu.Unlock()
-}
-
-// noticesBeforeWait bounds how long noticesBefore waits with no
-// notification handled: one the SDK dropped (its params unreadable) never
-// is.
-const noticesBeforeWait = time.Second
-
-// noticesBefore waits until the session has handled every log and
-// progress notification read from the server so far: the SDK hands a
-// response to its caller at once and notifications to another goroutine,
-// so what a server logged or reported just before answering a call would
-// otherwise be published after the call returned. Only a stdio server's
-// notifications are counted (its process reads them in order); it waits
-// until ctx ends or noticesBeforeWait passes with none handled.
-func (c *conn) noticesBefore(ctx context.Context) {
-	p := c.proc()
-	if p == nil || c.notices == nil {
-		return
-	}
-	c.notices.await(ctx, p.NoticesRead())
-}
-
-// await waits until read notifications are taken, ctx ends, or
-// noticesBeforeWait passes with none taken (then the rest count as taken).
-func (t *noticeTally) await(ctx context.Context, read uint64) {
-	if t.taken.Load() >= read {
-		return
-	}
-	timer := time.NewTimer(noticesBeforeWait)
-	defer timer.Stop()
-	for {
-		t.mu.Lock()
-		more := t.more
-		t.mu.Unlock()
-		if t.taken.Load() >= read {
-			return
-		}
-		select {
-		case <-more:
-			// The session is handling them, slowly (a loaded machine):
-			// the bound is on a stall, not on the whole wait.
-			timer.Reset(noticesBeforeWait)
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-			t.catchUp(read)
-			return
-		}
-	}
 }
 
 // proc is the process under a stdio connection, or nil.
@@ -252,10 +179,10 @@ func (s *supervisor) connect() (*conn, error) {
 	if c.auth = s.m.authSource(s.name, s.spec); c.auth != nil {
 		c.needLogin = c.auth.LoginNeeded()
 	}
+	c.notices = &noticeTally{more: make(chan struct{})}
 	if err := s.open(ctx, c); err != nil {
 		return fail(dialOp, err)
 	}
-	c.notices = &noticeTally{more: make(chan struct{})}
 	c.client, c.offers = s.m.newClient(s, c.notices)
 	if c.offers&ask.Roots != 0 {
 		c.roots.start(ctx, s, c)
@@ -305,6 +232,9 @@ func (s *supervisor) open(ctx context.Context, c *conn) error {
 		return err
 	}
 	c.transport, c.httpEnded = t, endpoint.Ended(t)
+	if st, ok := t.(*mcp.StreamableClientTransport); ok {
+		c.countNotices(st, s.spec.MaxFrameBytes)
+	}
 	if p := c.proc(); p != nil {
 		s.stderr.Store(p)
 	}
@@ -675,14 +605,23 @@ func (c *conn) rawHTTP(cs *mcp.ClientSession, maxEvent int) (rawhttp.Session, bo
 	if !ok || cs == nil {
 		return rawhttp.Session{}, false
 	}
-	hs := rawhttp.Session{Client: t.HTTPClient, URL: t.Endpoint, ID: cs.ID(), MaxEvent: maxEvent, MaxRetries: t.MaxRetries}
-	if hs.Client == nil {
-		hs.Client = http.DefaultClient // as the go-sdk does
-	}
+	hs := rawhttp.Session{Client: c.httpClient(t), URL: t.Endpoint, ID: cs.ID(), MaxEvent: maxEvent, MaxRetries: t.MaxRetries}
 	if res := cs.InitializeResult(); res != nil {
 		hs.Protocol = res.ProtocolVersion
 	}
 	return hs, true
+}
+
+// httpClient is the client raw requests on c's streamable transport t go
+// through: the go-sdk's, without the counting of its notifications.
+func (c *conn) httpClient(t *mcp.StreamableClientTransport) *http.Client {
+	switch {
+	case c.plain != nil:
+		return c.plain
+	case t.HTTPClient != nil:
+		return t.HTTPClient
+	}
+	return http.DefaultClient // as the go-sdk does
 }
 
 // rawCallParams are the params of a tools/call of tool: its name, the

@@ -118,11 +118,12 @@
 // (and progress as observers see it) are rate-limited, per server, at 500
 // a second; a flood is said once with a notifications_dropped event, then
 // counted every 5 seconds while it lasts. The call's own progress goes to
-// the call, unlimited. A call of a stdio server returns once the log
-// messages the server sent before its result have been handed to the
-// listeners (its process counts those it reads, the session those it
-// handled; a message the SDK drops unhandled is waited for a second at
-// most, once). Servers are asked for log messages at info, or at the most
+// the call, unlimited. A call of a stdio or streamable HTTP server returns
+// once the log messages the server sent before its result have been handed
+// to the listeners (its process counts those it reads, or the go-sdk
+// client's reading of each HTTP response stream those on it, and the
+// session those it handled; a message the SDK drops unhandled is waited
+// for a second at most, once). Servers are asked for log messages at info, or at the most
 // verbose level a caller holds with [Manager.HoldLogLevel] or a call in
 // flight wants ([CallOptions.LogLevel]); the supervisor asks each session
 // again when that changes, and a call that wants more than its session

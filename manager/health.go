@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -202,11 +201,7 @@ func (s *supervisor) discoverProbe(ctx context.Context, c *conn) error {
 		return probe.Stdio(ctx, raw, params)
 	}
 	t := c.transport.(*mcp.StreamableClientTransport) // discoverable
-	client := t.HTTPClient
-	if client == nil { // as the SDK does, for a transport given by Options.Dial
-		client = http.DefaultClient
-	}
-	return probe.HTTP{Client: client, URL: t.Endpoint, Session: c.session.ID(), Protocol: version, MaxRetries: t.MaxRetries}.Discover(ctx, params)
+	return probe.HTTP{Client: c.httpClient(t), URL: t.Endpoint, Session: c.session.ID(), Protocol: version, MaxRetries: t.MaxRetries}.Discover(ctx, params)
 }
 
 // heard records that the server was just heard from.

@@ -1,15 +1,21 @@
 package manager
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
 	"github.com/mcpvisor/mcpvisor/events"
+	"github.com/mcpvisor/mcpvisor/internal/rawhttp"
 	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
 
@@ -228,4 +234,159 @@ func (l *notifyLimiter) stop() {
 // reportDropped publishes how many notifications s's limiter dropped.
 func (s *supervisor) reportDropped(n int) {
 	s.emit(NotificationsDropped{Dropped: n, Rate: notifyRate})
+}
+
+// noticeTally counts the log and progress notifications a session has
+// handled, and those read from a streamable HTTP server's streams.
+type noticeTally struct {
+	taken atomic.Uint64
+	// read counts the notifications on the event streams the go-sdk reads
+	// of a streamable HTTP server, as they are read (noticeCounter).
+	read atomic.Uint64
+	mu   sync.Mutex
+	// mu guards more, which is closed (and replaced) when taken grows.
+	more chan struct{}
+}
+
+func (t *noticeTally) took() {
+	t.mu.Lock()
+	t.taken.Add(1)
+	more := t.more
+	t.more = make(chan struct{})
+	t.mu.Unlock()
+	close(more)
+}
+
+// saw counts the event data of an HTTP response stream if it is a log or
+// progress notification.
+func (t *noticeTally) saw(data []byte) {
+	if isNotice(data) {
+		t.read.Add(1)
+	}
+}
+
+// isNotice reports whether a message is a log or progress notification,
+// as the go-sdk reads it (its fields matched as encoding/json matches
+// them); most messages are not decoded twice.
+func isNotice(msg []byte) bool {
+	if !bytes.Contains(msg, []byte("notifications/")) {
+		return false
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(msg, &m) != nil || len(m.ID) > 0 {
+		return false
+	}
+	return m.Method == "notifications/message" || m.Method == "notifications/progress"
+}
+
+// catchUp counts n as taken: messages the SDK dropped without handling
+// are not waited for again.
+func (t *noticeTally) catchUp(n uint64) {
+	t.mu.Lock()
+	if t.taken.Load() < n {
+		t.taken.Store(n)
+	}
+	t.mu.Unlock()
+}
+
+// noticesBeforeWait bounds how long noticesBefore waits with no
+// notification handled: one the SDK dropped (its params unreadable) never
+// is.
+const noticesBeforeWait = time.Second
+
+// noticesBefore waits until the session has handled every log and
+// progress notification read from the server so far: the SDK hands a
+// response to its caller at once and notifications to another goroutine,
+// so what a server logged or reported just before answering a call would
+// otherwise be published after the call returned. A stdio server's
+// notifications are counted as its process reads them, a streamable HTTP
+// server's as the go-sdk reads its streams (noticeCounter); it waits until
+// ctx ends or noticesBeforeWait passes with none handled.
+func (c *conn) noticesBefore(ctx context.Context) {
+	if c.notices == nil {
+		return
+	}
+	if p := c.proc(); p != nil {
+		c.notices.await(ctx, p.NoticesRead())
+	} else if c.counted {
+		c.notices.await(ctx, c.notices.read.Load())
+	}
+}
+
+// await waits until read notifications are taken, ctx ends, or
+// noticesBeforeWait passes with none taken (then the rest count as taken).
+func (t *noticeTally) await(ctx context.Context, read uint64) {
+	if t.taken.Load() >= read {
+		return
+	}
+	timer := time.NewTimer(noticesBeforeWait)
+	defer timer.Stop()
+	for {
+		t.mu.Lock()
+		more := t.more
+		t.mu.Unlock()
+		if t.taken.Load() >= read {
+			return
+		}
+		select {
+		case <-more:
+			// The session is handling them, slowly (a loaded machine):
+			// the bound is on a stall, not on the whole wait.
+			timer.Reset(noticesBeforeWait)
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			t.catchUp(read)
+			return
+		}
+	}
+}
+
+// countNotices has the go-sdk's streamable HTTP transport t count, in
+// c's tally, the log and progress notifications on every event stream it
+// reads, as it reads them: before it can decode the answer that follows
+// them. Only the go-sdk's reading counts, as only its handlers take
+// them: c.plain is the client as dialed, for raw requests (package
+// rawhttp), whose streams their callers read and hand on themselves.
+func (c *conn) countNotices(t *mcp.StreamableClientTransport, maxEvent int) {
+	plain := t.HTTPClient
+	if plain == nil {
+		plain = http.DefaultClient // as the go-sdk does
+	}
+	base := plain.Transport
+	if n, ok := base.(noticeCounter); ok {
+		// A transport Options.Dial gave before: counted once, for c.
+		base, plain = n.base, n.plain
+	}
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	counting := *plain
+	counting.Transport = noticeCounter{base: base, plain: plain, tally: c.notices, maxEvent: maxEvent}
+	t.HTTPClient, c.plain, c.counted = &counting, plain, true
+}
+
+// noticeCounter is the RoundTripper of a streamable HTTP session's go-sdk
+// client that counts notifications (see conn.countNotices).
+type noticeCounter struct {
+	base     http.RoundTripper
+	plain    *http.Client // the client it was made from
+	tally    *noticeTally
+	maxEvent int
+}
+
+func (n noticeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := n.base.RoundTrip(r)
+	if err != nil || resp.Body == nil || resp.Body == http.NoBody {
+		return resp, err
+	}
+	media, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
+	if !strings.EqualFold(strings.TrimSpace(media), "text/event-stream") {
+		return resp, nil // one JSON answer: nothing comes before it
+	}
+	resp.Body = rawhttp.Watch(resp.Body, n.maxEvent, n.tally.saw)
+	return resp, nil
 }

@@ -24,9 +24,15 @@
 // client numbers its requests, so a raw request never shares an id with
 // one of the session's own.
 //
+// [Watch] reads a response stream someone else reads (the go-sdk's
+// transport), showing each message on it to a watcher before anything
+// after it is handed on: what the watcher counts is counted before the
+// reader can have decoded what the server sent next.
+//
 // # Concurrency
 //
 // [Session.Call] may be called from any number of goroutines at once. The
 // goroutines answering a call's server requests belong to that call: it
-// cancels them and waits for them before it returns.
+// cancels them and waits for them before it returns. A body [Watch]
+// returns is read by one goroutine at a time, which its watcher runs on.
 package rawhttp
