@@ -683,9 +683,9 @@ func serveCmd(bin, startup string, stderr io.Writer) *exec.Cmd {
 // the manager → a stdio demo server) with a direct stdio session to the
 // same server binary, every hop of every path on one protocol version:
 //
-//   - proto=2026-07-28 (the go-sdk's latest, which the gateway serves over
-//     stdio through the go-sdk: the fast path leaves this generation to
-//     it; serve's session of the server is held to it with protocol =):
+//   - proto=2026-07-28 (the go-sdk's latest; serve's session of the server
+//     is held to it with protocol =, so the calls take the go-sdk path:
+//     the raw path calls only servers on an older protocol):
 //     serve against direct. Reported: serve-p50-µs, direct-p50-µs,
 //     p50-ratio and the p99s; ns/op is the serve path's mean.
 //   - proto=2025-11-25: serve with the fast path off (sdk), serve with

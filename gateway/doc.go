@@ -217,6 +217,11 @@
 // new one) and makes the call itself (counted among the session's calls,
 // ended with it), then waits for its turn, or ends if another goroutine
 // waits already or the session is closed.
+// A fast call of a client on 2026-07-28 runs upstream on one more
+// goroutine, as the go-sdk path's round trip does; that goroutine and the
+// call's own hand its result over under a mutex of their own
+// (tripHandoff), to the request or, once the request has answered with
+// input requests, to the round trip.
 // Every write is one whole line under one lock. Each client session has a watcher that, when the session ends, cancels
 // its calls, waits for them to return, publishes client_disconnected and
 // calls ReleaseClient, once. A call counts among its session's calls until

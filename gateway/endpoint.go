@@ -37,6 +37,9 @@ type endpoint struct {
 	name string // the server or toolset; "" for everything
 	path string // the HTTP path, e.g. "/servers/git/mcp"
 	srv  *mcp.Server
+	// info is srv's Implementation as JSON: what a result of the 2026-07-28
+	// generation names as its server (see tripShape).
+	info json.RawMessage
 
 	// Owned by the run goroutine.
 	tools     map[string]toolRoute
@@ -174,6 +177,7 @@ func (g *Gateway) newEndpoint(sel selection, name string) *endpoint {
 		opts.SubscribeHandler, opts.UnsubscribeHandler = ep.subscribe, ep.unsubscribe
 	}
 	ep.srv = mcp.NewServer(impl, opts)
+	ep.info, _ = json.Marshal(impl)
 	ep.srv.AddSendingMiddleware(formsAsSent)
 	ep.srv.AddReceivingMiddleware(sseDiscover, ep.sessionless, ep.settleFirst, ep.modes, ep.clientNames, ep.unknownTools, ep.announce, ep.completions, ep.logLevels)
 	if sel == everything {

@@ -33,10 +33,18 @@ import (
 // (an event stream then, as for the server's questions: see fastask.go),
 // under its own token, before the result: the manager sends the server a
 // token of its own, unique on that connection, since two clients may
-// choose the same. Anything else (another method, a batch, a client on
-// another protocol generation or mode, or one that hears the server's log
-// messages, a legacy SSE or in-process server) goes to the go-sdk as
-// before; a debug log says why.
+// choose the same. Over stdio (stdiofast.go) it serves clients of both
+// protocol generations: a call of a client on 2026-07-28, which cannot be
+// sent requests, opens a round trip as the go-sdk path's does, so that
+// what the server asks during it reaches the client as input requests
+// (see fasttrip.go); its _meta is read as the go-sdk reads it (the
+// client's capabilities and information, the log level it wants), and
+// the protocol's own members of it are not sent upstream. Anything else
+// (another method, a batch, a request state, a client on another mode,
+// or one that hears the server's log messages, a 2026-07-28 client over
+// HTTP, which has no session, or over stdio one that wants progress, a
+// legacy SSE or in-process server) goes to the go-sdk as before; a debug
+// log says why.
 
 // FastPathEnv turns the fast path on ("on") or off ("off") when
 // Options.FastPath is "".
@@ -94,6 +102,13 @@ type fastMeta struct {
 	ProtocolVersion string          `json:"io.modelcontextprotocol/protocolVersion"`
 	TraceParent     string          `json:"traceparent"`
 	TraceState      string          `json:"tracestate"`
+
+	// Of a request that says in its _meta that it is on 2026-07-28 (see
+	// perRequest): what its client declared it can answer, and the _meta
+	// that goes upstream in place of the client's.
+	caps     *mcp.ClientCapabilities
+	forward  json.RawMessage
+	stripped bool // forward replaces the client's _meta
 }
 
 // fastMessage reads body, one JSON-RPC message, as the fast path does:
@@ -142,7 +157,7 @@ func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 	switch {
 	case json.Unmarshal(req.Params.Meta, &meta) != nil:
 		why = "_meta is not an object"
-	case meta.ProtocolVersion >= multiRoundTripVersion:
+	case meta.ProtocolVersion > multiRoundTripVersion:
 		why = "protocol version " + meta.ProtocolVersion
 	}
 	return req, meta, why
@@ -182,6 +197,8 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 	case why != "":
 	case read != "":
 		why = read
+	case meta.ProtocolVersion >= multiRoundTripVersion:
+		why = "protocol version " + meta.ProtocolVersion
 	case req.Method == "notifications/cancelled":
 		if s.cancelFast(req.Params.RequestID) {
 			w.WriteHeader(http.StatusAccepted)
@@ -205,7 +222,7 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 	}
 	defer s.done() // after the answer is written
 	out := &fastStream{w: w, sessionID: s.ss.ID()}
-	res, err := g.fastCall(r.Context(), s, out, out, false, server, tool, req, meta)
+	res, err := g.fastCall(r.Context(), s, out, out, nil, false, server, tool, req, meta)
 	if errors.Is(err, manager.ErrNotRaw) && !out.started() {
 		// CallRaw decides on ErrNotRaw before it sends the server
 		// anything, so no question of the server's can have gone out on
@@ -294,8 +311,10 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 // whole of its life (tracked), cancels ctx; otherwise fastCall registers
 // it while it runs. The server's progress on the call, if the client
 // asked for it, is sent to notify, one message at a time, all of it
-// before fastCall returns.
-func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, notify messageSender, tracked bool, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
+// before fastCall returns. What the server asks meanwhile goes out on out
+// (a fast call over HTTP), or as the input requests of trip (a call on
+// 2026-07-28: see fastTrip), or on the client's session.
+func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, notify messageSender, trip *roundTrip, tracked bool, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
 	rc, ok := g.src.(rawCaller)
 	if !ok {
 		return nil, manager.ErrNotRaw
@@ -309,11 +328,11 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, not
 	if !tracked {
 		defer s.trackFast(req.ID, func(cause error) bool { cancel(cause); return true })()
 	}
-	var caps *mcp.ClientCapabilities
-	if p := s.ss.InitializeParams(); p != nil {
+	caps := meta.caps // a request on 2026-07-28 says it in its _meta
+	if p := s.ss.InitializeParams(); caps == nil && p != nil {
 		caps = p.Capabilities
 	}
-	a := newClientAnswerer(ctx, s, caps, nil)
+	a := newClientAnswerer(ctx, s, caps, trip)
 	a.fast = out
 	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
 	var fw *progressForwarder
@@ -322,7 +341,11 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, not
 		fw = newProgressForwarder(ctx, false, rawProgress(token, notify))
 		opts.Progress = fw.send
 	}
-	res, err := rc.CallRaw(ctx, server, tool, req.Params.Arguments, req.Params.Meta, opts)
+	upMeta := req.Params.Meta
+	if meta.stripped {
+		upMeta = meta.forward
+	}
+	res, err := rc.CallRaw(ctx, server, tool, req.Params.Arguments, upMeta, opts)
 	if fw != nil {
 		fw.finish() // the progress it has goes out before the result
 	}

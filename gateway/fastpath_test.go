@@ -28,7 +28,8 @@ import (
 // beside it: block (waits until cancelled, marking markEnv's files), tick
 // (reports three steps of progress saying its label, then answers; with
 // meet, once another such call has come), trace (answers with the trace context
-// its request carried) and boom (answers a JSON-RPC error).
+// its request carried), confirm (asks its client, and answers with what it
+// said) and boom (answers a JSON-RPC error).
 func runFastServer() error {
 	s := fastServer(os.Getenv(markEnv))
 	// On the protocol the raw path speaks upstream.
@@ -78,6 +79,16 @@ func fastServer(mark string) *mcp.Server {
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			meta := req.Params.GetMeta()
 			got := fmt.Sprintf("traceparent=%v tracestate=%v", meta["traceparent"], meta["tracestate"])
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: got}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "confirm", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Sure?", RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"username": map[string]any{"type": "string"}}}})
+			if err != nil {
+				return nil, err
+			}
+			got := fmt.Sprintf("action=%s content=%v", res.Action, res.Content)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: got}}}, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "boom", InputSchema: map[string]any{"type": "object"}},

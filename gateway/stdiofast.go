@@ -21,7 +21,9 @@ import (
 // other line goes to the go-sdk as before, in the order it came. What
 // could make the reader wait (a tool not listed while servers have not
 // had their first say, a client whose mode is not chosen yet) sends the
-// call to the go-sdk instead.
+// call to the go-sdk instead. A call of a client on 2026-07-28 is served
+// as a round trip that has asked nothing yet (see fasttrip.go): what the
+// server asks turns it into the go-sdk path's round trip.
 
 // stdioFast serves the fast calls of one stdio session. ss is set before
 // the first line is read; the other fields are the reader goroutine's.
@@ -56,8 +58,25 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 		// the go-sdk (the answerer asks on its session), which takes it.
 		return false, nil
 	}
+	var sh tripShape
+	trip := false // a call of 2026-07-28, which may become a round trip
 	if why == "" {
 		why = f.ready(s)
+	}
+	if why == "" {
+		// A request says its generation in its _meta, else its session's
+		// counts, as the go-sdk path reads it (ServerRequest.ProtocolVersion).
+		session := f.ss.InitializeParams().ProtocolVersion >= multiRoundTripVersion
+		trip = meta.ProtocolVersion >= multiRoundTripVersion || meta.ProtocolVersion == "" && session
+		sh.complete = session
+		if meta.ProtocolVersion >= multiRoundTripVersion {
+			sh.info = f.ep.info
+		}
+		if trip && progressToken(req.Params.Meta, meta) != nil {
+			// Its progress goes on whichever of the round trip's requests
+			// waits: the go-sdk path's to carry.
+			why = "progress wanted on 2026-07-28"
+		}
 	}
 	var server, tool string
 	if why == "" {
@@ -68,6 +87,9 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 	rc, ok := f.g.src.(rawCaller)
 	if why == "" && (!ok || !rc.RawCalls(server)) {
 		why = "the server is not one the raw path calls"
+	}
+	if why == "" && meta.ProtocolVersion == multiRoundTripVersion {
+		why = meta.perRequest(req.Params.Meta) // read only for a call the fast path may take
 	}
 	if why == "" {
 		if err := s.begin(); err != nil {
@@ -86,26 +108,47 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 	// and for the whole life of the call, hand-over included.
 	untrack := s.trackFast(req.ID, call.cancelBy)
 	msg := bytes.Clone(line) // line is the reader's, reused for the next one
+	if trip {
+		return true, func() {
+			if s.hold() {
+				defer s.done() // after the answer is written; the call's own count is fastTrip's
+			}
+			defer untrack()
+			defer cancel(nil)
+			answer, notRaw := f.g.fastTrip(ctx, s, sh, server, tool, req, meta)
+			f.served(c, call, msg, server, tool, answer, notRaw, s)
+		}
+	}
 	return true, func() {
 		defer s.done() // after the answer is written
 		defer untrack()
 		defer cancel(nil)
-		res, err := f.g.fastCall(ctx, s, nil, c, true, server, tool, req, meta)
-		if errors.Is(err, manager.ErrNotRaw) {
-			// The server reconnected on another protocol since: the go-sdk
-			// serves the call, unless the client cancelled it meanwhile.
-			f.g.log.Debug("fast path: left to the go-sdk", "endpoint", f.ep.path, "transport", "stdio", "server", server, "why", "the server is not one the raw path calls")
-			if s.ctx.Err() == nil {
-				call.handOver(c, msg)
-			}
-			return
+		res, err := f.g.fastCall(ctx, s, nil, c, nil, true, server, tool, req, meta)
+		notRaw := errors.Is(err, manager.ErrNotRaw)
+		var answer []byte
+		if !notRaw {
+			answer = fastAnswerOf(s, server, tool, req.ID, res, err)
 		}
-		f.g.fastServed.Add(1)
-		answer := fastAnswerOf(s, server, tool, req.ID, res, err)
-		_ = c.writeLine(answer[:len(answer)-1]) // without its newline, which writeLine adds in place
-		if f.g.log.Enabled(context.Background(), slog.LevelDebug) {
-			f.g.log.Debug("fast path: served", "endpoint", f.ep.path, "transport", "stdio", "server", server, "tool", tool)
+		f.served(c, call, msg, server, tool, answer, notRaw, s)
+	}
+}
+
+// served writes the answer of a fast call on c, or, when the raw path
+// turned the call down (notRaw: its server reconnected on another
+// protocol since), hands it, msg, to the go-sdk, which serves it unless
+// the client cancelled it meanwhile.
+func (f *stdioFast) served(c *stdioConn, call *stdioCall, msg []byte, server, tool string, answer []byte, notRaw bool, s *session) {
+	if notRaw {
+		f.g.log.Debug("fast path: left to the go-sdk", "endpoint", f.ep.path, "transport", "stdio", "server", server, "why", "the server is not one the raw path calls")
+		if s.ctx.Err() == nil {
+			call.handOver(c, msg)
 		}
+		return
+	}
+	f.g.fastServed.Add(1)
+	_ = c.writeLine(answer[:len(answer)-1]) // without its newline, which writeLine adds in place
+	if f.g.log.Enabled(context.Background(), slog.LevelDebug) {
+		f.g.log.Debug("fast path: served", "endpoint", f.ep.path, "transport", "stdio", "server", server, "tool", tool)
 	}
 }
 
@@ -179,8 +222,6 @@ func (f *stdioFast) ready(s *session) string {
 		return "a toolset's endpoint"
 	case p == nil:
 		return "the session has not initialized"
-	case p.ProtocolVersion >= multiRoundTripVersion:
-		return "protocol version " + p.ProtocolVersion
 	}
 	s.mu.Lock()
 	chosen := s.mode != ""

@@ -28,6 +28,19 @@ type lineClient struct {
 // listed.
 func lineStdio(t *testing.T, r *rig, server, toolset, version string) *lineClient {
 	t.Helper()
+	c := lineStdioRaw(t, r, server, toolset)
+	c.send(t, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"lines","version":"1"}}}`)
+	require.Contains(t, c.next(t), `"protocolVersion":"`+version+`"`)
+	c.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(t, `{"jsonrpc":"2.0","id":"list","method":"tools/list"}`)
+	require.Contains(t, c.next(t), `"id":"list","result":{`)
+	return c
+}
+
+// lineStdioRaw serves server or toolset of r over stdio to a lineClient
+// that has sent nothing yet.
+func lineStdioRaw(t *testing.T, r *rig, server, toolset string) *lineClient {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &lineClient{in: inW, lines: make(chan string, 1000)}
@@ -48,11 +61,6 @@ func lineStdio(t *testing.T, r *rig, server, toolset, version string) *lineClien
 		}
 		_ = outR.Close()
 	})
-	c.send(t, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"lines","version":"1"}}}`)
-	require.Contains(t, c.next(t), `"protocolVersion":"`+version+`"`)
-	c.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	c.send(t, `{"jsonrpc":"2.0","id":"list","method":"tools/list"}`)
-	require.Contains(t, c.next(t), `"id":"list","result":{`)
 	return c
 }
 
@@ -207,18 +215,19 @@ func TestStdioFastPathCancellationReachesTheServer(t *testing.T) {
 	require.EqualValues(t, 2, gateway.FastServed(r.gw))
 }
 
-// A client on 2026-07-28 (whose calls may turn into round trips) is left
-// to the go-sdk path and answered.
-func TestStdioFastPathLeavesTheNewGenerationToTheSDKPath(t *testing.T) {
+// Go-sdk clients of both generations over stdio take the fast path once
+// they have listed their tools.
+func TestStdioFastPathServesBothGenerations(t *testing.T) {
 	t.Parallel()
 	r := fastRig(t, "on", t.TempDir()+"/m")
 	cs := connectOn(t, r.stdio(t, "demo"), nil, "2026-07-28")
+	toolNames(t, cs)
 	require.Equal(t, "new", text(call(t, cs, "echo", map[string]any{"text": "new"})))
-	require.Zero(t, gateway.FastServed(r.gw))
+	require.EqualValues(t, 1, gateway.FastServed(r.gw))
 	old := connectOn(t, r.stdio(t, "demo"), nil, fastProtocol)
 	toolNames(t, old)
 	require.Equal(t, "old", text(call(t, old, "echo", map[string]any{"text": "old"})))
-	require.EqualValues(t, 1, gateway.FastServed(r.gw))
+	require.EqualValues(t, 2, gateway.FastServed(r.gw))
 }
 
 // A toolset's endpoint over stdio is served by the go-sdk path, as over

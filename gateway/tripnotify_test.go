@@ -60,9 +60,13 @@ func TestProgressAndLogsAfterAQuestionReachTheClient(t *testing.T) {
 			res, err := cs.CallTool(ctx, params)
 			require.NoError(t, err)
 			require.False(t, res.IsError, "%v", resultText(res))
-			mu.Lock()
-			defer mu.Unlock()
-			assert.ElementsMatch(t, []string{"progress answered", "log answered"}, got, "before the result")
+			// The go-sdk client may hand notifications to their handlers
+			// after it has returned the result they came before.
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				mu.Lock()
+				defer mu.Unlock()
+				assert.ElementsMatch(c, []string{"progress answered", "log answered"}, got)
+			}, 10*time.Second, 5*time.Millisecond, "the progress and the log message sent after the answer reach the client")
 		})
 	}
 }
