@@ -1,7 +1,6 @@
 package manager
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/events"
 	"github.com/mcpvisor/mcpvisor/internal/rawhttp"
+	"github.com/mcpvisor/mcpvisor/internal/rawrpc"
 	"github.com/mcpvisor/mcpvisor/manager/notify"
 )
 
@@ -260,26 +260,9 @@ func (t *noticeTally) took() {
 // saw counts the event data of an HTTP response stream if it is a log or
 // progress notification.
 func (t *noticeTally) saw(data []byte) {
-	if isNotice(data) {
+	if rawrpc.IsNotice(data) {
 		t.read.Add(1)
 	}
-}
-
-// isNotice reports whether a message is a log or progress notification,
-// as the go-sdk reads it (its fields matched as encoding/json matches
-// them); most messages are not decoded twice.
-func isNotice(msg []byte) bool {
-	if !bytes.Contains(msg, []byte("notifications/")) {
-		return false
-	}
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	if json.Unmarshal(msg, &m) != nil || len(m.ID) > 0 {
-		return false
-	}
-	return m.Method == "notifications/message" || m.Method == "notifications/progress"
 }
 
 // catchUp counts n as taken: messages the SDK dropped without handling

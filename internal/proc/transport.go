@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,7 +39,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	// ahead of what it hands on) gets to it: the answer to a raw call
 	// that came after it must not find it uncounted.
 	raw.Seeing(func(line []byte) {
-		if isNotice(line) {
+		if rawrpc.IsNotice(line) {
 			t.proc.noticesRead.Add(1)
 		}
 	})
@@ -107,23 +106,6 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.answered(m.ID)
 	}
 	return msg, nil
-}
-
-// isNotice reports whether line is a log or progress notification, as
-// the SDK reads it (its methods are matched as encoding/json matches
-// them); most lines are not looked at twice.
-func isNotice(line []byte) bool {
-	if !bytes.Contains(line, []byte("notifications")) {
-		return false
-	}
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	if json.Unmarshal(line, &m) != nil || len(m.ID) > 0 {
-		return false
-	}
-	return m.Method == "notifications/message" || m.Method == "notifications/progress"
 }
 
 func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
