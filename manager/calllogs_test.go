@@ -205,17 +205,7 @@ func TestHeldLogLevelIsAskedOfServers(t *testing.T) {
 	heard := func() []string {
 		_, err := m.Call(ctx, "chatty.chatty", nil, manager.CallOptions{})
 		require.NoError(t, err)
-		var got []string
-		for {
-			n, ok, err := l.TryNext()
-			require.NoError(t, err)
-			if !ok {
-				return got
-			}
-			if lm, ok := n.(notify.LogMessage); ok {
-				got = append(got, fmt.Sprint(lm.Data))
-			}
-		}
+		return logsOf(t, l)
 	}
 	quiet := []string{"starting", "working", "finishing"}
 	require.Equal(t, quiet, heard(), "the default level")
