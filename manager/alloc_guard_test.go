@@ -37,6 +37,8 @@ func serveDemoIfAsked() {
 		err = serveChatty(oldProtocol{&mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout}})
 	case "chatty-new":
 		err = serveChatty(&mcp.IOTransport{Reader: os.Stdin, Writer: os.Stdout})
+	case "newgen":
+		err = serveNewgen()
 	default:
 		return
 	}

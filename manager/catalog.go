@@ -1,7 +1,9 @@
 package manager
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -331,6 +333,29 @@ type schemaCache struct {
 	// mu guards compiled; a nil entry is a schema that does not compile
 	// (the call is then not checked here; the server still validates).
 	compiled map[string]*argschema.Schema
+	headers  map[string]bool // whether a tool's schema binds arguments to HTTP headers
+}
+
+// headerBound reports whether tool t's input schema names an HTTP header
+// for an argument (x-mcp-header): the go-sdk's client sends such a call
+// of a 2026-07-28 server with headers the raw path does not write.
+func (c *catalog) headerBound(t *mcp.Tool) bool {
+	if c == nil || c.schemas == nil || t == nil {
+		return false
+	}
+	sc := c.schemas
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if b, ok := sc.headers[t.Name]; ok {
+		return b
+	}
+	raw, err := json.Marshal(t.InputSchema)
+	b := err != nil || bytes.Contains(raw, []byte(`"x-mcp-header"`))
+	if sc.headers == nil {
+		sc.headers = make(map[string]bool)
+	}
+	sc.headers[t.Name] = b
+	return b
 }
 
 // schema returns the compiled input schema of tool t, or nil.

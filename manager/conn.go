@@ -19,6 +19,7 @@ import (
 	"github.com/mcpvisor/mcpvisor/internal/rawhttp"
 	"github.com/mcpvisor/mcpvisor/internal/rawrpc"
 	"github.com/mcpvisor/mcpvisor/manager/ask"
+	"github.com/mcpvisor/mcpvisor/manager/internal/rounds"
 	"github.com/mcpvisor/mcpvisor/manager/notify"
 	"github.com/mcpvisor/mcpvisor/manager/oauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,6 +31,7 @@ import (
 type conn struct {
 	client    *mcp.Client
 	offers    ask.Kind    // what the client declared it answers
+	ident     clientIdent // what the client says of itself in each request of 2026-07-28
 	roots     clientRoots // the client's own list of roots
 	session   *mcp.ClientSession
 	transport mcp.Transport
@@ -183,7 +185,7 @@ func (s *supervisor) connect() (*conn, error) {
 	if err := s.open(ctx, c); err != nil {
 		return fail(dialOp, err)
 	}
-	c.client, c.offers = s.m.newClient(s, c.notices)
+	c.client, c.offers, c.ident = s.m.newClient(s, c.notices)
 	if c.offers&ask.Roots != 0 {
 		c.roots.start(ctx, s, c)
 	}
@@ -297,7 +299,7 @@ const exitGrace = 500 * time.Millisecond
 // the server, and closing the session before it is answered makes Close
 // wait out the SDK's 5s terminate timeout. Server notifications become
 // notices for the manager's listeners (see note).
-func (m *Manager) newClient(s *supervisor, notices *noticeTally) (*mcp.Client, ask.Kind) {
+func (m *Manager) newClient(s *supervisor, notices *noticeTally) (*mcp.Client, ask.Kind, clientIdent) {
 	caps := &mcp.ClientCapabilities{}
 	opts := &mcp.ClientOptions{
 		Capabilities: caps,
@@ -341,11 +343,12 @@ func (m *Manager) newClient(s *supervisor, notices *noticeTally) (*mcp.Client, a
 	if offers&ask.Roots != 0 {
 		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpvisor", Version: m.opts.Version}, opts)
+	impl := &mcp.Implementation{Name: "mcpvisor", Version: m.opts.Version}
+	client := mcp.NewClient(impl, opts)
 	if offers != 0 {
 		client.AddReceivingMiddleware(s.answering)
 	}
-	return client, offers
+	return client, offers, identOf(impl, caps)
 }
 
 // ownMeta is the _meta a server sent with a notification, without what
@@ -433,12 +436,25 @@ var ErrNotRaw = errors.New("not a call for the raw path")
 // An answer with isError set is a result, as for Call.
 //
 // It serves stdio servers spawned by the manager and streamable HTTP
-// servers the manager dials, for calls without a log level; for anything
-// else it returns ErrNotRaw at once. With a progress callback
-// (opts.Progress), the progressToken of meta is replaced with one of the
-// manager's, unique on the server's connection, and the server's
-// progress under it goes to the callback, all of it before CallRaw
-// returns and none after. Over HTTP, what the server
+// servers the manager dials, on either protocol generation, for calls
+// without a log level; for anything else it returns ErrNotRaw at once,
+// and so for a tool of a 2026-07-28 HTTP server whose schema puts
+// arguments in headers (x-mcp-header), which the go-sdk's client sends
+// with headers of their own. On 2026-07-28 a call carries in its _meta
+// what the go-sdk's client adds to each request (the protocol version,
+// the client's information and capabilities, the log level servers are
+// asked for), and over HTTP the headers it adds (Mcp-Method, Mcp-Name).
+// When such a server answers with input requests (it asks something
+// before it answers), the rest of the call goes to the connection's
+// go-sdk client, from the round already answered, so nothing is sent
+// twice: it answers the questions as on the go-sdk path, each later
+// round goes out on the raw path as the go-sdk encoded it, and the
+// result is the go-sdk's, encoded again.
+//
+// With a progress callback (opts.Progress), the progressToken of meta is
+// replaced with one of the manager's, unique on the server's connection,
+// and the server's progress under it goes to the callback, all of it
+// before CallRaw returns and none after. Over HTTP, what the server
 // sends on the call's stream before the result is handled as on the
 // go-sdk's session: log messages and progress are published before the
 // call returns, and what the server asks is answered as it is there (the
@@ -454,7 +470,7 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 	if err != nil {
 		return nil, err
 	}
-	if !rawTransport(s.spec) || !rawProtocol(s.snap.Load()) {
+	if !rawTransport(s.spec) {
 		return nil, ErrNotRaw
 	}
 	ctx, span := m.tel.toolCall(ctx, s.name+"."+tool)
@@ -494,8 +510,11 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 		if _, err := snap.cat.schema(t).Check(decoded); err != nil {
 			return false, newError(CodeInvalidArguments, s.name, op, err)
 		}
-		if !rawProtocol(snap) {
-			return false, ErrNotRaw // reconnected on a later protocol meanwhile
+		version := sessionVersion(snap)
+		sessionless := version >= string(Protocol20260728)
+		if sessionless && s.spec.Transport == TransportHTTP && snap.cat.headerBound(t) {
+			s.m.log.Debug("raw call left to the go-sdk: the tool's schema puts arguments in HTTP headers (x-mcp-header)", "server", s.name, "tool", tool)
+			return false, ErrNotRaw
 		}
 		sent := meta
 		if opts.Progress != nil {
@@ -506,34 +525,54 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 			defer done()
 			sent = withProgressToken(meta, token)
 		}
-		params, err := rawCallParams(tool, args, sent)
+		callArgs := args
+		if sessionless {
+			if sent, err = snap.conn.sessionlessMeta(sent, version, s.logLevelOf(snap)); err != nil {
+				return false, errorf(CodeInvalidArguments, s.name, op, "%v", err)
+			}
+			if callArgs == nil {
+				callArgs = json.RawMessage("{}") // as the go-sdk sends a call without arguments
+			}
+		}
+		params, err := rawCallParams(tool, callArgs, sent)
 		if err != nil {
 			return false, errorf(CodeInvalidArguments, s.name, op, "%v", err)
 		}
 		const reason = "the caller cancelled the call"
 		sentOn = snap.session
+		var send func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
 		if raw := snap.conn.raw(); raw != nil {
-			result, err = raw.Call(ctx, "tools/call", params, reason)
+			send = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+				return raw.Call(ctx, "tools/call", params, reason)
+			}
 		} else if hs, ok := snap.conn.rawHTTP(snap.session, s.spec.MaxFrameBytes); ok {
-			result, err = hs.Call(ctx, "tools/call", params, reason, rawPeer{s: s, c: snap.conn})
+			hs.Name = tool
+			send = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+				return hs.Call(ctx, "tools/call", params, reason, rawPeer{s: s, c: snap.conn})
+			}
 		} else {
 			// Only a transport substituted under the manager has none;
 			// Options.Dial already sends those calls to Call.
 			return false, errorf(CodeInvocationFailed, s.name, op, "the connection has no raw call channel")
 		}
-		if err != nil {
-			var rpcErr *rawrpc.Error
-			switch {
-			case errors.Is(err, rawhttp.ErrBroken) && !errors.Is(err, mcp.ErrSessionMissing):
-				s.sessionBroken(snap.session, err)
-				err = fmt.Errorf("calling %q: %w", "tools/call", err)
-			case errors.As(err, &rpcErr):
-				// Worded as the go-sdk words a server's error answer.
-				err = fmt.Errorf("calling %q: %w", "tools/call", &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data})
-			case snap.conn.raw() == nil && ctx.Err() == nil:
-				err = fmt.Errorf("calling %q: %w", "tools/call", err) // as the go-sdk's session words it
+		result, err = send(ctx, params)
+		if err == nil && sessionless && rawrpc.InputRequired(result) {
+			// The server asks something before it answers: the go-sdk's
+			// client answers and sends the later rounds, as it does on
+			// the go-sdk path, from the round already answered.
+			s.m.log.Debug("raw call handed to the go-sdk: the server asks for input", "server", s.name, "tool", tool)
+			var res *mcp.CallToolResult
+			res, err = s.continueRaw(ctx, snap, tool, callArgs, sent, version, result, send)
+			if err == nil {
+				result, err = json.Marshal(res)
 			}
-			return false, invocationFailed(s.name, op, s.callFailure(ctx, req, err, snap.conn))
+			if err != nil {
+				result = nil
+				return false, invocationFailed(s.name, op, s.callFailure(ctx, req, err, snap.conn))
+			}
+		}
+		if err != nil {
+			return false, invocationFailed(s.name, op, s.callFailure(ctx, req, s.rawFailure(ctx, snap, err), snap.conn))
 		}
 		isError, err = rawrpc.IsError(result)
 		if err != nil {
@@ -568,7 +607,7 @@ func (m *Manager) RawCalls(server string) bool {
 		return false
 	}
 	s, _, _ := m.find(server)
-	return s != nil && rawTransport(s.spec) && rawProtocol(s.snap.Load())
+	return s != nil && rawTransport(s.spec)
 }
 
 // rawTransport reports whether spec's transport is one the raw path
@@ -577,15 +616,127 @@ func rawTransport(spec Spec) bool {
 	return spec.Transport == TransportStdio || spec.Transport == TransportHTTP
 }
 
-// rawProtocol reports whether snap's session, if any, is on a protocol
-// version whose requests the raw path writes: before 2026-07-28, whose
-// requests carry the client's identity in each _meta instead.
-func rawProtocol(snap *snapshot) bool {
+// sessionVersion is the protocol version of snap's session, or "" when
+// it has none.
+func sessionVersion(snap *snapshot) string {
 	if snap.session == nil {
-		return true
+		return ""
 	}
-	res := snap.session.InitializeResult()
-	return res == nil || res.ProtocolVersion < "2026-07-28"
+	if res := snap.session.InitializeResult(); res != nil {
+		return res.ProtocolVersion
+	}
+	return ""
+}
+
+// rawFailure words err, a raw call's failure on snap's connection, as
+// the go-sdk's session words that failure, and ends an HTTP session the
+// go-sdk would have given up.
+func (s *supervisor) rawFailure(ctx context.Context, snap *snapshot, err error) error {
+	var rpcErr *rawrpc.Error
+	switch {
+	case errors.Is(err, rawhttp.ErrBroken) && !errors.Is(err, mcp.ErrSessionMissing):
+		s.sessionBroken(snap.session, err)
+		return fmt.Errorf("calling %q: %w", "tools/call", err)
+	case errors.As(err, &rpcErr):
+		// Worded as the go-sdk words a server's error answer.
+		return fmt.Errorf("calling %q: %w", "tools/call", &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data})
+	case snap.conn.raw() == nil && ctx.Err() == nil:
+		return fmt.Errorf("calling %q: %w", "tools/call", err) // as the go-sdk's session words it
+	}
+	return err
+}
+
+// continueRaw ends a raw call of tool on snap's session (of protocol
+// version) whose server answered its first round with first, an input
+// required result: the connection's go-sdk client answers the input
+// requests as on the go-sdk path, and each later round goes to the
+// server with send, the raw call's own. args and meta are what the first
+// round sent; the later rounds carry them too.
+func (s *supervisor) continueRaw(ctx context.Context, snap *snapshot, tool string, args, meta json.RawMessage, version string, first json.RawMessage, send func(context.Context, json.RawMessage) (json.RawMessage, error)) (*mcp.CallToolResult, error) {
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if len(meta) > 0 {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(meta, &m); err != nil {
+			return nil, err
+		}
+		params.Meta = make(mcp.Meta, len(m))
+		for k, v := range m {
+			params.Meta[k] = v
+		}
+	}
+	var failed error // a later round's failure that is no answer of the server's
+	res, err := rounds.Continue(ctx, snap.conn.client, version, params, first, func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+		res, err := send(ctx, params)
+		var rpcErr *rawrpc.Error
+		switch {
+		case errors.As(err, &rpcErr):
+			return nil, &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
+		case err != nil:
+			failed = err
+		}
+		return res, err
+	})
+	if err != nil && failed != nil {
+		return nil, s.rawFailure(ctx, snap, failed)
+	}
+	return res, err
+}
+
+// legacyProtocol reports whether snap's session, if any, is on a
+// protocol version before 2026-07-28: one with a log level of its own,
+// set with logging/setLevel, rather than one named by each request.
+func legacyProtocol(snap *snapshot) bool {
+	v := sessionVersion(snap)
+	return v == "" || v < string(Protocol20260728)
+}
+
+// clientIdent is what the go-sdk's client puts in the _meta of each
+// request of protocol 2026-07-28 or later: its information and
+// capabilities, as JSON.
+type clientIdent struct {
+	info, caps json.RawMessage
+}
+
+// identOf is the clientIdent of a client of impl declaring caps, as the
+// go-sdk encodes them (its capabilities with roots of the second form).
+func identOf(impl *mcp.Implementation, caps *mcp.ClientCapabilities) clientIdent {
+	info, _ := json.Marshal(impl)
+	c := *caps
+	if c.RootsV2 != nil {
+		c.Roots.ListChanged = c.RootsV2.ListChanged
+	}
+	v2, _ := json.Marshal(struct {
+		mcp.ClientCapabilities
+		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+	}{c, c.RootsV2})
+	return clientIdent{info: info, caps: v2}
+}
+
+// sessionlessMeta is meta (a JSON object, or nothing) as the go-sdk's
+// client sends a request's _meta on protocol version 2026-07-28 or later:
+// with the log level wanted (level, unless ""), and the protocol version
+// and the client's information and capabilities where meta has none of
+// its own.
+func (c *conn) sessionlessMeta(meta json.RawMessage, version string, level mcp.LoggingLevel) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if t := bytes.TrimSpace(meta); len(t) > 0 && string(t) != "null" {
+		if err := json.Unmarshal(t, &m); err != nil || m == nil {
+			return nil, errors.New("_meta must be a JSON object")
+		}
+	}
+	if level != "" {
+		m[mcp.MetaKeyLogLevel], _ = json.Marshal(level)
+	}
+	if _, ok := m[mcp.MetaKeyProtocolVersion]; !ok {
+		m[mcp.MetaKeyProtocolVersion], _ = json.Marshal(version)
+	}
+	if _, ok := m[mcp.MetaKeyClientInfo]; !ok {
+		m[mcp.MetaKeyClientInfo] = c.ident.info
+	}
+	if _, ok := m[mcp.MetaKeyClientCapabilities]; !ok {
+		m[mcp.MetaKeyClientCapabilities] = c.ident.caps
+	}
+	return json.Marshal(m)
 }
 
 // raw is the raw call channel of a stdio connection, or nil.

@@ -63,7 +63,11 @@
 // server sends on the call's response stream is handled on the calling
 // goroutine (notifications, in order, before the call returns) and on
 // goroutines of the call's own (the server's questions), which the call
-// waits for.
+// waits for. A call whose server, on protocol 2026-07-28, answers with
+// input requests is handed to the connection's go-sdk client for its
+// remaining rounds (package rounds): a session of that client in memory,
+// whose responder answers the first round from memory and forwards the
+// later ones on the raw path; the call waits for all of it.
 //
 // [Options.MaxConnections] caps the connections held at once: an attempt
 // takes a slot before it starts and its connection gives it back when it

@@ -466,7 +466,7 @@ func (s *supervisor) levelFor(ctx context.Context, snap *snapshot, params *mcp.C
 	if caps == nil || caps.Logging == nil {
 		return // a server that does not log is not asked
 	}
-	if rawProtocol(snap) {
+	if legacyProtocol(snap) {
 		if level != "" {
 			snap.conn.awaitLevel(ctx, level)
 		}
@@ -482,6 +482,17 @@ func (s *supervisor) levelFor(ctx context.Context, snap *snapshot, params *mcp.C
 	}
 	meta[mcp.MetaKeyLogLevel] = want
 	params.SetMeta(meta)
+}
+
+// logLevelOf is the log level a call without one of its own names in its
+// _meta on snap's session of 2026-07-28 or later, as levelFor sets it:
+// the level servers are asked for, or "" for a server that does not log.
+func (s *supervisor) logLevelOf(snap *snapshot) mcp.LoggingLevel {
+	caps := snap.session.InitializeResult().Capabilities
+	if caps == nil || caps.Logging == nil {
+		return ""
+	}
+	return s.m.levels.level()
 }
 
 // atLeastAsVerbose reports whether a level asks for all that b does.

@@ -36,6 +36,10 @@ type Session struct {
 	// MaxEvent bounds the data of one event on a response stream; no
 	// bound if zero or less.
 	MaxEvent int
+	// Name is what a request of a protocol of 2026-07-28 or later names
+	// in its Mcp-Name header, as the go-sdk's client sends it: the tool a
+	// tools/call calls. None if "".
+	Name string
 	// MaxRetries bounds the resumption of a cut response stream as the
 	// go-sdk transport's field of that name does: zero means 5, a
 	// negative number none.
@@ -220,7 +224,7 @@ func (s Session) answer(ctx context.Context, m message, p Peer) {
 	if ctx.Err() != nil {
 		return // the call is over: nobody waits for the answer
 	}
-	s.notify(ctx, out)
+	s.notify(ctx, "", out)
 }
 
 // cancelled tells the server that the request with id is cancelled.
@@ -233,13 +237,14 @@ func (s Session) cancelled(ctx context.Context, id, reason string) {
 	b = append(b, `,"reason":`...)
 	b = strconv.AppendQuote(b, reason)
 	b = append(b, "}}"...)
-	s.notify(ctx, b)
+	s.notify(ctx, "notifications/cancelled", b)
 }
 
-// notify posts a message that is not a request; the server's answer says
-// nothing more than whether it took it.
-func (s Session) notify(ctx context.Context, body []byte) {
-	resp, err := s.post(ctx, "", body)
+// notify posts a message that is not a request: a notification of
+// method, or an answer (method ""); the server's answer says nothing
+// more than whether it took it.
+func (s Session) notify(ctx context.Context, method string, body []byte) {
+	resp, err := s.post(ctx, method, body)
 	if err != nil {
 		return
 	}
@@ -250,8 +255,8 @@ func (s Session) notify(ctx context.Context, body []byte) {
 // their method in an Mcp-Method header.
 const sessionlessVersion = "2026-07-28"
 
-// post POSTs body, a request of method ("" for another message), with the
-// headers the go-sdk's client sends.
+// post POSTs body, a request or notification of method ("" for an
+// answer), with the headers the go-sdk's client sends.
 func (s Session) post(ctx context.Context, method string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
 	if err != nil {
@@ -263,8 +268,8 @@ func (s Session) post(ctx context.Context, method string, body []byte) (*http.Re
 	return s.Client.Do(req)
 }
 
-// headers sets the session's headers on req, a request of method ("" for
-// another message or a GET).
+// headers sets the session's headers on req, a request or notification
+// of method ("" for an answer or a GET).
 func (s Session) headers(req *http.Request, method string) {
 	if s.Protocol != "" {
 		req.Header.Set("Mcp-Protocol-Version", s.Protocol)
@@ -274,6 +279,9 @@ func (s Session) headers(req *http.Request, method string) {
 	}
 	if method != "" && s.Protocol >= sessionlessVersion {
 		req.Header.Set("Mcp-Method", method)
+		if method == "tools/call" && s.Name != "" {
+			req.Header.Set("Mcp-Name", s.Name)
+		}
 	}
 }
 

@@ -46,3 +46,28 @@ func containsFold(b []byte, lower string) bool {
 	}
 	return false
 }
+
+// inputRequestsKey is the member of a result by which a server of
+// protocol 2026-07-28 or later asks its client for input before it
+// answers (a multi-round-trip request).
+const inputRequestsKey = "inputRequests"
+
+// InputRequired reports whether result, a tools/call result (valid JSON),
+// may ask the client for input: it has an inputRequests member, matched
+// as the go-sdk's client matches it (case-sensitively, after unescaping).
+// It may report true for a result whose inputRequests is null, which the
+// go-sdk reads as none; never false for one that asks.
+func InputRequired(result json.RawMessage) bool {
+	if bytes.Contains(result, []byte(inputRequestsKey)) {
+		return true
+	}
+	if !bytes.Contains(result, []byte(`\u`)) {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(result, &m) != nil {
+		return false
+	}
+	_, ok := m[inputRequestsKey]
+	return ok
+}

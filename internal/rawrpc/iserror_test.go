@@ -62,3 +62,20 @@ func FuzzIsError(f *testing.F) {
 		}
 	})
 }
+
+// A result asks for input when the go-sdk's client would find its
+// inputRequests, under an escape too; a text that merely mentions one
+// does not hide it, and a plain result is read without decoding.
+func TestInputRequired(t *testing.T) {
+	for result, want := range map[string]bool{
+		`{"content":[{"type":"text","text":"hi"}]}`:                                     false,
+		`{"content":[{"type":"text","text":"caf\u00e9"}]}`:                              false,
+		`{"resultType":"input_required","inputRequests":{"a":{"method":"roots/list"}}}`: true,
+		`{"input\u0052equests":{"a":{"method":"roots/list"}}}`:                          true,
+		`{"inputrequests":{}, "x":"\u0041"}`:                                            false,
+	} {
+		if got := rawrpc.InputRequired(json.RawMessage(result)); got != want {
+			t.Errorf("InputRequired(%s) = %v, want %v", result, got, want)
+		}
+	}
+}
