@@ -29,7 +29,7 @@ import (
 // manager's raw call path, whose result goes back to the client as the
 // server wrote it. The raw path serves spawned stdio servers and
 // streamable HTTP servers (a POST on the manager's own session with the
-// server). A call that wants progress gets it on the call's response
+// server) of either protocol generation. A call that wants progress gets it on the call's response
 // (an event stream then, as for the server's questions: see fastask.go),
 // under its own token, before the result: the manager sends the server a
 // token of its own, unique on that connection, since two clients may
@@ -43,7 +43,8 @@ import (
 // (another method, a batch, a request state, a client on another mode,
 // or one that hears the server's log messages, a 2026-07-28 client over
 // HTTP, which has no session, or over stdio one that wants progress, a
-// legacy SSE or in-process server) goes to the go-sdk as before; a debug
+// legacy SSE or in-process server, a tool of a 2026-07-28 HTTP server
+// that puts arguments in headers) goes to the go-sdk as before; a debug
 // log says why.
 
 // FastPathEnv turns the fast path on ("on") or off ("off") when
