@@ -684,9 +684,8 @@ func serveCmd(bin, startup string, stderr io.Writer) *exec.Cmd {
 // same server binary, every hop of every path on one protocol version:
 //
 //   - proto=2026-07-28 (the go-sdk's latest; serve's session of the server
-//     is held to it with protocol =, so the calls take the go-sdk path:
-//     the raw path calls only servers on an older protocol):
-//     serve against direct. Reported: serve-p50-µs, direct-p50-µs,
+//     is held to it with protocol =; the calls take the fast path, or the
+//     go-sdk path with MCPVISOR_FASTPATH=off): serve against direct. Reported: serve-p50-µs, direct-p50-µs,
 //     p50-ratio and the p99s; ns/op is the serve path's mean.
 //   - proto=2025-11-25: serve with the fast path off (sdk), serve with
 //     --fast-path on (fast), direct, and the same server behind a
