@@ -38,9 +38,9 @@ const (
 // 2026-07-28: echo answers with what it was sent (its arguments and
 // _meta); ask asks its client for a name through input requests before
 // it answers with the answer; steps reports three steps of progress;
-// block runs until it is cancelled, then calls cancelled, or until stop
-// is closed.
-func newgenServer(cancelled func(), stop <-chan struct{}) *mcp.Server {
+// block calls started, then runs until it is cancelled, then calls
+// cancelled, or until stop is closed.
+func newgenServer(started, cancelled func(), stop <-chan struct{}) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "newgen", Version: "1"}, nil)
 	obj := map[string]any{"type": "object"}
 	reply := func(text string) *mcp.CallToolResult {
@@ -69,6 +69,7 @@ func newgenServer(cancelled func(), stop <-chan struct{}) *mcp.Server {
 		return reply("stepped"), nil
 	})
 	s.AddTool(&mcp.Tool{Name: "block", InputSchema: obj}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		started()
 		select {
 		case <-ctx.Done():
 			cancelled()
@@ -89,11 +90,12 @@ func serveNewgen() error {
 	}
 	defer record.Close()
 	cancelled := func() { _ = os.WriteFile(os.Getenv(newgenCancelledEnv), nil, 0o600) }
+	started := func() { _ = os.WriteFile(os.Getenv(newgenCancelledEnv)+".started", nil, 0o600) }
 	in := struct {
 		io.Reader
 		io.Closer
 	}{io.TeeReader(os.Stdin, record), os.Stdin}
-	return newgenServer(cancelled, nil).Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: os.Stdout})
+	return newgenServer(started, cancelled, nil).Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: os.Stdout})
 }
 
 // newgen is newgenServer connected to a manager as "new" on protocol
@@ -104,6 +106,7 @@ type newgen struct {
 	m         *manager.Manager
 	ctx       context.Context
 	wire      func() []wireCall // the tools/calls the server was sent so far
+	started   func() bool       // whether a call of block runs on the server
 	cancelled func() bool       // whether a call of block was cancelled on the server
 }
 
@@ -141,6 +144,9 @@ func newgenOn(t *testing.T, transport string) *newgen {
 			return calls
 		}
 		ng.cancelled = func() bool { _, err := os.Stat(cancelled); return err == nil }
+		// Cancelled only once its handler runs: the go-sdk's server drops
+		// a cancellation that comes before it has taken the request.
+		ng.started = func() bool { _, err := os.Stat(cancelled + ".started"); return err == nil }
 	case "http":
 		// A server without sessions cannot tell its handler that the
 		// client cancelled a call (the go-sdk's own client's cancelling
@@ -151,7 +157,7 @@ func newgenOn(t *testing.T, transport string) *newgen {
 		var cancelledIDs []string
 		stop := make(chan struct{}) // ends the calls of block still running
 		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
-			return newgenServer(func() {}, stop)
+			return newgenServer(func() {}, func() {}, stop)
 		}, &mcp.StreamableHTTPOptions{Stateless: true})
 		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodPost {
@@ -179,6 +185,11 @@ func newgenOn(t *testing.T, transport string) *newgen {
 			mu.Lock()
 			defer mu.Unlock()
 			return append([]wireCall(nil), calls...)
+		}
+		ng.started = func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(calls) > 0 && calls[len(calls)-1].message["params"].(map[string]any)["name"] == "block"
 		}
 		ng.cancelled = func() bool {
 			mu.Lock()
@@ -325,7 +336,7 @@ func TestCallRawProgressAndCancelOnProtocol20260728(t *testing.T) {
 				_, err := ng.m.CallRaw(ctx, "new", "block", nil, nil, manager.CallOptions{Timeout: patience})
 				done <- err
 			}()
-			require.Eventually(t, func() bool { return len(ng.wire()) > n+1 }, patience, 10*time.Millisecond, "the call reached the server")
+			require.Eventually(t, ng.started, patience, 10*time.Millisecond, "the call reached the server")
 			cancel()
 			select {
 			case err := <-done:
