@@ -104,9 +104,10 @@ type fastMeta struct {
 	TraceState      string          `json:"tracestate"`
 
 	// Of a request that says in its _meta that it is on 2026-07-28 (see
-	// perRequest): what its client declared it can answer, and the _meta
-	// that goes upstream in place of the client's.
+	// perRequest): what its client declared it can answer, who it says
+	// it is, and the _meta that goes upstream in place of the client's.
 	caps     *mcp.ClientCapabilities
+	client   *mcp.Implementation // nil when the request does not say
 	forward  json.RawMessage
 	stripped bool // forward replaces the client's _meta
 }
@@ -328,9 +329,13 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, not
 	if !tracked {
 		defer s.trackFast(req.ID, func(cause error) bool { cancel(cause); return true })()
 	}
-	caps := meta.caps // a request on 2026-07-28 says it in its _meta
-	if p := s.ss.InitializeParams(); caps == nil && p != nil {
-		caps = p.Capabilities
+	// A request on 2026-07-28 says it in its _meta; a holder of
+	// sessionless calls has no session.
+	caps := meta.caps
+	if caps == nil && s.ss != nil {
+		if p := s.ss.InitializeParams(); p != nil {
+			caps = p.Capabilities
+		}
 	}
 	a := newClientAnswerer(ctx, s, caps, trip)
 	a.fast = out
