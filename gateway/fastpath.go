@@ -33,18 +33,18 @@ import (
 // (an event stream then, as for the server's questions: see fastask.go),
 // under its own token, before the result: the manager sends the server a
 // token of its own, unique on that connection, since two clients may
-// choose the same. Over stdio (stdiofast.go) it serves clients of both
-// protocol generations: a call of a client on 2026-07-28, which cannot be
-// sent requests, opens a round trip as the go-sdk path's does, so that
+// choose the same. It serves clients of both protocol generations, over
+// stdio (stdiofast.go) and over HTTP, where a client on 2026-07-28 has no
+// session (fastless.go): a call of a client on 2026-07-28, which cannot
+// be sent requests, opens a round trip as the go-sdk path's does, so that
 // what the server asks during it reaches the client as input requests
 // (see fasttrip.go); its _meta is read as the go-sdk reads it (the
 // client's capabilities and information, the log level it wants), and
 // the protocol's own members of it are not sent upstream. Anything else
 // (another method, a batch, a request state, a client on another mode,
-// or one that hears the server's log messages, a 2026-07-28 client over
-// HTTP, which has no session, or over stdio one that wants progress, a
-// legacy SSE or in-process server) goes to the go-sdk as before; a debug
-// log says why.
+// or one that hears the server's log messages, a 2026-07-28 call that
+// wants progress, a legacy SSE or in-process server) goes to the go-sdk
+// as before; a debug log says why.
 
 // FastPathEnv turns the fast path on ("on") or off ("off") when
 // Options.FastPath is "".
