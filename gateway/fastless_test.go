@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpvisor/mcpvisor/gateway"
+	"github.com/mcpvisor/mcpvisor/manager"
 )
 
 // A go-sdk client on 2026-07-28 over streamable HTTP, which has no
@@ -134,4 +136,49 @@ func TestSessionlessFastPathHandsQuestionsToTheRoundTrip(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sessionlessCall is the body of a 2026-07-28 tools/call of tool with id
+// and args, from the client named raw, and its headers.
+func sessionlessCall(id, tool, args string) (string, map[string]string) {
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{`+
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},`+
+		`"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}}}`, id, tool, args)
+	return body, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool}
+}
+
+// A sessionless client that closes the request carrying its fast call
+// cancels the call upstream: the request is the whole call. Until then
+// the call counts against the client's cap on calls in flight, which
+// refuses its next call in the go-sdk path's words.
+func TestSessionlessFastPathCancelsWithTheRequestAndKeepsTheCap(t *testing.T) {
+	t.Parallel()
+	mark := t.TempDir() + "/block"
+	spec := selfServer(t, "fastpath", map[string]string{markEnv: mark})
+	r := newRigWith(t, map[string]manager.Spec{"demo": spec}, gateway.Options{FastPath: "on", MaxClientCalls: 1}, gateway.HTTPOptions{})
+	r.wait("demo")
+	ctx, leave := context.WithCancel(context.Background())
+	defer leave()
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		body, header := sessionlessCall("c-7", "block", "{}")
+		_, _, _ = postCtx(ctx, r.base+"/servers/demo/mcp", body, header)
+	}()
+	pollUntil(t, 10*time.Second, "the server has the call", func() bool { return exists(mark + ".started") })
+
+	body, header := sessionlessCall("c-8", "echo", `{"text":"x"}`)
+	code, got, _ := post(t, r.base+"/servers/demo/mcp", body, header)
+	require.Equal(t, http.StatusOK, code, got)
+	require.Contains(t, got, `"isError":true`, "refused at the cap")
+	require.Contains(t, got, "requests in flight, the most one client may have", got)
+
+	leave()
+	pollUntil(t, 10*time.Second, "the server's request cancelled", func() bool { return exists(mark + ".cancelled") })
+	<-answered
+	require.EqualValues(t, 1, gateway.FastServed(r.gw), "the call took the fast path; the refused one was left to the go-sdk")
+	pollUntil(t, 10*time.Second, "the cap is free again", func() bool {
+		code, got, _ := post(t, r.base+"/servers/demo/mcp", body, header)
+		return code == http.StatusOK && !strings.Contains(got, `"isError":true`)
+	})
 }
