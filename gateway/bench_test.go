@@ -67,10 +67,9 @@ func childGOGC() string {
 }
 
 // httpProtocol is the protocol version of every hop of every path the
-// HTTP benchmarks compare. The gateway serves HTTP with the go-sdk's
-// stateful handler, which cannot serve 2026-07-28: a client asking for it
-// falls back to 2025-11-25, so there is nothing of 2026-07-28 to compare
-// over HTTP. The servers behind the paths are held to it too (upTo): the
+// HTTP benchmarks compare with the relay. A client on 2026-07-28 keeps no
+// session, and there is no relay of that shape: its calls are compared
+// between the gateway's two paths only (sessionlessCallPaths). The servers behind the paths are held to it too (upTo): the
 // manager's client, like any go-sdk client, would otherwise take
 // 2026-07-28 upstream while the relay's path ran 2025-11-25 end to end.
 const httpProtocol = "2025-11-25"
