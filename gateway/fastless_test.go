@@ -182,3 +182,31 @@ func TestSessionlessFastPathCancelsWithTheRequestAndKeepsTheCap(t *testing.T) {
 		return code == http.StatusOK && !strings.Contains(got, `"isError":true`)
 	})
 }
+
+// A server's question during a sessionless fast call goes back as an
+// input request; a client that never comes back with its answer has the
+// call given up after the session timeout, as on the go-sdk path: the
+// question ends and the call with it.
+func TestSessionlessFastRoundTripLeftExpires(t *testing.T) {
+	t.Parallel()
+	spec := selfServer(t, "fastpath", map[string]string{markEnv: t.TempDir() + "/m"})
+	r := newRigWith(t, map[string]manager.Spec{"demo": spec}, gateway.Options{FastPath: "on"}, gateway.HTTPOptions{SessionTimeout: 300 * time.Millisecond})
+	r.wait("demo")
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"confirm","arguments":{},"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"leaver","version":"1"}}}}`
+	code, got, _ := post(t, r.base+"/servers/demo/mcp", body,
+		map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "confirm"})
+	require.Equal(t, http.StatusOK, code, got)
+	require.Contains(t, got, `"resultType":"input_required"`, got)
+	require.Contains(t, got, `"requestState"`, got)
+	require.EqualValues(t, 1, gateway.FastServed(r.gw))
+	pollUntil(t, 10*time.Second, "the call given up", func() bool {
+		for _, e := range r.m.Bus().History(100) {
+			if f := e.Format(); strings.Contains(f, "tool_call") && strings.Contains(f, `tool="confirm"`) {
+				return true
+			}
+		}
+		return false
+	})
+}
