@@ -99,7 +99,7 @@ func (h *host) serve(ctx context.Context, cfg config, token, path, src string, s
 	defer stopStdio()
 	served := make(chan error, 1)
 	go func() {
-		served <- gw.ServeStdio(stdio, io.NopCloser(stdin), nopWriteCloser{stdout}, cfg.server, cfg.toolset)
+		served <- gw.ServeStdio(stdio, io.NopCloser(pollable(stdin)), nopWriteCloser{stdout}, cfg.server, cfg.toolset)
 	}()
 	var err error
 	select {
