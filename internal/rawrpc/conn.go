@@ -133,17 +133,8 @@ func (c *Conn) deliver(line []byte) bool {
 	if !bytes.Contains(line, marker) {
 		return false
 	}
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method *string         `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  *Error          `json:"error"`
-	}
-	if json.Unmarshal(line, &msg) != nil || msg.Method != nil {
-		return false
-	}
-	var id string
-	if json.Unmarshal(msg.ID, &id) != nil || len(id) <= len(IDPrefix) || id[:len(IDPrefix)] != IDPrefix {
+	id, a, ok := answerOf(line)
+	if !ok {
 		return false
 	}
 	c.mu.Lock()
@@ -153,14 +144,7 @@ func (c *Conn) deliver(line []byte) bool {
 	if ch == nil {
 		return true
 	}
-	switch {
-	case msg.Error != nil:
-		ch <- answer{err: msg.Error}
-	case msg.Result == nil:
-		ch <- answer{err: errors.New("the server's answer has neither a result nor an error")}
-	default:
-		ch <- answer{result: msg.Result}
-	}
+	ch <- a
 	return true
 }
 
