@@ -185,7 +185,16 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
 		return false
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	if g.fastBody(ep, s, w, r, body, why) {
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body)) // as it came, for the go-sdk
+	return false
+}
+
+// fastBody serves r, whose body has been read, if the fast path can; why
+// is why its headers leave it to the go-sdk, or "".
+func (g *Gateway) fastBody(ep *endpoint, s *session, w http.ResponseWriter, r *http.Request, body []byte, why string) bool {
 	req, meta, read := fastMessage(body)
 	switch {
 	case read == "" && req.Method == "":
