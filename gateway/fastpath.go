@@ -155,7 +155,7 @@ func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 		return req, meta, ""
 	}
 	switch {
-	case json.Unmarshal(req.Params.Meta, &meta) != nil:
+	case unmarshalMeta(req.Params.Meta, &meta) != nil:
 		why = "_meta is not an object"
 	case meta.ProtocolVersion > multiRoundTripVersion:
 		why = "protocol version " + meta.ProtocolVersion
@@ -163,10 +163,23 @@ func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 	return req, meta, why
 }
 
-// unmarshalAfresh is json.Unmarshal into a zeroed req.
+// unmarshalAfresh is json.Unmarshal into a zeroed req. It decodes into
+// a value of its own, so that the caller's stays off the heap on the
+// path that needs no decoder.
 func unmarshalAfresh(body []byte, req *fastRequest) error {
-	*req = fastRequest{}
-	return json.Unmarshal(body, req)
+	into := new(fastRequest)
+	err := json.Unmarshal(body, into)
+	*req = *into
+	return err
+}
+
+// unmarshalMeta is json.Unmarshal(raw, meta), as unmarshalAfresh (meta
+// starts empty).
+func unmarshalMeta(raw json.RawMessage, meta *fastMeta) error {
+	into := new(fastMeta)
+	err := json.Unmarshal(raw, into)
+	*meta = *into
+	return err
 }
 
 // fastPost serves r, a POST of session s on endpoint ep, if the fast path
