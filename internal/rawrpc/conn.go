@@ -133,18 +133,25 @@ func (c *Conn) deliver(line []byte) bool {
 	if !bytes.Contains(line, marker) {
 		return false
 	}
-	id, a, ok := answerOf(line)
-	if !ok {
+	a, ok := readAnswer(line)
+	if !ok || len(a.ID) <= len(IDPrefix) || a.ID[:len(IDPrefix)] != IDPrefix {
 		return false
 	}
 	c.mu.Lock()
-	ch := c.waiting[id]
-	delete(c.waiting, id)
+	ch := c.waiting[a.ID]
+	delete(c.waiting, a.ID)
 	c.mu.Unlock()
 	if ch == nil {
 		return true
 	}
-	ch <- a
+	switch {
+	case a.Error != nil:
+		ch <- answer{err: a.Error}
+	case a.Result == nil:
+		ch <- answer{err: errors.New("the server's answer has neither a result nor an error")}
+	default:
+		ch <- answer{result: a.Result}
+	}
 	return true
 }
 
