@@ -98,8 +98,9 @@ func (h *host) serve(ctx context.Context, cfg config, token, path, src string, s
 	stdio, stopStdio := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStdio()
 	served := make(chan error, 1)
+	in, out := pipes(stdin, stdout)
 	go func() {
-		served <- gw.ServeStdio(stdio, io.NopCloser(stdin), nopWriteCloser{stdout}, cfg.server, cfg.toolset)
+		served <- gw.ServeStdio(stdio, io.NopCloser(in), nopWriteCloser{out}, cfg.server, cfg.toolset)
 	}()
 	var err error
 	select {

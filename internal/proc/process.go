@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpvisor/mcpvisor/internal/pipeio"
 	"github.com/mcpvisor/mcpvisor/internal/redact"
 )
 
@@ -38,6 +39,9 @@ type Process struct {
 	stdin   *os.File // write end
 	stdout  *os.File // read end
 	stderr  *os.File // read end
+	// toIn and fromOut write stdin and read stdout (see pipeio).
+	toIn    io.Writer
+	fromOut io.Reader
 	out     *stdoutReader
 	tail    *tailBuffer
 	grace   time.Duration
@@ -149,6 +153,8 @@ func Start(cfg Config) (*Process, error) {
 		stdin:   inW,
 		stdout:  outR,
 		stderr:  errR,
+		toIn:    pipeio.Writer(inW, nil),
+		fromOut: pipeio.Reader(outR),
 		tail:    newTailBuffer(64<<10, cfg.Secrets),
 		grace:   cfg.Grace,
 		reaped:  make(chan struct{}),
@@ -465,7 +471,7 @@ func (r *stdoutReader) Read(b []byte) (int, error) {
 	if err := r.brokenProtocol(); err != nil {
 		return 0, err // without waiting for more output that may never come
 	}
-	n, err := r.p.stdout.Read(b)
+	n, err := r.p.fromOut.Read(b)
 	if err == io.EOF && !r.p.stopping.Load() {
 		r.p.selfExit.Store(true)
 	}
@@ -595,7 +601,7 @@ func (e protocolError) Unwrap() error { return e.err }
 // (conn.close) waits for the sequence to finish.
 type stdinWriter struct{ p *Process }
 
-func (w stdinWriter) Write(b []byte) (int, error) { return w.p.stdin.Write(b) }
+func (w stdinWriter) Write(b []byte) (int, error) { return w.p.toIn.Write(b) }
 func (w stdinWriter) Close() error {
 	w.p.beginClose()
 	return nil

@@ -19,7 +19,7 @@ func readerOver(t *testing.T, maxLine int) (*stdoutReader, *os.File) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close(); w.Close() })
-	return &stdoutReader{p: &Process{stdout: r}, maxLine: maxLine}, w
+	return &stdoutReader{p: &Process{stdout: r, fromOut: r}, maxLine: maxLine}, w
 }
 
 // The quote of the line a JSON syntax error was found in: a server that

@@ -113,7 +113,7 @@ func TestStdioConnCloseCancelsPending(t *testing.T) {
 	rec := &recordingConn{}
 	c := &conn{
 		Connection: rec,
-		proc:       &Process{server: "x", stdin: w, out: &stdoutReader{}, exited: make(chan struct{})},
+		proc:       &Process{server: "x", stdin: w, toIn: w, out: &stdoutReader{}, exited: make(chan struct{})},
 		log:        slog.New(slog.DiscardHandler),
 		pending:    map[jsonrpc.ID]string{},
 	}
