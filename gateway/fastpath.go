@@ -39,9 +39,12 @@ import (
 // what the server asks during it reaches the client as input requests
 // (see fasttrip.go); its _meta is read as the go-sdk reads it (the
 // client's capabilities and information, the log level it wants), and
-// the protocol's own members of it are not sent upstream. Anything else
-// (another method, a batch, a request state, a client on another mode,
-// or one that hears the server's log messages, a 2026-07-28 client over
+// the protocol's own members of it are not sent upstream. A client that
+// set a logging level hears the server's log messages on the call's
+// response (or its stdio connection), before the result, filtered at its
+// level as the go-sdk filters them (see relayFastLogs). Anything else
+// (another method, a batch, a request state, a client on another mode, a
+// 2026-07-28 call whose _meta names a log level, a 2026-07-28 client over
 // HTTP, which has no session, or over stdio one that wants progress, a
 // legacy SSE or in-process server) goes to the go-sdk as before; a debug
 // log says why.
@@ -288,9 +291,6 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 	if ep.sel == everything && ep.g.opts.StatusTool && name == StatusTool {
 		return "", "", "the status tool"
 	}
-	if s.logging.Load() {
-		return "", "", "the client hears the server's log messages on the call's stream"
-	}
 	if ep.g.modeOf(ep, s) != ModeDirect {
 		return "", "", "the client is not in direct mode"
 	}
@@ -310,8 +310,9 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 // that registers the call for the client's cancellation itself, for the
 // whole of its life (tracked), cancels ctx; otherwise fastCall registers
 // it while it runs. The server's progress on the call, if the client
-// asked for it, is sent to notify, one message at a time, all of it
-// before fastCall returns. What the server asks meanwhile goes out on out
+// asked for it, and its log messages, if the client set a logging level,
+// are sent to notify, one message at a time, all of it before fastCall
+// returns. What the server asks meanwhile goes out on out
 // (a fast call over HTTP), or as the input requests of trip (a call on
 // 2026-07-28: see fastTrip), or on the client's session.
 func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, notify messageSender, trip *roundTrip, tracked bool, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
@@ -341,6 +342,17 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, not
 		fw = newProgressForwarder(ctx, false, rawProgress(token, notify))
 		opts.Progress = fw.send
 	}
+	finishLogs := func() {}
+	if trip == nil && notify != nil && s.logging.Load() {
+		// The server's log messages go out on the call's response, as
+		// the go-sdk path sends them. Nothing may go out on it before the
+		// raw path takes the call, for the go-sdk path to take it if not.
+		if !rc.RawCalls(server) {
+			return nil, manager.ErrNotRaw
+		}
+		opts.LogLevel = s.callLevel(upstreamCall{})
+		finishLogs = g.relayFastLogs(ctx, s, server, notify)
+	}
 	upMeta := req.Params.Meta
 	if meta.stripped {
 		upMeta = meta.forward
@@ -349,6 +361,7 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, not
 	if fw != nil {
 		fw.finish() // the progress it has goes out before the result
 	}
+	finishLogs() // and the log messages servers sent before it
 	if err != nil && !errors.Is(err, manager.ErrNotRaw) && errors.Is(context.Cause(ctx), ErrShuttingDown) {
 		return nil, fmt.Errorf("server %q: tools/call %q: %w: the call did not finish within the shutdown grace and was cancelled upstream. "+
 			"It may or may not have done its work; retrying once mcpvisor is back may succeed", server, tool, ErrShuttingDown)

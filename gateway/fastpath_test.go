@@ -328,10 +328,10 @@ func TestFastPathCallOutlastingTheSessionTimeout(t *testing.T) {
 }
 
 // A client that set a logging level hears what the server logs during
-// its call on the call's stream, before the result: its calls are left
-// to the go-sdk path, which has that stream (the order itself is the
-// go-sdk path's tests' concern).
-func TestFastPathLeavesLoggingClientsToTheSDKPath(t *testing.T) {
+// its call, and the fast path answers its calls as it does those of a
+// client that set none (the order and the bytes are fastlogs_test.go's
+// concern).
+func TestFastPathServesLoggingClients(t *testing.T) {
 	t.Parallel()
 	r := fastRig(t, "on", t.TempDir()+"/m")
 	logs := make(chan any, 16)
@@ -352,7 +352,7 @@ func TestFastPathLeavesLoggingClientsToTheSDKPath(t *testing.T) {
 	}
 	res = call(t, cs, "say", map[string]any{})
 	require.Equal(t, "done", text(res))
-	require.Equal(t, int64(1), gateway.FastServed(r.gw), "with a logging level, the go-sdk path answers")
+	require.Equal(t, int64(2), gateway.FastServed(r.gw), "with a logging level, the fast path answers")
 	select {
 	case got := <-logs:
 		require.Equal(t, "said", got)
