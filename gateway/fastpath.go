@@ -37,7 +37,8 @@ import (
 // protocol generations: a call of a client on 2026-07-28, which cannot be
 // sent requests, opens a round trip as the go-sdk path's does, so that
 // what the server asks during it reaches the client as input requests
-// (see fasttrip.go); its _meta is read as the go-sdk reads it (the
+// (see fasttrip.go), and whose progress goes out on the connection as
+// the go-sdk path sends it; its _meta is read as the go-sdk reads it (the
 // client's capabilities and information, the log level it wants), and
 // the protocol's own members of it are not sent upstream. A client that
 // set a logging level hears the server's log messages on the call's
@@ -45,9 +46,8 @@ import (
 // level as the go-sdk filters them (see relayFastLogs). Anything else
 // (another method, a batch, a request state, a client on another mode, a
 // 2026-07-28 call whose _meta names a log level, a 2026-07-28 client over
-// HTTP, which has no session, or over stdio one that wants progress, a
-// legacy SSE or in-process server) goes to the go-sdk as before; a debug
-// log says why.
+// HTTP, which has no session, a legacy SSE or in-process server) goes to
+// the go-sdk as before; a debug log says why.
 
 // FastPathEnv turns the fast path on ("on") or off ("off") when
 // Options.FastPath is "".
