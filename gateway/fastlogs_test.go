@@ -52,6 +52,7 @@ func TestFastPathRelaysLogsAsTheSDKPathDoes(t *testing.T) {
 	for _, tc := range []struct{ path, tool string }{
 		{"/mcp", "feat__chatty"},
 		{"/servers/feat/mcp", "chatty"},
+		{"/toolsets/feats/mcp", "feat__chatty"},
 	} {
 		heard := map[string][][]string{}
 		for setting, r := range rigs {

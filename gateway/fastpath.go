@@ -24,8 +24,10 @@ import (
 // a POST whose body is one tools/call on a session the go-sdk already
 // knows is decoded just enough to route it (id, tool name, arguments and
 // _meta kept as raw JSON), checked as the go-sdk path checks it (the
-// endpoint's routes, so hidden and unknown tools are not reached; the
-// client's mode and names; its cap on calls in flight), and sent to the
+// endpoint's routes, a toolset's included, so hidden and unknown tools
+// are not reached; the client's mode; its names, translated to the
+// endpoint's for a client given a name budget of its own; its cap on
+// calls in flight), and sent to the
 // manager's raw call path, whose result goes back to the client as the
 // server wrote it. The raw path serves spawned stdio servers and
 // streamable HTTP servers (a POST on the manager's own session with the
@@ -242,9 +244,6 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 // fastHeaders says why r cannot take the fast path by its headers and
 // its session, or "".
 func fastHeaders(ep *endpoint, s *session, r *http.Request) string {
-	if ep.sel == oneToolset {
-		return "a toolset's endpoint"
-	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" { // what clients send, read without a parse
 		if ct, _, _ = mime.ParseMediaType(ct); ct != "application/json" {
 			return "content type " + ct
@@ -295,7 +294,9 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 		return "", "", "the client is not in direct mode"
 	}
 	if ep.sel != oneServer && s.budget != ep.g.names.tools.budget {
-		return "", "", "the client has names of its own"
+		// As clientNames translates it for the go-sdk path.
+		name = ep.ownName(ctx, name, func(ns *nameSet) map[string]itemKey { return ns.toolKey },
+			func(v *view) map[itemKey]string { return v.own.tools }, s.budget)
 	}
 	ep.settled(ctx)
 	r, ok := ep.routes.Load().tools[name]

@@ -305,7 +305,7 @@ func logsBeforeResult(t *testing.T, r *rig, setting string) {
 	}{
 		{"/mcp", "feat__chatty", true},
 		{"/servers/feat/mcp", "chatty", true},
-		{"/toolsets/feats/mcp", "feat__chatty", false},
+		{"/toolsets/feats/mcp", "feat__chatty", true},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			before := gateway.FastServed(r.gw)

@@ -214,10 +214,7 @@ func (f *stdioFast) session() *session {
 // without making the reader wait, or "".
 func (f *stdioFast) ready(s *session) string {
 	p := f.ss.InitializeParams()
-	switch {
-	case f.ep.sel == oneToolset:
-		return "a toolset's endpoint"
-	case p == nil:
+	if p == nil {
 		return "the session has not initialized"
 	}
 	s.mu.Lock()
