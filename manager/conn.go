@@ -512,7 +512,9 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 		if err != nil {
 			return false, errorf(CodeInvalidArguments, s.name, op, "%v", err)
 		}
-		s.levelFor(ctx, snap, nil, level) // a raw session's level is its own: it waits for it
+		if level != "" {
+			s.levelFor(ctx, snap, nil, level) // a raw session's level is its own: it waits for it
+		}
 		const reason = "the caller cancelled the call"
 		sentOn = snap.session
 		if raw := snap.conn.raw(); raw != nil {
