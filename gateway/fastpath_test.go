@@ -29,7 +29,8 @@ import (
 // (reports three steps of progress saying its label, then answers; with
 // meet, once another such call has come), trace (answers with the trace context
 // its request carried), confirm (asks its client, and answers with what it
-// said) and boom (answers a JSON-RPC error).
+// said), tickconfirm (reports progress before and after asking its
+// client) and boom (answers a JSON-RPC error).
 func runFastServer() error {
 	s := fastServer(os.Getenv(markEnv))
 	// On the protocol the raw path speaks upstream.
@@ -90,6 +91,17 @@ func fastServer(mark string) *mcp.Server {
 			}
 			got := fmt.Sprintf("action=%s content=%v", res.Action, res.Content)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: got}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "tickconfirm", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			tok := req.Params.GetProgressToken()
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: "asking"})
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Sure?", RequestedSchema: map[string]any{"type": "object"}})
+			if err != nil {
+				return nil, err
+			}
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 2, Total: 2, Message: "answered"})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "action=" + res.Action}}}, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "boom", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

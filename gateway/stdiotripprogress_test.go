@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +85,47 @@ func (c *lineClient) rawUntilAnswer(t *testing.T) []string {
 			t.Fatalf("no answer; so far: %q", got)
 		}
 	}
+}
+
+// A 2026-07-28 client's call over stdio that wants progress and whose
+// server asks it something: the fast path takes it, and the client reads
+// the lines the go-sdk path writes, but for the request state (random):
+// the input requests, then, on its call again with the answer, the
+// result; the progress the server reported before asking (on either path
+// it may come just after the input requests: it travels apart from the
+// question) and after, in order, the last before the result.
+func TestStdioFastPathNewGenerationProgressAroundAQuestion(t *testing.T) {
+	t.Parallel()
+	const meta = `"_meta":{"progressToken":"pq","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
+	stateOf := regexp.MustCompile(`"requestState":"([^"]*)"`)
+	heard := map[string][]string{}
+	for _, setting := range []string{"on", "off"} {
+		r := fastRig(t, setting, t.TempDir()+"/m")
+		c := lineStdioNew(t, r, "demo")
+		c.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tickconfirm","arguments":{},`+meta+`}}`)
+		asked := c.rawUntilAnswer(t)
+		state := stateOf.FindStringSubmatch(asked[len(asked)-1])
+		require.Len(t, state, 2, "input requests: %q", asked)
+		c.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tickconfirm","arguments":{},"requestState":"`+state[1]+
+			`","inputResponses":{"1":{"action":"accept","content":{}}},`+meta+`}}`)
+		answered := c.rawUntilAnswer(t)
+		var progress, answers []string
+		for _, l := range append(asked, answered...) {
+			if strings.Contains(l, `"notifications/progress"`) {
+				progress = append(progress, l)
+			} else {
+				answers = append(answers, stateOf.ReplaceAllString(l, `"requestState":"…"`))
+			}
+		}
+		require.Contains(t, answered[len(answered)-2], `"message":"answered"`, "%s: the last progress before the result", setting)
+		heard[setting] = append(progress, answers...)
+		want := map[string]int64{"on": 1, "off": 0}[setting] // the first request's; the answer is the go-sdk path's
+		require.Equal(t, want, gateway.FastServed(r.gw), setting)
+	}
+	require.Len(t, heard["off"], 4, "two progress reports, the input requests, the result: %q", heard["off"])
+	require.Contains(t, heard["off"][0], `"message":"asking"`)
+	require.Contains(t, heard["off"][1], `"message":"answered"`)
+	require.Contains(t, heard["off"][2], `"resultType":"input_required"`)
+	require.Contains(t, heard["off"][3], `action=accept`)
+	require.Equal(t, heard["off"], heard["on"])
 }
