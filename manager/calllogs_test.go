@@ -308,3 +308,30 @@ func TestCallLevelIsAskedBeforeTheCall(t *testing.T) {
 		})
 	}
 }
+
+// A server that never answers logging/setLevel delays a call that wants
+// more verbose logs by five seconds, not the call's whole timeout: the
+// call is then sent, answered, and the calls after it do not wait again.
+func TestCallDoesNotWaitLongForALevelTheServerNeverTakes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeServer(nil)
+		f.addEcho("a")
+		m := newManager(t, manager.Options{Dial: fleet{"x": f.serve()}.dial})
+		tl := watch(t, m)
+		require.NoError(t, m.Add("x", fakeSpec(t, nil)))
+		tl.until("x", events.KindConnected, time.Second)
+		f.setHang("logging/setLevel", true)
+
+		ctx := context.Background()
+		start := time.Now()
+		res, err := m.Call(ctx, "x.a", map[string]any{"text": "hi"}, manager.CallOptions{LogLevel: "debug"})
+		require.NoError(t, err)
+		require.False(t, res.IsError)
+		require.Equal(t, 5*time.Second, time.Since(start), "waited for the level this long")
+
+		start = time.Now()
+		_, err = m.Call(ctx, "x.a", map[string]any{"text": "again"}, manager.CallOptions{LogLevel: "debug"})
+		require.NoError(t, err)
+		require.Zero(t, time.Since(start), "the next call does not wait for the same request again")
+	})
+}

@@ -153,10 +153,23 @@ func (m *Manager) Login(ctx context.Context, server string, opts LoginOptions) e
 	if err := m.Reconnect(s.name); err != nil {
 		return err
 	}
-	if _, err := m.Wait(ctx, s.name, StateConnected); err != nil {
+	if _, err := m.wait(ctx, s, StateConnected, s.refusedSinceReconnect); err != nil {
 		return fmt.Errorf("logged in, but not connected: %w", err)
 	}
 	return nil
+}
+
+// refusedSinceReconnect is why a server whose attempt since the last
+// Reconnect ended unauthorized refused the login (its handshake, or a
+// call waiting for the login, needed scopes the login did not grant), or
+// nil: a login waiting for the server to connect says so at once, rather
+// than when its time runs out.
+func (s *supervisor) refusedSinceReconnect(snap *snapshot) error {
+	if snap.status.State != StateUnauthorized || s.stale(snap) {
+		return nil
+	}
+	return errorf(CodeConnectionFailed, s.name, "login", "the server refused it: %w%s",
+		ErrUnauthorized, lastErrorSuffix(snap.status)).with(snap.status.Remedy)
 }
 
 // loginByCaller runs the login that err (a call's failure) asks for through

@@ -382,7 +382,18 @@ func (m *Manager) Wait(ctx context.Context, name string, state State) (Status, e
 	if err != nil {
 		return Status{}, err
 	}
+	return m.wait(ctx, s, state, nil)
+}
+
+// wait is Wait for s; if not nil, fail ends the wait early with the error
+// it gives for a status.
+func (m *Manager) wait(ctx context.Context, s *supervisor, state State, fail func(*snapshot) error) (Status, error) {
 	snap, ended, err := s.await(ctx, state == StateConnected, func(snap *snapshot) (bool, error) {
+		if fail != nil {
+			if err := fail(snap); err != nil {
+				return true, err
+			}
+		}
 		switch snap.status.State {
 		case StateConnected:
 			if state == StateConnected && !s.stale(snap) {

@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,7 +108,14 @@ func TestOAuthStepUpWithoutLogin(t *testing.T) {
 	done = callAsync(ctx, h.m, "saas.admin")
 	_, err = h.m.Wait(ctx, "saas", manager.StateUnauthorized)
 	require.NoError(t, err)
-	h.login(t, ctx)
+	// The login connects the server, and the waiting call, sent again, is
+	// refused: the login sees the server connected, or, if the refusal
+	// comes first, says that it was refused again.
+	if err := h.m.Login(ctx, "saas", manager.LoginOptions{Out: io.Discard, Browser: h.open}); err != nil {
+		requireCode(t, err, manager.ErrConnectionFailed, "saas", "login")
+		require.ErrorIs(t, err, manager.ErrUnauthorized)
+		require.ErrorContains(t, err, "the server refused it")
+	}
 	err = <-done
 	requireCode(t, err, manager.ErrInvocationFailed, "saas", `tools/call "admin"`)
 	require.ErrorContains(t, err, `needs scopes "`+oauthtest.ScopeTools+" "+oauthtest.ScopeAdmin+`"`)
@@ -192,4 +200,18 @@ func TestOAuthLoginLinkToTheCaller(t *testing.T) {
 	require.NotErrorIs(t, err, manager.ErrLoginDeclined)
 	require.Zero(t, noURLs.asked.Load())
 	require.Equal(t, 1, h.as.Stats().Authorizations)
+}
+
+// A login that does not grant what the server needs to connect at all
+// says so as soon as the server refuses it, naming the server and the
+// login as the remedy, rather than when the login's time runs out.
+func TestOAuthLoginThatGrantsTooLittleFailsAtOnce(t *testing.T) {
+	ctx := oauthContext(t)
+	h := newOAuthHost(t, nil)
+	h.as.SetWithheldScopes([]string{oauthtest.ScopeTools})
+	err := h.m.Login(ctx, "saas", manager.LoginOptions{Out: io.Discard, Browser: h.open})
+	requireCode(t, err, manager.ErrConnectionFailed, "saas", "login")
+	require.ErrorIs(t, err, manager.ErrUnauthorized)
+	require.ErrorContains(t, err, "the server refused it")
+	requireRemedy(t, err, manager.RemedyLogin, "saas")
 }

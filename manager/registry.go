@@ -468,8 +468,9 @@ func (s *supervisor) levelFor(ctx context.Context, snap *snapshot, params *mcp.C
 		return // a server that does not log is not asked
 	}
 	if rawProtocol(snap) {
-		if level != "" {
-			snap.conn.awaitLevel(ctx, level)
+		if level != "" && !snap.conn.awaitLevel(ctx, level) {
+			s.m.log.Warn("the server has not answered logging/setLevel; the call is sent without waiting longer",
+				"server", s.name, "level", level, "waited", levelWait)
 		}
 		return
 	}
@@ -517,6 +518,20 @@ func (a *levelAnswers) set(level mcp.LoggingLevel, answered bool) {
 	}
 }
 
+// giveUp counts the request last made as answered, so that calls stop
+// waiting for a server that does not answer it; the answer, if it comes,
+// changes nothing.
+func (a *levelAnswers) giveUp() {
+	a.mu.Lock()
+	a.answered = true
+	changed := a.changed
+	a.changed = nil
+	a.mu.Unlock()
+	if changed != nil {
+		close(changed)
+	}
+}
+
 // covers reports whether the server has answered a request for level, or
 // a more verbose one, with none asked since; if not, changed is closed
 // once that may have changed.
@@ -532,23 +547,39 @@ func (a *levelAnswers) covers(level mcp.LoggingLevel) (ok bool, changed <-chan s
 	return false, a.changed
 }
 
+// levelWait is how long a call waits at most for its server to answer
+// the logging/setLevel asking for the level the call wants: a server slow
+// to answer, or one that never does, delays calls by that much and no
+// more, and the call is then sent, the server perhaps not yet logging at
+// that level.
+const levelWait = 5 * time.Second
+
 // awaitLevel waits until c's server has answered a logging/setLevel
 // asking for level or a more verbose one, with no other request for a
 // level on its way (one for less would lower it again), or until the
 // session or ctx ends. The level must be held (holdLevel), so that it is
-// asked for.
-func (c *conn) awaitLevel(ctx context.Context, level mcp.LoggingLevel) {
+// asked for. After levelWait it stops waiting, and so does every other
+// call waiting for the same request, and reports false.
+func (c *conn) awaitLevel(ctx context.Context, level mcp.LoggingLevel) (answered bool) {
+	var limit *time.Timer
 	for {
 		ok, changed := c.answers.covers(level)
 		if ok {
-			return
+			return true
+		}
+		if limit == nil {
+			limit = time.NewTimer(levelWait)
+			defer limit.Stop()
 		}
 		select {
 		case <-changed:
+		case <-limit.C:
+			c.answers.giveUp()
+			return false
 		case <-c.waited:
-			return
+			return true
 		case <-ctx.Done():
-			return
+			return true
 		}
 	}
 }

@@ -169,6 +169,7 @@ func (s *supervisor) stopRetrying(cause error, d retry.Decision) bool {
 	}
 	s.transition(state, func(snap *snapshot) {
 		snap.stopped = outcome(cause)
+		snap.reconnects = s.reconnectsTaken
 		snap.status.Attempts = n
 		snap.status.LastError = msg
 		snap.status.NextAttempt = time.Time{}

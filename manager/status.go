@@ -101,8 +101,9 @@ type snapshot struct {
 	// that keeps the server unauthorized or failed; nil otherwise, and
 	// when it gave up after its retries.
 	stopped error
-	// reconnects is how many Reconnects the session's attempt served:
-	// one made later replaces it (see supervisor.stale).
+	// reconnects is how many Reconnects the session's attempt served, or
+	// the attempt that stopped retrying: one made later replaces it (see
+	// supervisor.stale).
 	reconnects uint64
 }
 
