@@ -52,6 +52,7 @@ func TestFastPathServesToolsetsAndClientsWithNamesOfTheirOwn(t *testing.T) {
 		r := newRigWith(t, map[string]manager.Spec{server: spec}, gateway.Options{FastPath: setting}, gateway.HTTPOptions{})
 		r.wait(server)
 		r.gw.SetToolsets(map[string]gateway.Toolset{"echoes": {Include: []string{server + ".echo", server + ".add"}}})
+		require.Contains(t, r.gw.Toolsets(), "echoes") // applied, its endpoint served
 		r.gw.SetClientBudgets([]gateway.ClientBudget{{Client: "narrow", Budget: gateway.MinNameBudget}})
 		before := gateway.FastServed(r.gw)
 		var got []string

@@ -236,6 +236,7 @@ func TestStdioFastPathServesToolsets(t *testing.T) {
 	t.Parallel()
 	r := fastRig(t, "on", t.TempDir()+"/m")
 	r.gw.SetToolsets(map[string]gateway.Toolset{"echoes": {Include: []string{"demo.echo"}}})
+	require.Contains(t, r.gw.Toolsets(), "echoes") // applied
 	c := lineStdio(t, r, "", "echoes", fastProtocol)
 	require.Contains(t, c.ask(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo__echo","arguments":{"text":"set"}}}`), `"text":"set"`)
 	require.EqualValues(t, 1, gateway.FastServed(r.gw))
