@@ -67,10 +67,9 @@ func childGOGC() string {
 }
 
 // httpProtocol is the protocol version of every hop of every path the
-// HTTP benchmarks compare. The gateway serves HTTP with the go-sdk's
-// stateful handler, which cannot serve 2026-07-28: a client asking for it
-// falls back to 2025-11-25, so there is nothing of 2026-07-28 to compare
-// over HTTP. The servers behind the paths are held to it too (upTo): the
+// HTTP benchmarks compare with the relay. A client on 2026-07-28 keeps no
+// session, and there is no relay of that shape: its calls are compared
+// between the gateway's two paths only (sessionlessCallPaths). The servers behind the paths are held to it too (upTo): the
 // manager's client, like any go-sdk client, would otherwise take
 // 2026-07-28 upstream while the relay's path ran 2025-11-25 end to end.
 const httpProtocol = "2025-11-25"
@@ -584,7 +583,9 @@ func requireUpstream(b *testing.B, m *manager.Manager, server, version string) {
 // paths, asserted; the go-sdk path, fast path off, is not held to it);
 // the relay's p50; the p99 of the relay and the
 // gateway's go-sdk path; allocations and bytes per call of each path.
-// ns/op is the gateway's go-sdk path's mean.
+// ns/op is the gateway's go-sdk path's mean. A second sub-benchmark has
+// clients on 2026-07-28 (no session) and reports each fast path's p50 per
+// the go-sdk path's (see sessionlessCallPaths).
 func BenchmarkHTTPCall(b *testing.B) {
 	b.Run("proto="+httpProtocol, func(b *testing.B) {
 		paths := httpCallPaths(b, httpProtocol)
@@ -603,6 +604,52 @@ func BenchmarkHTTPCall(b *testing.B) {
 		}
 		reportAllocs(b, b.N, httpPath, paths...)
 	})
+	b.Run("proto=2026-07-28,upstream="+httpProtocol, func(b *testing.B) {
+		paths := sessionlessCallPaths(b)
+		b.ResetTimer()
+		t := serialN(b, paths, b.N, 100)
+		b.StopTimer()
+		sdk := testutil.Percentile(t[0], 50)
+		reportMetric(b, micros(sdk), "gateway-p50-µs")
+		for i, name := range sessionlessPath[1:] {
+			p50 := testutil.Percentile(t[i+1], 50)
+			reportMetric(b, micros(p50), name+"-p50-µs")
+			reportMetric(b, float64(p50)/float64(sdk), name+"-p50-per-gateway")
+		}
+		reportAllocs(b, b.N, sessionlessPath, paths...)
+	})
+}
+
+// sessionlessPath names the paths of sessionlessCallPaths.
+var sessionlessPath = []string{"gateway", "fast", "fast-server"}
+
+// sessionlessCallPaths is demo's echo called by go-sdk streamable HTTP
+// clients on 2026-07-28, which keep no session, in sessionlessPath's
+// order: through the gateway's /mcp on the go-sdk path, and through /mcp
+// and /servers/demo/mcp of a second gateway over the same manager with the
+// fast path on. The manager's session with the server is on httpProtocol,
+// the raw path's: there is no relay or go-sdk proxy of this shape to hold
+// them to, so the fast path is compared with the go-sdk path only.
+func sessionlessCallPaths(b *testing.B) []func() error {
+	b.Helper()
+	const version = "2026-07-28"
+	m := newManager(b, nil)
+	command, env := benchServer(b, httpProtocol)
+	addAndWait(b, m, "demo", manager.Spec{Transport: manager.TransportStdio, Command: command, Env: env})
+	requireUpstream(b, m, "demo", httpProtocol)
+	gcs := connectHTTP(b, listen(b, m), version)
+	waitForTool(b, gcs, "demo__echo")
+	fast, fgw := listenWith(b, m, "on")
+	fcs := connectHTTP(b, fast, version)
+	waitForTool(b, fcs, "demo__echo")
+	scs := connectHTTP(b, strings.TrimSuffix(fast, "/mcp")+"/servers/demo/mcp", version)
+	waitForTool(b, scs, "echo")
+	mustCall(b, echo(fcs, "demo__echo", "fast"))
+	mustCall(b, echo(scs, "echo", "fast-server"))
+	if n := gateway.FastServed(fgw); n != 2 {
+		b.Fatalf("the fast path answered %d of 2 calls", n)
+	}
+	return []func() error{echo(gcs, "demo__echo", "gateway"), echo(fcs, "demo__echo", "fast"), echo(scs, "echo", "fast-server")}
 }
 
 // BenchmarkHTTPCallParallel compares throughput with 16 calls in flight on

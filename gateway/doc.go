@@ -154,7 +154,10 @@
 // while it lives: from a call's first request until it has no call, no
 // request and no round trip left, when it goes and ReleaseClient frees
 // its client; a round trip its client does not come back to within the
-// session timeout is given up and its call cancelled upstream.
+// session timeout is given up and its call cancelled upstream. With the
+// fast path on, such a client's tools/call is served ahead of the go-sdk's
+// handler (no session is made for it), under the same holder, and its
+// answer is what that handler would send.
 //
 // # Clients that leave, and bounds
 //
@@ -242,6 +245,9 @@
 // same response from the manager's goroutine asking it, whole events under
 // the response's own mutex, and the client's answer, arriving on another
 // request, is handed over through a buffered channel the question waits
-// on (the session's mu guards the table of questions waiting). Close stops them all and waits: run, deliver and the
+// on (the session's mu guards the table of questions waiting). A
+// sessionless call on the fast path waits on its request's goroutine for
+// the call, made upstream on a goroutine of its own, as a round trip's
+// (fasttrip.go). Close stops them all and waits: run, deliver and the
 // watchers.
 package gateway

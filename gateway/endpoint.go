@@ -111,6 +111,10 @@ func recovered(err *error) {
 type toolRoute struct {
 	server, tool string    // the server and its own name for the tool
 	from         *mcp.Tool // the server's tool the listing was made from
+	// headers is set when the tool's input schema binds arguments to
+	// request headers (x-mcp-header), which the go-sdk checks on a
+	// request of the sessionless generation.
+	headers bool
 }
 
 type promptRoute struct {
@@ -266,7 +270,7 @@ func (g *Gateway) exposedTools(v *view, sel selection, name string) (map[string]
 			c.Description = d
 			from = &c
 		}
-		want[exposed] = toolRoute{server: t.Server, tool: t.Name, from: from}
+		want[exposed] = toolRoute{server: t.Server, tool: t.Name, from: from, headers: bindsHeaders(from.InputSchema)}
 		if rules.Pinned(t.Name) {
 			pinned[exposed] = true
 		}

@@ -35,9 +35,10 @@ import (
 // (an event stream then, as for the server's questions: see fastask.go),
 // under its own token, before the result: the manager sends the server a
 // token of its own, unique on that connection, since two clients may
-// choose the same. Over stdio (stdiofast.go) it serves clients of both
-// protocol generations: a call of a client on 2026-07-28, which cannot be
-// sent requests, opens a round trip as the go-sdk path's does, so that
+// choose the same. It serves clients of both protocol generations, over
+// stdio (stdiofast.go) and over HTTP, where a client on 2026-07-28 has no
+// session (fastless.go): a call of a client on 2026-07-28, which cannot
+// be sent requests, opens a round trip as the go-sdk path's does, so that
 // what the server asks during it reaches the client as input requests
 // (see fasttrip.go), and whose progress goes out on the connection as
 // the go-sdk path sends it; its _meta is read as the go-sdk reads it (the
@@ -47,9 +48,9 @@ import (
 // response (or its stdio connection), before the result, filtered at its
 // level as the go-sdk filters them (see relayFastLogs). Anything else
 // (another method, a batch, a request state, a client on another mode, a
-// 2026-07-28 call whose _meta names a log level, a 2026-07-28 client over
-// HTTP, which has no session, a legacy SSE or in-process server) goes to
-// the go-sdk as before; a debug log says why.
+// 2026-07-28 call whose _meta names a log level, or over HTTP one that
+// wants progress or comes on a toolset's endpoint, a legacy SSE or
+// in-process server) goes to the go-sdk as before; a debug log says why.
 
 // FastPathEnv turns the fast path on ("on") or off ("off") when
 // Options.FastPath is "".
@@ -109,9 +110,10 @@ type fastMeta struct {
 	TraceState      string          `json:"tracestate"`
 
 	// Of a request that says in its _meta that it is on 2026-07-28 (see
-	// perRequest): what its client declared it can answer, and the _meta
-	// that goes upstream in place of the client's.
+	// perRequest): what its client declared it can answer, who it says
+	// it is, and the _meta that goes upstream in place of the client's.
 	caps     *mcp.ClientCapabilities
+	client   *mcp.Implementation // nil when the request does not say
 	forward  json.RawMessage
 	stripped bool // forward replaces the client's _meta
 }
@@ -330,9 +332,13 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, not
 	if !tracked {
 		defer s.trackFast(req.ID, func(cause error) bool { cancel(cause); return true })()
 	}
-	caps := meta.caps // a request on 2026-07-28 says it in its _meta
-	if p := s.ss.InitializeParams(); caps == nil && p != nil {
-		caps = p.Capabilities
+	// A request on 2026-07-28 says it in its _meta; a holder of
+	// sessionless calls has no session.
+	caps := meta.caps
+	if caps == nil && s.ss != nil {
+		if p := s.ss.InitializeParams(); p != nil {
+			caps = p.Capabilities
+		}
 	}
 	a := newClientAnswerer(ctx, s, caps, trip)
 	a.fast = out

@@ -189,9 +189,16 @@ type fastCall struct {
 // answered by the fast path exactly where the call says so.
 func requireAnsweredAlike(t *testing.T, on, off *rig, calls []fastCall) {
 	t.Helper()
+	requireAnsweredAlikeOn(t, on, off, calls, fastProtocol)
+}
+
+// requireAnsweredAlikeOn is requireAnsweredAlike with clients on protocol
+// version.
+func requireAnsweredAlikeOn(t *testing.T, on, off *rig, calls []fastCall, version string) {
+	t.Helper()
 	for _, ep := range []struct{ path, prefix string }{{"/servers/demo/mcp", ""}, {"/mcp", "demo__"}} {
-		csOn := connectOn(t, on.streamable(ep.path), nil, fastProtocol)
-		csOff := connectOn(t, off.streamable(ep.path), nil, fastProtocol)
+		csOn := connectOn(t, on.streamable(ep.path), nil, version)
+		csOff := connectOn(t, off.streamable(ep.path), nil, version)
 		pollUntil(t, 10*time.Second, "both gateways list the tools", func() bool {
 			return slices.Contains(toolNames(t, csOn), ep.prefix+"boom") && slices.Contains(toolNames(t, csOff), ep.prefix+"boom")
 		})

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -64,8 +65,10 @@ func (m *fastMeta) perRequest(raw json.RawMessage) string {
 		}
 	}
 	r := &mcp.ServerRequest[*mcp.CallToolParamsRaw]{Params: &mcp.CallToolParamsRaw{Meta: said}}
-	if _, ok := said[mcp.MetaKeyClientInfo]; ok && r.ClientInfo() == nil {
-		return "client information in _meta the go-sdk refuses"
+	if _, ok := said[mcp.MetaKeyClientInfo]; ok {
+		if m.client = r.ClientInfo(); m.client == nil {
+			return "client information in _meta the go-sdk refuses"
+		}
 	}
 	if m.caps = r.ClientCapabilities(); m.caps == nil {
 		return "client capabilities missing from _meta or not what the go-sdk reads"
@@ -133,6 +136,11 @@ func (g *Gateway) fastTrip(ctx context.Context, s *session, notify messageSender
 				if h.moveOn() {
 					// The call is the round trip's: the client's next
 					// request, with its answers, goes to the go-sdk path.
+					if d := time.Duration(g.holderIdle.Load()); s.isHolder() && d > 0 {
+						// Nothing else ends a trip its sessionless client
+						// never comes back to.
+						rt.idleFor(d, func() { s.expireTrip(rt) })
+					}
 					return sh.answer(req.ID, inputRequired(reqs, rt.state)), false
 				}
 				// The result came meanwhile: it is the answer, and what

@@ -223,8 +223,11 @@ func (ep *endpoint) handler(sse bool, opts HTTPOptions) http.Handler {
 			MaxRequestBodyBytes: opts.MaxBodyBytes, SessionTimeout: timeout}))
 		// The sessionless generation's request is its whole call: when
 		// the client stops waiting, the handler is cancelled.
-		sessionless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true,
+		var sessionless http.Handler = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true,
 			MaxRequestBodyBytes: opts.MaxBodyBytes, PropagateRequestCancellation: true})
+		if ep.g.fast {
+			sessionless = ep.fastless(sessionless)
+		}
 		ep.streaming = generations(stateful, sessionless)
 		ep.sse = ep.g.sse(mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: opts.MaxBodyBytes}))
 	})

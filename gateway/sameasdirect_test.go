@@ -258,6 +258,9 @@ func sameAsDirect(t *testing.T, s subject) {
 			direct[version] = runGo(connectProbe(t, tr, w, version, "", ""), s.steps, false)
 		})
 	}
+	// How many calls of each endpoint's script the fast path answered,
+	// for a client of each generation over stdio.
+	fastOverStdio := map[string]int64{}
 	for _, kind := range goKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			for _, ep := range endpointsFor(s) {
@@ -271,8 +274,18 @@ func sameAsDirect(t *testing.T, s subject) {
 					if kind.transport == "stdio" {
 						tr = r.tappedStdio(t, ep.server, ep.toolset, w)
 					}
+					before := gateway.FastServed(r.gw)
 					got := runGo(connectProbe(t, tr, w, kind.version, s.name, ep.prefix), s.steps, ep.toolsOnly)
 					compare(t, s, ep, kind.version, direct, got)
+					fast := gateway.FastServed(r.gw) - before
+					t.Logf("calls the fast path answered: %d", fast)
+					// A client without a session takes the fast path as
+					// one of the same generation over stdio does.
+					if kind.transport == "stdio" {
+						fastOverStdio[kind.version+" "+ep.name] = fast
+					} else if want, ok := fastOverStdio[kind.version+" "+ep.name]; ok && kind.version >= "2026-07-28" {
+						assert.Equal(t, want, fast, "calls the fast path answered, as over stdio")
+					}
 				})
 			}
 		})
