@@ -120,6 +120,10 @@ type session struct {
 	// fastKey), for its notifications/cancelled: each cancels its call
 	// and reports whether it did (see cancelFast).
 	fast map[string]func(cause error) bool
+	// fastEnds end the client's fast calls when its session ends (see
+	// endFast), by the number trackFast gave each; fastSeen counts them.
+	fastEnds map[uint64]context.CancelCauseFunc
+	fastSeen uint64
 	// asked are the questions sent on the client's fast calls' responses,
 	// waiting for its answer, by request id (see fastKey and askFast).
 	asked     map[string]chan fastAnswer
@@ -379,7 +383,7 @@ func (t *clientTable) record(ep *endpoint, ss *mcp.ServerSession, from string) *
 	}
 	s := &session{ss: ss, table: t, client: c, label: c.Label(), budget: t.g.budgetFor(c.Name), idle: make(chan struct{}), trips: map[string]*roundTrip{}, subs: map[subKey]bool{},
 		maxCalls: t.g.opts.MaxClientCalls, draining: t.draining, sessionless: sessionless, from: from}
-	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.start()
 	if d := time.Duration(t.g.sessionTimeout.Load()); d > 0 && c.Transport == "http" && !sessionless {
 		s.expiry = d
 		s.expire = time.AfterFunc(d, func() { _ = ss.Close() })
@@ -393,6 +397,12 @@ func (t *clientTable) record(ep *endpoint, ss *mcp.ServerSession, from string) *
 	t.wg.Add(1)
 	go t.watch(s)
 	return s
+}
+
+// start makes the session's context, whose end ends its calls.
+func (s *session) start() {
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	context.AfterFunc(s.ctx, s.endFast)
 }
 
 // watch waits for a session to end, then lets its calls return, tells

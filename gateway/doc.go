@@ -182,8 +182,10 @@
 // manager's events and, after each burst, builds a view of what the
 // servers offer and makes every endpoint's lists match it (the SDK sends
 // one list_changed per burst per endpoint). Endpoints are made by asking
-// it (do). Request handlers, on the SDK's goroutines, read only what it
-// publishes atomically: the current view, each endpoint's routes, the
+// it (do); one already made is found in the map of them it publishes,
+// without asking. Request handlers, on the SDK's goroutines, read only
+// what it publishes atomically: the endpoints made, the current view,
+// each endpoint's routes, the
 // toolsets and the servers still waited for. Toolsets are snapshots handed over with SetToolsets (a toolset
 // that a function decides is evaluated by its owner, which hands over the
 // tools it chose): the run goroutine takes the newest when it is poked and

@@ -162,7 +162,7 @@ func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 		return req, meta, ""
 	}
 	switch {
-	case json.Unmarshal(req.Params.Meta, &meta) != nil:
+	case unmarshalMeta(req.Params.Meta, &meta) != nil:
 		why = "_meta is not an object"
 	case meta.ProtocolVersion > multiRoundTripVersion:
 		why = "protocol version " + meta.ProtocolVersion
@@ -170,10 +170,23 @@ func fastMessage(body []byte) (req fastRequest, meta fastMeta, why string) {
 	return req, meta, why
 }
 
-// unmarshalAfresh is json.Unmarshal into a zeroed req.
+// unmarshalAfresh is json.Unmarshal into a zeroed req. It decodes into
+// a value of its own, so that the caller's stays off the heap on the
+// path that needs no decoder.
 func unmarshalAfresh(body []byte, req *fastRequest) error {
-	*req = fastRequest{}
-	return json.Unmarshal(body, req)
+	into := new(fastRequest)
+	err := json.Unmarshal(body, into)
+	*req = *into
+	return err
+}
+
+// unmarshalMeta is json.Unmarshal(raw, meta), as unmarshalAfresh (meta
+// starts empty).
+func unmarshalMeta(raw json.RawMessage, meta *fastMeta) error {
+	into := new(fastMeta)
+	err := json.Unmarshal(raw, into)
+	*meta = *into
+	return err
 }
 
 // fastPost serves r, a POST of session s on endpoint ep, if the fast path
@@ -192,7 +205,16 @@ func (g *Gateway) fastPost(ep *endpoint, s *session, w http.ResponseWriter, r *h
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
 		return false
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	if g.fastBody(ep, s, w, r, body, why) {
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body)) // as it came, for the go-sdk
+	return false
+}
+
+// fastBody serves r, whose body has been read, if the fast path can; why
+// is why its headers leave it to the go-sdk, or "".
+func (g *Gateway) fastBody(ep *endpoint, s *session, w http.ResponseWriter, r *http.Request, body []byte, why string) bool {
 	req, meta, read := fastMessage(body)
 	switch {
 	case read == "" && req.Method == "":
@@ -310,12 +332,13 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 
 // fastCall makes the call upstream, ended as the go-sdk path's is: when
 // the POST ends, the client cancels it, or its session ends. A caller
-// that registers the call for the client's cancellation itself, for the
-// whole of its life (tracked), cancels ctx; otherwise fastCall registers
-// it while it runs. The server's progress on the call, if the client
-// asked for it, and its log messages, if the client set a logging level,
-// are sent to notify, one message at a time, all of it before fastCall
-// returns. What the server asks meanwhile goes out on out
+// that registers the call for the client's cancellation and its
+// session's end itself, for the whole of its life (tracked), cancels
+// ctx; otherwise fastCall registers it while it runs. The server's
+// progress on the call, if the client asked for it, and its log
+// messages, if the client set a logging level, are sent to notify, one
+// message at a time, all of it before fastCall returns. What the server
+// asks meanwhile goes out on out
 // (a fast call over HTTP), or as the input requests of trip (a call on
 // 2026-07-28: see fastTrip), or on the client's session.
 func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, notify messageSender, trip *roundTrip, tracked bool, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
@@ -328,9 +351,8 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, not
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	defer context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })()
 	if !tracked {
-		defer s.trackFast(req.ID, func(cause error) bool { cancel(cause); return true })()
+		defer s.trackFast(req.ID, func(cause error) bool { cancel(cause); return true }, cancel)()
 	}
 	// A request on 2026-07-28 says it in its _meta; a holder of
 	// sessionless calls has no session.
@@ -434,43 +456,6 @@ func fastAnswerOf(s *session, server, tool string, id, res json.RawMessage, err 
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
-
-// errCallCancelled is why a fast call ends when its client sends
-// notifications/cancelled for it.
-var errCallCancelled = errors.New("the client cancelled the call")
-
-// fastKey is how a request id is looked up: its JSON, trimmed.
-func fastKey(id json.RawMessage) string { return string(bytes.TrimSpace(id)) }
-
-// trackFast lets the client cancel the fast call with id until the
-// function it returns is called: cancel cancels it and reports whether
-// it did (false: the cancellation is the go-sdk's to serve).
-func (s *session) trackFast(id json.RawMessage, cancel func(cause error) bool) func() {
-	key := fastKey(id)
-	s.mu.Lock()
-	if s.fast == nil {
-		s.fast = map[string]func(cause error) bool{}
-	}
-	s.fast[key] = cancel
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		delete(s.fast, key)
-		s.mu.Unlock()
-	}
-}
-
-// cancelFast cancels the client's fast call with id, and reports whether
-// there was one.
-func (s *session) cancelFast(id json.RawMessage) bool {
-	s.mu.Lock()
-	cancel := s.fast[fastKey(id)]
-	s.mu.Unlock()
-	if cancel == nil {
-		return false
-	}
-	return cancel(errCallCancelled)
-}
 
 // objectOrNothing reports whether raw JSON is absent, null or an object.
 func objectOrNothing(raw json.RawMessage) bool {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcpvisor/mcpvisor/internal/rawrpc"
 )
 
 // scanFast reads body, one valid JSON value, into req as
@@ -19,10 +21,8 @@ import (
 // it for that member, the go-sdk does not, so the message is not the
 // fast path's.
 func scanFast(body []byte, req *fastRequest) (ok, foreign bool) {
-	var sc jsonScan
-	sc.b = body
 	seen := 0
-	ok = sc.object(func(key string, v []byte) bool {
+	ok = rawrpc.Members(body, func(key, v []byte) bool {
 		switch k := topKey(key); k {
 		case -1:
 			foreign = true
@@ -35,7 +35,7 @@ func scanFast(body []byte, req *fastRequest) (ok, foreign bool) {
 			}
 			seen |= 1 << k
 		}
-		switch key {
+		switch string(key) {
 		case "jsonrpc":
 			return plainString(v, &req.JSONRPC)
 		case "id":
@@ -62,10 +62,8 @@ func scanParams(v []byte, req *fastRequest, foreign *bool) bool {
 	if v[0] != '{' {
 		return false
 	}
-	var sc jsonScan
-	sc.b = v
 	seen := 0
-	return sc.object(func(key string, v []byte) bool {
+	return rawrpc.Members(v, func(key, v []byte) bool {
 		switch k := paramKey(key); k {
 		case -1:
 			*foreign = true
@@ -79,7 +77,7 @@ func scanParams(v []byte, req *fastRequest, foreign *bool) bool {
 			seen |= 1 << k
 		}
 		p := &req.Params
-		switch key {
+		switch string(key) {
 		case "name":
 			return plainString(v, &p.Name)
 		case "arguments":
@@ -105,12 +103,12 @@ var (
 // topKey and paramKey number a key among those read (from 1), 0 for
 // another key, or -1 for one json.Unmarshal might match against a read
 // one in another case (its matching folds case, Unicode included).
-func topKey(key string) int   { return keyIndex(key, topKeys) }
-func paramKey(key string) int { return keyIndex(key, paramKeys) }
+func topKey(key []byte) int   { return keyIndex(key, topKeys) }
+func paramKey(key []byte) int { return keyIndex(key, paramKeys) }
 
-func keyIndex(key string, keys []string) int {
+func keyIndex(key []byte, keys []string) int {
 	for i, k := range keys {
-		if key == k {
+		if string(key) == k {
 			return i + 1
 		}
 	}
@@ -120,7 +118,7 @@ func keyIndex(key string, keys []string) int {
 		}
 	}
 	for _, k := range keys {
-		if strings.EqualFold(key, k) {
+		if strings.EqualFold(string(key), k) {
 			return -1
 		}
 	}
@@ -136,127 +134,16 @@ func plainString(v []byte, s *string) bool {
 	if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 || !utf8.Valid(v) {
 		return false // json.Unmarshal unescapes, and replaces what is not UTF-8
 	}
-	*s = string(v[1 : len(v)-1])
+	switch t := v[1 : len(v)-1]; string(t) { // what every call holds, without a copy
+	case "2.0":
+		*s = "2.0"
+	case "tools/call":
+		*s = "tools/call"
+	default:
+		*s = string(t)
+	}
 	return true
 }
 
 // clone is a copy of raw JSON, as json.RawMessage keeps one.
 func clone(v []byte) json.RawMessage { return append(json.RawMessage(nil), v...) }
-
-// jsonScan walks one valid JSON text.
-type jsonScan struct {
-	b []byte
-	i int
-}
-
-func (sc *jsonScan) space() {
-	for sc.i < len(sc.b) {
-		switch sc.b[sc.i] {
-		case ' ', '\t', '\r', '\n':
-			sc.i++
-		default:
-			return
-		}
-	}
-}
-
-// object calls member for each member of the object the whole text is,
-// with the key (read only when written without escapes) and the raw
-// value; it stops, reporting false, when member does or the text is not
-// an object of such keys.
-func (sc *jsonScan) object(member func(key string, v []byte) bool) bool {
-	sc.space()
-	if sc.i >= len(sc.b) || sc.b[sc.i] != '{' {
-		return false
-	}
-	sc.i++
-	for {
-		sc.space()
-		if sc.i >= len(sc.b) {
-			return false
-		}
-		switch sc.b[sc.i] {
-		case '}':
-			sc.i++
-			sc.space()
-			return sc.i == len(sc.b)
-		case ',':
-			sc.i++
-			continue
-		case '"':
-		default:
-			return false
-		}
-		start := sc.i
-		sc.str()
-		key := sc.b[start+1 : sc.i-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return false
-		}
-		sc.space()
-		if sc.i >= len(sc.b) || sc.b[sc.i] != ':' {
-			return false
-		}
-		sc.i++
-		sc.space()
-		vstart := sc.i
-		sc.value()
-		if !member(string(key), sc.b[vstart:sc.i]) {
-			return false
-		}
-	}
-}
-
-// str moves past the string at i.
-func (sc *jsonScan) str() {
-	sc.i++ // the opening quote
-	for sc.i < len(sc.b) {
-		switch sc.b[sc.i] {
-		case '\\':
-			sc.i += 2
-		case '"':
-			sc.i++
-			return
-		default:
-			sc.i++
-		}
-	}
-}
-
-// value moves past the value at i: the text is valid JSON, so a value
-// ends where its brackets close or, for a literal or number, at the next
-// delimiter.
-func (sc *jsonScan) value() {
-	if sc.i >= len(sc.b) {
-		return
-	}
-	switch sc.b[sc.i] {
-	case '"':
-		sc.str()
-	case '{', '[':
-		depth := 0
-		for sc.i < len(sc.b) {
-			switch sc.b[sc.i] {
-			case '"':
-				sc.str()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			sc.i++
-			if depth == 0 {
-				return
-			}
-		}
-	default:
-		for sc.i < len(sc.b) {
-			switch sc.b[sc.i] {
-			case ',', '}', ']', ' ', '\t', '\r', '\n':
-				return
-			}
-			sc.i++
-		}
-	}
-}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpvisor/mcpvisor/internal/rawrpc"
 	"github.com/mcpvisor/mcpvisor/manager"
 )
 
@@ -259,12 +260,10 @@ func (sh tripShape) raw(id, res json.RawMessage) []byte {
 		return sh.line(id, res)
 	}
 	plain := true
-	var sc jsonScan
-	sc.b = res
 	members := 0
-	if !sc.object(func(key string, _ []byte) bool {
+	if !rawrpc.Members(res, func(key, _ []byte) bool {
 		members++
-		if strings.EqualFold(key, "_meta") || strings.EqualFold(key, "resultType") {
+		if bytes.EqualFold(key, []byte("_meta")) || bytes.EqualFold(key, []byte("resultType")) {
 			plain = false
 		}
 		return plain

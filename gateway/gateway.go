@@ -128,6 +128,10 @@ type Gateway struct {
 	// served lists the endpoints made so far, for deliver; the run
 	// goroutine replaces it (never modifies it) as it makes one.
 	served atomic.Pointer[[]*endpoint]
+	// made is the endpoints made so far by key, for request handlers to
+	// find one without a trip to the run goroutine; the run goroutine
+	// replaces it (never modifies it) as it makes one.
+	made atomic.Pointer[map[endpointKey]*endpoint]
 
 	// Owned by the run goroutine.
 	names     *namers
@@ -197,6 +201,7 @@ func New(opts Options) *Gateway {
 	g.fast = fast
 	g.toolsets.Store(&map[string]Toolset{})
 	g.served.Store(&[]*endpoint{})
+	g.made.Store(&map[endpointKey]*endpoint{})
 	g.clients.init(g)
 	if opts.ModeFor != nil {
 		g.SetModeFor(opts.ModeFor)
@@ -289,18 +294,37 @@ func (g *Gateway) do(f func()) error {
 
 // endpoint returns the endpoint for sel and name, making it on first use.
 func (g *Gateway) endpoint(sel selection, name string) (*endpoint, error) {
+	key := endpointKey{sel, name}
+	if ep := (*g.made.Load())[key]; ep != nil && !g.closing() {
+		return ep, nil // every request but an endpoint's first: no hand-off
+	}
 	var ep *endpoint
 	err := g.do(func() {
-		key := endpointKey{sel, name}
 		if ep = g.endpoints[key]; ep == nil {
 			ep = g.newEndpoint(sel, name)
 			ep.apply(g.currentView())
 			g.endpoints[key] = ep
 			served := append(slices.Clone(*g.served.Load()), ep)
 			g.served.Store(&served)
+			made := maps.Clone(*g.made.Load())
+			made[key] = ep
+			g.made.Store(&made)
 		}
 	})
 	return ep, err
+}
+
+// closing reports whether the gateway no longer hands out endpoints (do
+// would refuse).
+func (g *Gateway) closing() bool {
+	select {
+	case <-g.ctx.Done():
+		return true
+	case <-g.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // SetToolsets replaces the named toolsets; the endpoints of toolsets that

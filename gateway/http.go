@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -306,7 +307,7 @@ func (b *timedBody) Read(p []byte) (int, error) {
 // same, but only once a request reaches an endpoint's session.
 func hostAllowed(r *http.Request) bool {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || !isLoopbackAddr(local.String()) {
+	if !ok || !isLoopbackLocal(local) {
 		return true
 	}
 	host := r.Host
@@ -331,12 +332,23 @@ func crossOrigin(next http.Handler) http.Handler {
 	}))
 	protected := p.Handler(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, err := url.Parse(r.Header.Get("Origin")); err == nil && (u.Scheme == "http" || u.Scheme == "https") && isLoopbackHost(u.Hostname()) {
-			next.ServeHTTP(w, r)
-			return
+		if origin := r.Header.Get("Origin"); origin != "" { // what programs other than browsers send: none
+			if u, err := url.Parse(origin); err == nil && (u.Scheme == "http" || u.Scheme == "https") && isLoopbackHost(u.Hostname()) {
+				next.ServeHTTP(w, r)
+				return
+			}
 		}
 		protected.ServeHTTP(w, r)
 	})
+}
+
+// isLoopbackLocal reports whether a listener's address is a loopback
+// one, as isLoopbackAddr reads its text, without writing the text out.
+func isLoopbackLocal(a net.Addr) bool {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.Zone == "" && t.IP.IsLoopback()
+	}
+	return isLoopbackAddr(a.String())
 }
 
 func isLoopbackAddr(addr string) bool {
@@ -348,6 +360,6 @@ func isLoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	ip, err := netip.ParseAddr(host) // what net.ParseIP reads, and zones, which it refuses
+	return err == nil && ip.Zone() == "" && ip.IsLoopback()
 }

@@ -118,7 +118,7 @@ func (t *clientTable) holder(ep *endpoint, s *session) (h *session, release func
 	c.ID = publicID("sessionless\x00" + key.path + "\x00" + key.name + "\x00" + key.version + "\x00" + key.from)
 	h = &session{table: t, client: c, label: c.Label(), budget: s.budget, sessionless: true, key: key, pins: 1,
 		idle: make(chan struct{}), trips: map[string]*roundTrip{}, subs: map[subKey]bool{}, maxCalls: t.g.opts.MaxClientCalls}
-	h.ctx, h.cancel = context.WithCancelCause(context.Background())
+	h.start()
 	t.holders[key] = h
 	return h, h.unpin, nil
 }

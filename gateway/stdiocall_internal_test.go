@@ -15,11 +15,13 @@ import (
 func trackedStdioCall(t *testing.T, buffer int) (*session, *stdioCall, *stdioConn, context.Context, json.RawMessage) {
 	t.Helper()
 	s := &session{}
+	s.start()
+	t.Cleanup(func() { s.cancel(nil) })
 	ctx, cancel := context.WithCancelCause(context.Background())
 	t.Cleanup(func() { cancel(nil) })
 	call := &stdioCall{cancel: cancel}
 	id := json.RawMessage(`"c-1"`)
-	t.Cleanup(s.trackFast(id, call.cancelBy))
+	t.Cleanup(s.trackFast(id, call.cancelBy, cancel))
 	conn := &stdioConn{incoming: make(chan readResult, buffer), closed: make(chan struct{})}
 	return s, call, conn, ctx, id
 }

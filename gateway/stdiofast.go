@@ -103,7 +103,11 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 	call := &stdioCall{cancel: cancel}
 	// Registered before the next line is read (it may cancel this call),
 	// and for the whole life of the call, hand-over included.
-	untrack := s.trackFast(req.ID, call.cancelBy)
+	end := cancel // the session's end ends the call
+	if trip {
+		end = nil // its round trip follows the session already
+	}
+	untrack := s.trackFast(req.ID, call.cancelBy, end)
 	msg := bytes.Clone(line) // line is the reader's, reused for the next one
 	if trip {
 		return true, func() {

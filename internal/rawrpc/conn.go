@@ -133,33 +133,24 @@ func (c *Conn) deliver(line []byte) bool {
 	if !bytes.Contains(line, marker) {
 		return false
 	}
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method *string         `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  *Error          `json:"error"`
-	}
-	if json.Unmarshal(line, &msg) != nil || msg.Method != nil {
-		return false
-	}
-	var id string
-	if json.Unmarshal(msg.ID, &id) != nil || len(id) <= len(IDPrefix) || id[:len(IDPrefix)] != IDPrefix {
+	a, ok := readAnswer(line)
+	if !ok || len(a.ID) <= len(IDPrefix) || a.ID[:len(IDPrefix)] != IDPrefix {
 		return false
 	}
 	c.mu.Lock()
-	ch := c.waiting[id]
-	delete(c.waiting, id)
+	ch := c.waiting[a.ID]
+	delete(c.waiting, a.ID)
 	c.mu.Unlock()
 	if ch == nil {
 		return true
 	}
 	switch {
-	case msg.Error != nil:
-		ch <- answer{err: msg.Error}
-	case msg.Result == nil:
+	case a.Error != nil:
+		ch <- answer{err: a.Error}
+	case a.Result == nil:
 		ch <- answer{err: errors.New("the server's answer has neither a result nor an error")}
 	default:
-		ch <- answer{result: msg.Result}
+		ch <- answer{result: a.Result}
 	}
 	return true
 }

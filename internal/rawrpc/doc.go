@@ -16,6 +16,11 @@
 // that is dropped. When the stream ends (the server's stdout closed, or
 // [Conn.Close]), the calls waiting fail with [ErrClosed] wrapping why.
 //
+// The reader reads an answer written plainly (as servers write them) by
+// walking its members ([Members]) rather than decoding it; anything else
+// it reads as json.Unmarshal does. Members serves the gateway's fast path
+// the same way.
+//
 // # Concurrency
 //
 // A Conn is safe for concurrent use. Its reader is read by one goroutine
