@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +37,11 @@ type logRelay struct {
 	// client's call: see upstreamCall.to); ss is then nil.
 	to     func() (context.Context, *mcp.ServerSession)
 	client string // the session's label: a per-client server's messages are its client's
+	// raw, if not nil, is a fast call's response or stdio connection:
+	// messages go there as JSON-RPC messages, at the level fast's client
+	// set, rather than through the go-sdk (ss is fast's, for sendLogAs).
+	raw  messageSender
+	fast *session
 
 	mu sync.Mutex
 	// mu guards closed; sending counts the sends under way, which begin
@@ -90,6 +96,19 @@ func (g *Gateway) relayLogs(ctx context.Context, s *session, c upstreamCall) (fi
 		l.ss, l.to = nil, c.to
 	}
 	server, _, _ := strings.Cut(c.name, ".")
+	return g.relay(ctx, server, l)
+}
+
+// relayFastLogs is relayLogs for a fast call of s's client, which set a
+// logging level, to server: the messages go to to, a JSON-RPC message
+// each, filtered at the client's level as the go-sdk filters them.
+func (g *Gateway) relayFastLogs(ctx context.Context, s *session, server string, to messageSender) (finish func()) {
+	return g.relay(ctx, server, &logRelay{ctx: ctx, ss: s.ss, client: s.label, raw: to, fast: s})
+}
+
+// relay registers l for server's messages until the function it returns
+// has run, which sends what servers said before then first.
+func (g *Gateway) relay(ctx context.Context, server string, l *logRelay) (finish func()) {
 	g.relays.add(server, l)
 	return func() {
 		g.flush(ctx)
@@ -112,6 +131,14 @@ func (l *logRelay) send(p *mcp.LoggingMessageParams) bool {
 	l.sending.Add(1)
 	l.mu.Unlock()
 	defer l.sending.Done()
+	if l.raw != nil {
+		if l.fast.hears(p.Level) {
+			if msg, err := rawLogMessage(p); err == nil {
+				_ = l.raw.send(msg)
+			}
+		}
+		return true
+	}
 	ctx, ss := l.ctx, l.ss
 	if l.to != nil {
 		if ctx, ss = l.to(); ss == nil {
@@ -123,6 +150,36 @@ func (l *logRelay) send(p *mcp.LoggingMessageParams) bool {
 	_ = ss.Log(ctx, p)
 	return true
 }
+
+// rawLogMessage is p as the go-sdk sends it, a notifications/message.
+func rawLogMessage(p *mcp.LoggingMessageParams) ([]byte, error) {
+	params, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	msg := make([]byte, 0, len(params)+64)
+	msg = append(msg, `{"jsonrpc":"2.0","method":"notifications/message","params":`...)
+	msg = append(msg, params...)
+	return append(msg, '}'), nil
+}
+
+// hears reports whether s's client hears a message at level: one at or
+// above the level it set last, as the go-sdk's session compares them (an
+// unknown level counts as debug); none before it sets one.
+func (s *session) hears(level mcp.LoggingLevel) bool {
+	s.mu.Lock()
+	set := s.level
+	s.mu.Unlock()
+	return set != "" && levelRank(level) >= levelRank(mcp.LoggingLevel(set))
+}
+
+// levelRank orders log levels, debug (and any level not known) first.
+func levelRank(l mcp.LoggingLevel) int {
+	return max(slices.Index(logLevelOrder, l), 0)
+}
+
+// logLevelOrder is the order of the log levels, most verbose first.
+var logLevelOrder = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 // logLevels notes which clients set a logging level: only their calls
 // relay log messages. The level is held upstream while the client holds

@@ -115,7 +115,7 @@ func (g *Gateway) fastSessionless(ep *endpoint, w http.ResponseWriter, r *http.R
 	}
 	// The request is the whole call: when its client stops waiting, the
 	// call is abandoned, as the go-sdk's handler is cancelled then.
-	answer, notRaw := g.fastTrip(r.Context(), h, tripShape{info: ep.info, complete: true}, server, tool, req, meta)
+	answer, notRaw := g.fastTrip(r.Context(), h, nil, tripShape{info: ep.info, complete: true}, server, tool, req, meta)
 	if notRaw {
 		g.log.Debug("fast path: left to the go-sdk", "endpoint", ep.path, "server", server, "why", "the server is not one the raw path calls")
 		return false

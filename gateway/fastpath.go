@@ -24,8 +24,10 @@ import (
 // a POST whose body is one tools/call on a session the go-sdk already
 // knows is decoded just enough to route it (id, tool name, arguments and
 // _meta kept as raw JSON), checked as the go-sdk path checks it (the
-// endpoint's routes, so hidden and unknown tools are not reached; the
-// client's mode and names; its cap on calls in flight), and sent to the
+// endpoint's routes, a toolset's included, so hidden and unknown tools
+// are not reached; the client's mode; its names, translated to the
+// endpoint's for a client given a name budget of its own; its cap on
+// calls in flight), and sent to the
 // manager's raw call path, whose result goes back to the client as the
 // server wrote it. The raw path serves spawned stdio servers and
 // streamable HTTP servers (a POST on the manager's own session with the
@@ -38,14 +40,19 @@ import (
 // session (fastless.go): a call of a client on 2026-07-28, which cannot
 // be sent requests, opens a round trip as the go-sdk path's does, so that
 // what the server asks during it reaches the client as input requests
-// (see fasttrip.go); its _meta is read as the go-sdk reads it (the
+// (see fasttrip.go), and whose progress goes out on the connection as
+// the go-sdk path sends it; its _meta is read as the go-sdk reads it (the
 // client's capabilities and information, the log level it wants), and
-// the protocol's own members of it are not sent upstream. Anything else
-// (another method, a batch, a request state, a client on another mode,
-// or one that hears the server's log messages, a 2026-07-28 call that
-// wants progress, a legacy SSE or in-process server, a tool of a
-// 2026-07-28 HTTP server that puts arguments in headers) goes to the
-// go-sdk as before; a debug log says why.
+// the protocol's own members of it are not sent upstream. A client that
+// set a logging level hears the server's log messages on the call's
+// response (or its stdio connection), before the result, filtered at its
+// level as the go-sdk filters them (see relayFastLogs). Anything else
+// (another method, a batch, a request state, a client on another mode, a
+// 2026-07-28 call whose _meta names a log level, or over HTTP one that
+// wants progress or comes on a toolset's endpoint, a legacy SSE or
+// in-process server, a tool of a 2026-07-28 HTTP server that puts
+// arguments in headers) goes to the go-sdk as before; a debug log says
+// why.
 
 // FastPathEnv turns the fast path on ("on") or off ("off") when
 // Options.FastPath is "".
@@ -263,9 +270,6 @@ func (g *Gateway) fastBody(ep *endpoint, s *session, w http.ResponseWriter, r *h
 // fastHeaders says why r cannot take the fast path by its headers and
 // its session, or "".
 func fastHeaders(ep *endpoint, s *session, r *http.Request) string {
-	if ep.sel == oneToolset {
-		return "a toolset's endpoint"
-	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" { // what clients send, read without a parse
 		if ct, _, _ = mime.ParseMediaType(ct); ct != "application/json" {
 			return "content type " + ct
@@ -312,14 +316,13 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 	if ep.sel == everything && ep.g.opts.StatusTool && name == StatusTool {
 		return "", "", "the status tool"
 	}
-	if s.logging.Load() {
-		return "", "", "the client hears the server's log messages on the call's stream"
-	}
 	if ep.g.modeOf(ep, s) != ModeDirect {
 		return "", "", "the client is not in direct mode"
 	}
 	if ep.sel != oneServer && s.budget != ep.g.names.tools.budget {
-		return "", "", "the client has names of its own"
+		// As clientNames translates it for the go-sdk path.
+		name = ep.ownName(ctx, name, func(ns *nameSet) map[string]itemKey { return ns.toolKey },
+			func(v *view) map[itemKey]string { return v.own.tools }, s.budget)
 	}
 	ep.settled(ctx)
 	r, ok := ep.routes.Load().tools[name]
@@ -333,9 +336,11 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 // the POST ends, the client cancels it, or its session ends. A caller
 // that registers the call for the client's cancellation and its
 // session's end itself, for the whole of its life (tracked), cancels
-// ctx; otherwise fastCall registers it while it runs. The server's progress on the call, if the client
-// asked for it, is sent to notify, one message at a time, all of it
-// before fastCall returns. What the server asks meanwhile goes out on out
+// ctx; otherwise fastCall registers it while it runs. The server's
+// progress on the call, if the client asked for it, and its log
+// messages, if the client set a logging level, are sent to notify, one
+// message at a time, all of it before fastCall returns. What the server
+// asks meanwhile goes out on out
 // (a fast call over HTTP), or as the input requests of trip (a call on
 // 2026-07-28: see fastTrip), or on the client's session.
 func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, notify messageSender, trip *roundTrip, tracked bool, server, tool string, req fastRequest, meta fastMeta) (json.RawMessage, error) {
@@ -368,6 +373,17 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, not
 		fw = newProgressForwarder(ctx, false, rawProgress(token, notify))
 		opts.Progress = fw.send
 	}
+	finishLogs := func() {}
+	if trip == nil && notify != nil && s.logging.Load() {
+		// The server's log messages go out on the call's response, as
+		// the go-sdk path sends them. Nothing may go out on it before the
+		// raw path takes the call, for the go-sdk path to take it if not.
+		if !rc.RawCalls(server) {
+			return nil, manager.ErrNotRaw
+		}
+		opts.LogLevel = s.callLevel(upstreamCall{})
+		finishLogs = g.relayFastLogs(ctx, s, server, notify)
+	}
 	upMeta := req.Params.Meta
 	if meta.stripped {
 		upMeta = meta.forward
@@ -376,6 +392,7 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, not
 	if fw != nil {
 		fw.finish() // the progress it has goes out before the result
 	}
+	finishLogs() // and the log messages servers sent before it
 	if err != nil && !errors.Is(err, manager.ErrNotRaw) && errors.Is(context.Cause(ctx), ErrShuttingDown) {
 		return nil, fmt.Errorf("server %q: tools/call %q: %w: the call did not finish within the shutdown grace and was cancelled upstream. "+
 			"It may or may not have done its work; retrying once mcpvisor is back may succeed", server, tool, ErrShuttingDown)

@@ -29,7 +29,8 @@ import (
 // (reports three steps of progress saying its label, then answers; with
 // meet, once another such call has come), trace (answers with the trace context
 // its request carried), confirm (asks its client, and answers with what it
-// said) and boom (answers a JSON-RPC error).
+// said), tickconfirm (reports progress before and after asking its
+// client) and boom (answers a JSON-RPC error).
 func runFastServer() error {
 	s := fastServer(os.Getenv(markEnv))
 	// On the protocol the raw path speaks upstream.
@@ -90,6 +91,17 @@ func fastServer(mark string) *mcp.Server {
 			}
 			got := fmt.Sprintf("action=%s content=%v", res.Action, res.Content)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: got}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "tickconfirm", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			tok := req.Params.GetProgressToken()
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: "asking"})
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Sure?", RequestedSchema: map[string]any{"type": "object"}})
+			if err != nil {
+				return nil, err
+			}
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 2, Total: 2, Message: "answered"})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "action=" + res.Action}}}, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "boom", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -335,10 +347,10 @@ func TestFastPathCallOutlastingTheSessionTimeout(t *testing.T) {
 }
 
 // A client that set a logging level hears what the server logs during
-// its call on the call's stream, before the result: its calls are left
-// to the go-sdk path, which has that stream (the order itself is the
-// go-sdk path's tests' concern).
-func TestFastPathLeavesLoggingClientsToTheSDKPath(t *testing.T) {
+// its call, and the fast path answers its calls as it does those of a
+// client that set none (the order and the bytes are fastlogs_test.go's
+// concern).
+func TestFastPathServesLoggingClients(t *testing.T) {
 	t.Parallel()
 	r := fastRig(t, "on", t.TempDir()+"/m")
 	logs := make(chan any, 16)
@@ -359,7 +371,7 @@ func TestFastPathLeavesLoggingClientsToTheSDKPath(t *testing.T) {
 	}
 	res = call(t, cs, "say", map[string]any{})
 	require.Equal(t, "done", text(res))
-	require.Equal(t, int64(1), gateway.FastServed(r.gw), "with a logging level, the go-sdk path answers")
+	require.Equal(t, int64(2), gateway.FastServed(r.gw), "with a logging level, the fast path answers")
 	select {
 	case got := <-logs:
 		require.Equal(t, "said", got)

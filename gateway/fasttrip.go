@@ -104,9 +104,11 @@ type tripShape struct {
 // fastTrip serves a fast call of a client on 2026-07-28 (see above) and
 // returns its answer, or notRaw when the raw path turned the call down
 // before sending it (the caller hands it to the go-sdk). ctx ends when
-// the client cancels the call. The call has been counted on s (begin);
-// fastTrip's upstream goroutine ends that count.
-func (g *Gateway) fastTrip(ctx context.Context, s *session, sh tripShape, server, tool string, req fastRequest, meta fastMeta) (answer []byte, notRaw bool) {
+// the client cancels the call. The server's progress, if the call wants
+// it, goes to notify (the stdio connection) for as long as the call runs,
+// round trip or not. The call has been counted on s (begin); fastTrip's
+// upstream goroutine ends that count.
+func (g *Gateway) fastTrip(ctx context.Context, s *session, notify messageSender, sh tripShape, server, tool string, req fastRequest, meta fastMeta) (answer []byte, notRaw bool) {
 	rt := s.addTrip(ctx, req.Params.Name)
 	if rt == nil {
 		s.done()
@@ -116,7 +118,7 @@ func (g *Gateway) fastTrip(ctx context.Context, s *session, sh tripShape, server
 	h := &tripHandoff{ready: make(chan struct{})}
 	go func() {
 		defer s.done()
-		res, err := g.fastCall(rt.ctx, s, nil, nil, rt, true, server, tool, req, meta)
+		res, err := g.fastCall(rt.ctx, s, nil, notify, rt, true, server, tool, req, meta)
 		if h.arrive(res, err) {
 			rt.finish(tripResult(res, err))
 		}

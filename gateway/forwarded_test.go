@@ -256,7 +256,7 @@ func (s *rawSession) header() map[string]string {
 }
 
 // request sends a request and returns the messages of its response
-// stream, in order.
+// stream, in order, or its JSON answer.
 func (s *rawSession) request(method string, params any) []map[string]any {
 	s.t.Helper()
 	s.seq++
@@ -274,21 +274,48 @@ func (s *rawSession) request(method string, params any) []map[string]any {
 		require.NoError(s.t, json.Unmarshal([]byte(data), &m), data)
 		msgs = append(msgs, m)
 	}
+	if msgs == nil && strings.HasPrefix(strings.TrimSpace(out), "{") { // a JSON answer (the fast path's when nothing came before it)
+		var m map[string]any
+		require.NoError(s.t, json.Unmarshal([]byte(out), &m), out)
+		msgs = append(msgs, m)
+	}
 	return msgs
 }
 
 // Log messages a server sends while serving a call reach the client that
 // made it on the call's own stream, before the call's result, through
-// every endpoint that serves the server, at the level the client set.
+// every endpoint that serves the server, at the level the client set,
+// with the fast path on (which answers the calls) and off.
 func TestLogsOfACallComeBeforeItsResult(t *testing.T) {
 	t.Parallel()
-	r := featuresRig(t)
-	for _, tc := range []struct{ path, tool string }{
-		{"/mcp", "feat__chatty"},
-		{"/servers/feat/mcp", "chatty"},
-		{"/toolsets/feats/mcp", "feat__chatty"},
+	for _, setting := range []string{"on", "off"} {
+		t.Run("fast path "+setting, func(t *testing.T) {
+			t.Parallel()
+			logsBeforeResult(t, featuresRigWith(t, setting), setting)
+		})
+	}
+}
+
+// logsBeforeResult is TestLogsOfACallComeBeforeItsResult on r, whose
+// fast path is as setting says.
+func logsBeforeResult(t *testing.T, r *rig, setting string) {
+	for _, tc := range []struct {
+		path, tool string
+		fast       bool // the fast path answers its calls
+	}{
+		{"/mcp", "feat__chatty", true},
+		{"/servers/feat/mcp", "chatty", true},
+		{"/toolsets/feats/mcp", "feat__chatty", true},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
+			before := gateway.FastServed(r.gw)
+			defer func() {
+				if served := gateway.FastServed(r.gw) - before; setting == "on" && tc.fast {
+					require.EqualValues(t, 4, served, "the fast path answered")
+				} else {
+					require.Zero(t, served)
+				}
+			}()
 			s := openRaw(t, r.base+tc.path)
 			require.Len(t, s.request("logging/setLevel", map[string]any{"level": "info"}), 1)
 			for i := range 3 {

@@ -279,12 +279,14 @@ func sameAsDirect(t *testing.T, s subject) {
 					compare(t, s, ep, kind.version, direct, got)
 					fast := gateway.FastServed(r.gw) - before
 					t.Logf("calls the fast path answered: %d", fast)
-					// A client without a session takes the fast path as
-					// one of the same generation over stdio does.
+					// A client without a session takes the fast path no
+					// more than one of the same generation over stdio does
+					// (over stdio it also takes calls that want progress,
+					// and calls on a toolset's endpoint).
 					if kind.transport == "stdio" {
 						fastOverStdio[kind.version+" "+ep.name] = fast
-					} else if want, ok := fastOverStdio[kind.version+" "+ep.name]; ok && kind.version >= "2026-07-28" {
-						assert.Equal(t, want, fast, "calls the fast path answered, as over stdio")
+					} else if most, ok := fastOverStdio[kind.version+" "+ep.name]; ok && kind.version >= "2026-07-28" {
+						assert.LessOrEqual(t, fast, most, "calls the fast path answered, at most as over stdio")
 					}
 				})
 			}

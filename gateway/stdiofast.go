@@ -23,7 +23,9 @@ import (
 // had their first say, a client whose mode is not chosen yet) sends the
 // call to the go-sdk instead. A call of a client on 2026-07-28 is served
 // as a round trip that has asked nothing yet (see fasttrip.go): what the
-// server asks turns it into the go-sdk path's round trip.
+// server asks turns it into the go-sdk path's round trip. Its progress,
+// as the go-sdk path sends it to a stdio client of either generation,
+// goes out on the connection, whichever request of the round trip waits.
 
 // stdioFast serves the fast calls of one stdio session. ss is set before
 // the first line is read; the other fields are the reader goroutine's.
@@ -72,11 +74,6 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 		if meta.ProtocolVersion >= multiRoundTripVersion {
 			sh.info = f.ep.info
 		}
-		if trip && progressToken(req.Params.Meta, meta) != nil {
-			// Its progress goes on whichever of the round trip's requests
-			// waits: the go-sdk path's to carry.
-			why = "progress wanted on 2026-07-28"
-		}
 	}
 	var server, tool string
 	if why == "" {
@@ -119,7 +116,7 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 			}
 			defer untrack()
 			defer cancel(nil)
-			answer, notRaw := f.g.fastTrip(ctx, s, sh, server, tool, req, meta)
+			answer, notRaw := f.g.fastTrip(ctx, s, c, sh, server, tool, req, meta)
 			f.served(c, call, msg, server, tool, answer, notRaw, s)
 		}
 	}
@@ -221,10 +218,7 @@ func (f *stdioFast) session() *session {
 // without making the reader wait, or "".
 func (f *stdioFast) ready(s *session) string {
 	p := f.ss.InitializeParams()
-	switch {
-	case f.ep.sel == oneToolset:
-		return "a toolset's endpoint"
-	case p == nil:
+	if p == nil {
 		return "the session has not initialized"
 	}
 	s.mu.Lock()

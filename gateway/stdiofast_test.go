@@ -230,13 +230,16 @@ func TestStdioFastPathServesBothGenerations(t *testing.T) {
 	require.EqualValues(t, 2, gateway.FastServed(r.gw))
 }
 
-// A toolset's endpoint over stdio is served by the go-sdk path, as over
-// HTTP.
-func TestStdioFastPathLeavesToolsetsToTheSDKPath(t *testing.T) {
+// A toolset's endpoint over stdio is served by the fast path, as over
+// HTTP; a tool the toolset leaves out is not reached through it.
+func TestStdioFastPathServesToolsets(t *testing.T) {
 	t.Parallel()
 	r := fastRig(t, "on", t.TempDir()+"/m")
 	r.gw.SetToolsets(map[string]gateway.Toolset{"echoes": {Include: []string{"demo.echo"}}})
+	require.Contains(t, r.gw.Toolsets(), "echoes") // applied
 	c := lineStdio(t, r, "", "echoes", fastProtocol)
 	require.Contains(t, c.ask(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo__echo","arguments":{"text":"set"}}}`), `"text":"set"`)
-	require.Zero(t, gateway.FastServed(r.gw))
+	require.EqualValues(t, 1, gateway.FastServed(r.gw))
+	require.NotContains(t, c.ask(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"demo__add","arguments":{"a":1,"b":2}}}`), `"text":"3"`)
+	require.EqualValues(t, 1, gateway.FastServed(r.gw), "a tool outside the toolset is the go-sdk path's to refuse")
 }

@@ -52,7 +52,8 @@ type CallOptions struct {
 	// [Manager.HoldLogLevel]), and the call is sent only once it has
 	// answered: on 2026-07-28 and later, in the request's own _meta. The
 	// messages are published to every listener as any others, whose own
-	// levels filter them. [Manager.CallRaw] does not take it.
+	// levels filter them, and those the server sent before its result are
+	// published before the call returns.
 	LogLevel string
 }
 

@@ -463,7 +463,7 @@ var ErrNotRaw = errors.New("not a call for the raw path")
 // with Call, the server is sent the W3C trace context of the manager's
 // mcp.tool_call span (a child of the caller's) when tracing records.
 func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta json.RawMessage, opts CallOptions) (result json.RawMessage, err error) {
-	if opts.LogLevel != "" || m.opts.Dial != nil {
+	if m.opts.Dial != nil {
 		return nil, ErrNotRaw
 	}
 	s, tool, err := m.resolve(server + "." + tool)
@@ -488,6 +488,8 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 		return nil, err
 	}
 	defer leave() // after its event
+	level, release := s.callLevel(opts.LogLevel)
+	defer release()
 
 	start := time.Now()
 	var sentOn *mcp.ClientSession // the session the call was last sent on
@@ -537,6 +539,9 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 		params, err := rawCallParams(tool, callArgs, sent)
 		if err != nil {
 			return false, errorf(CodeInvalidArguments, s.name, op, "%v", err)
+		}
+		if level != "" {
+			s.levelFor(ctx, snap, nil, level) // a raw session's level is its own: it waits for it
 		}
 		const reason = "the caller cancelled the call"
 		sentOn = snap.session

@@ -460,7 +460,8 @@ func (s *supervisor) callLevel(level string) (l mcp.LoggingLevel, release func()
 // asked for when that is more verbose); on an older session it waits
 // until the server has answered the logging/setLevel asking for level, or
 // a more verbose one (see callLevel), so that the call is not sent before
-// the server logs at that level.
+// the server logs at that level. A raw call, which writes its own
+// request, passes nil params: it is sent on older sessions only.
 func (s *supervisor) levelFor(ctx context.Context, snap *snapshot, params *mcp.CallToolParams, level mcp.LoggingLevel) {
 	caps := snap.session.InitializeResult().Capabilities
 	if caps == nil || caps.Logging == nil {
@@ -471,6 +472,9 @@ func (s *supervisor) levelFor(ctx context.Context, snap *snapshot, params *mcp.C
 			s.m.log.Warn("the server has not answered logging/setLevel; the call is sent without waiting longer",
 				"server", s.name, "level", level, "waited", levelWait)
 		}
+		return
+	}
+	if params == nil {
 		return
 	}
 	want := s.m.levels.level()
