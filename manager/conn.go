@@ -436,9 +436,8 @@ var ErrNotRaw = errors.New("not a call for the raw path")
 // An answer with isError set is a result, as for Call.
 //
 // It serves stdio servers spawned by the manager and streamable HTTP
-// servers the manager dials, on either protocol generation, for calls
-// without a log level; for anything else it returns ErrNotRaw at once,
-// and so for a tool of a 2026-07-28 HTTP server whose schema puts
+// servers the manager dials, on either protocol generation; for anything
+// else it returns ErrNotRaw at once, and so for a tool of a 2026-07-28 HTTP server whose schema puts
 // arguments in headers (x-mcp-header), which the go-sdk's client sends
 // with headers of their own. On 2026-07-28 a call carries in its _meta
 // what the go-sdk's client adds to each request (the protocol version,
@@ -450,6 +449,9 @@ var ErrNotRaw = errors.New("not a call for the raw path")
 // twice: it answers the questions as on the go-sdk path, each later
 // round goes out on the raw path as the go-sdk encoded it, and the
 // result is the go-sdk's, encoded again.
+//
+// A call with a log level (opts.LogLevel) holds it, and waits for the
+// server to take it, as Call does.
 //
 // With a progress callback (opts.Progress), the progressToken of meta is
 // replaced with one of the manager's, unique on the server's connection,
