@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -100,7 +99,7 @@ func TestStdioFastPathRelaysLogsAsTheSDKPathDoes(t *testing.T) {
 			for i, level := range []string{"info", "debug", "error"} {
 				require.Contains(t, c.ask(t, `{"jsonrpc":"2.0","id":"lvl","method":"logging/setLevel","params":{"level":"`+level+`"}}`), `"id":"lvl","result":{}`)
 				c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%schatty","arguments":{}}}`, i, ep.prefix))
-				heard[setting] = append(heard[setting], c.linesUntilAnswer(t))
+				heard[setting] = append(heard[setting], c.untilAnswer(t, "notifications/message"))
 			}
 			served := gateway.FastServed(r.gw) - before
 			if setting == "on" {
@@ -121,27 +120,5 @@ func TestStdioFastPathRelaysLogsAsTheSDKPathDoes(t *testing.T) {
 			{result(2)},
 		}, heard["off"], "%q: the go-sdk path", ep.server)
 		require.Equal(t, heard["off"], heard["on"], "%q: the fast path writes what the go-sdk path writes", ep.server)
-	}
-}
-
-// linesUntilAnswer is the lines the gateway writes up to and with the
-// next answer, log messages included, other notifications left out.
-func (c *lineClient) linesUntilAnswer(t *testing.T) []string {
-	t.Helper()
-	var got []string
-	for {
-		select {
-		case l, ok := <-c.lines:
-			require.True(t, ok, "the gateway closed its output")
-			if strings.HasPrefix(l, `{"jsonrpc":"2.0","method":"notifications/`) && !strings.Contains(l, `"notifications/message"`) {
-				continue
-			}
-			got = append(got, l)
-			if !strings.Contains(l, `"notifications/message"`) {
-				return got
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatalf("no answer; so far: %q", got)
-		}
 	}
 }

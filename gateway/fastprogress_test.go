@@ -199,24 +199,37 @@ func TestStdioFastPathRelaysProgress(t *testing.T) {
 	}
 }
 
-// heardUntilAnswer sums up the lines the gateway writes up to and with
-// the next answer, progress included, other notifications left out.
-func (c *lineClient) heardUntilAnswer(t *testing.T) []string {
+// untilAnswer is the lines the gateway writes up to and with the next
+// answer, its notifications of method included, other notifications left
+// out.
+func (c *lineClient) untilAnswer(t *testing.T, method string) []string {
 	t.Helper()
 	var got []string
 	for {
 		select {
 		case l, ok := <-c.lines:
 			require.True(t, ok, "the gateway closed its output")
-			if strings.HasPrefix(l, `{"jsonrpc":"2.0","method":"notifications/`) && !strings.Contains(l, `"notifications/progress"`) {
+			kept := strings.Contains(l, `"method":"`+method+`"`)
+			if strings.HasPrefix(l, `{"jsonrpc":"2.0","method":"notifications/`) && !kept {
 				continue
 			}
-			got = append(got, sumUp(t, l))
-			if !strings.HasPrefix(got[len(got)-1], "progress ") {
+			got = append(got, l)
+			if !kept {
 				return got
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatalf("no answer; so far: %q", got)
 		}
 	}
+}
+
+// heardUntilAnswer sums up the lines the gateway writes up to and with
+// the next answer, progress included, other notifications left out.
+func (c *lineClient) heardUntilAnswer(t *testing.T) []string {
+	t.Helper()
+	lines := c.untilAnswer(t, "notifications/progress")
+	for i, l := range lines {
+		lines[i] = sumUp(t, l)
+	}
+	return lines
 }

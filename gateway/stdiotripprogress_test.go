@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -27,14 +26,14 @@ func TestStdioFastPathNewGenerationProgress(t *testing.T) {
 			c := lineStdioNew(t, r, ep.server)
 			for i, token := range []string{`"p"`, `7`} {
 				c.send(t, newGenTick(i, ep.prefix, token, "alone", false))
-				heard[setting] = append(heard[setting], c.rawUntilAnswer(t))
+				heard[setting] = append(heard[setting], c.untilAnswer(t, "notifications/progress"))
 			}
 			clients := []*lineClient{lineStdioNew(t, r, ep.server), lineStdioNew(t, r, ep.server)}
 			for i, label := range []string{"first", "second"} {
 				clients[i].send(t, newGenTick(i, ep.prefix, `"same"`, label, true))
 			}
 			for i := range clients {
-				heard[setting] = append(heard[setting], clients[i].rawUntilAnswer(t))
+				heard[setting] = append(heard[setting], clients[i].untilAnswer(t, "notifications/progress"))
 			}
 			served := gateway.FastServed(r.gw) - before
 			if setting == "on" {
@@ -64,29 +63,6 @@ func newGenTick(n int, prefix, token, label string, meet bool) string {
 		n, prefix, label, meet, token)
 }
 
-// rawUntilAnswer is the lines the gateway writes up to and with the next
-// answer, progress included, other notifications left out.
-func (c *lineClient) rawUntilAnswer(t *testing.T) []string {
-	t.Helper()
-	var got []string
-	for {
-		select {
-		case l, ok := <-c.lines:
-			require.True(t, ok, "the gateway closed its output")
-			progress := strings.Contains(l, `"method":"notifications/progress"`)
-			if strings.HasPrefix(l, `{"jsonrpc":"2.0","method":"notifications/`) && !progress {
-				continue
-			}
-			got = append(got, l)
-			if !progress {
-				return got
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatalf("no answer; so far: %q", got)
-		}
-	}
-}
-
 // A 2026-07-28 client's call over stdio that wants progress and whose
 // server asks it something: the fast path takes it, and the client reads
 // the lines the go-sdk path writes, but for the request state (random):
@@ -103,12 +79,12 @@ func TestStdioFastPathNewGenerationProgressAroundAQuestion(t *testing.T) {
 		r := fastRig(t, setting, t.TempDir()+"/m")
 		c := lineStdioNew(t, r, "demo")
 		c.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tickconfirm","arguments":{},`+meta+`}}`)
-		asked := c.rawUntilAnswer(t)
+		asked := c.untilAnswer(t, "notifications/progress")
 		state := stateOf.FindStringSubmatch(asked[len(asked)-1])
 		require.Len(t, state, 2, "input requests: %q", asked)
 		c.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tickconfirm","arguments":{},"requestState":"`+state[1]+
 			`","inputResponses":{"1":{"action":"accept","content":{}}},`+meta+`}}`)
-		answered := c.rawUntilAnswer(t)
+		answered := c.untilAnswer(t, "notifications/progress")
 		var progress, answers []string
 		for _, l := range append(asked, answered...) {
 			if strings.Contains(l, `"notifications/progress"`) {
