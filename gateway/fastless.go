@@ -26,9 +26,9 @@ import (
 // request state, is served by the go-sdk path's round trip. The answer
 // goes out as the go-sdk sends it: the same headers, one event, the result
 // with what the go-sdk adds to one of that generation (tripShape). What
-// it does not serve (another method, a call that wants progress or log
-// messages, a tool that binds arguments to headers, anything the go-sdk
-// would refuse) goes to the go-sdk as before; a debug log says why.
+// it does not serve (another method, a call on a toolset's endpoint, one
+// that wants progress or log messages, a tool that binds arguments to
+// headers, anything the go-sdk would refuse) goes to the go-sdk as before; a debug log says why.
 
 // fastless serves the sessionless generation's requests on ep ahead of
 // next, the go-sdk's handler without sessions: a call the fast path
@@ -81,17 +81,11 @@ func (g *Gateway) fastSessionless(ep *endpoint, w http.ResponseWriter, r *http.R
 	// The record the go-sdk path makes of the request's own session: who
 	// the client is, for its mode, its names and its holder.
 	c := Client{Transport: "http", Endpoint: ep.path, Since: time.Now()}
-	if ep.sel == oneToolset {
-		c.Toolset = ep.name
-	}
 	if meta.client != nil {
 		c.Name, c.Version = meta.client.Name, meta.client.Version
 	}
 	rs := &session{client: c, budget: g.budgetFor(c.Name), sessionless: true, from: r.Header.Get(sessionlessHeader)}
 	server, tool, why := ep.fastRoute(r.Context(), rs, req.Params.Name)
-	if why == "" && ep.routes.Load().tools[req.Params.Name].headers {
-		why = "the tool binds arguments to request headers"
-	}
 	if rc, ok := g.src.(rawCaller); why == "" && (!ok || !rc.RawCalls(server)) {
 		why = "the server is not one the raw path calls"
 	}

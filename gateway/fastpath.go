@@ -326,8 +326,15 @@ func (ep *endpoint) fastRoute(ctx context.Context, s *session, name string) (ser
 	}
 	ep.settled(ctx)
 	r, ok := ep.routes.Load().tools[name]
-	if !ok {
+	switch {
+	case !ok:
 		return "", "", "not a listed tool"
+	case r.headers && (s.sessionless || s.logging.Load()):
+		// The go-sdk's handler checks a sessionless call of such a tool
+		// against its headers; and the raw path leaves such a tool of a
+		// 2026-07-28 HTTP server to the go-sdk only once it has the
+		// call, after a log message may have gone out on the response.
+		return "", "", "the tool binds arguments to request headers"
 	}
 	return r.server, r.tool, ""
 }
@@ -367,6 +374,13 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, not
 	a := newClientAnswerer(ctx, s, caps, trip)
 	a.fast = out
 	opts := manager.CallOptions{FailFast: true, Client: s.label, Answerer: a}
+	logs := trip == nil && notify != nil && s.logging.Load()
+	// The server's log messages go out on the call's response, as the
+	// go-sdk path sends them. Nothing may go out on it before the raw path
+	// takes the call, for the go-sdk path to take it if not.
+	if logs && !rc.RawCalls(server) {
+		return nil, manager.ErrNotRaw
+	}
 	var fw *progressForwarder
 	if token := progressToken(req.Params.Meta, meta); token != nil {
 		// The manager sends the server a token of its own in its place.
@@ -374,13 +388,7 @@ func (g *Gateway) fastCall(ctx context.Context, s *session, out *fastStream, not
 		opts.Progress = fw.send
 	}
 	finishLogs := func() {}
-	if trip == nil && notify != nil && s.logging.Load() {
-		// The server's log messages go out on the call's response, as
-		// the go-sdk path sends them. Nothing may go out on it before the
-		// raw path takes the call, for the go-sdk path to take it if not.
-		if !rc.RawCalls(server) {
-			return nil, manager.ErrNotRaw
-		}
+	if logs {
 		opts.LogLevel = s.callLevel(upstreamCall{})
 		finishLogs = g.relayFastLogs(ctx, s, server, notify)
 	}

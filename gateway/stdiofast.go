@@ -135,8 +135,8 @@ func (f *stdioFast) take(c *stdioConn, line []byte) (taken bool, run func()) {
 }
 
 // served writes the answer of a fast call on c, or, when the raw path
-// turned the call down (notRaw: its server reconnected on another
-// protocol since), hands it, msg, to the go-sdk, which serves it unless
+// turned the call down (notRaw: a tool of a 2026-07-28 HTTP server that
+// puts arguments in headers), hands it, msg, to the go-sdk, which serves it unless
 // the client cancelled it meanwhile.
 func (f *stdioFast) served(c *stdioConn, call *stdioCall, msg []byte, server, tool string, answer []byte, notRaw bool, s *session) {
 	if notRaw {

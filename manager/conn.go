@@ -606,9 +606,10 @@ func (m *Manager) CallRaw(ctx context.Context, server, tool string, args, meta j
 
 // RawCalls reports whether [Manager.CallRaw] makes calls of server now,
 // rather than returning ErrNotRaw at once: a caller that must decide
-// before it calls (it cannot take a refused call back) asks first. A
-// server that reconnects on another protocol meanwhile still gets
-// ErrNotRaw.
+// before it calls (it cannot take a refused call back) asks first. Once
+// it has the call, CallRaw still returns ErrNotRaw, before it sends
+// anything, for a tool of a 2026-07-28 HTTP server that puts arguments in
+// headers.
 func (m *Manager) RawCalls(server string) bool {
 	if m.opts.Dial != nil {
 		return false
@@ -708,14 +709,10 @@ type clientIdent struct {
 // go-sdk encodes them (its capabilities with roots of the second form).
 func identOf(impl *mcp.Implementation, caps *mcp.ClientCapabilities) clientIdent {
 	info, _ := json.Marshal(impl)
-	c := *caps
-	if c.RootsV2 != nil {
-		c.Roots.ListChanged = c.RootsV2.ListChanged
-	}
 	v2, _ := json.Marshal(struct {
 		mcp.ClientCapabilities
-		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
-	}{c, c.RootsV2})
+		Roots *mcp.RootCapabilities `json:"roots,omitempty"` // in place of the embedded one
+	}{*caps, caps.RootsV2})
 	return clientIdent{info: info, caps: v2}
 }
 

@@ -114,7 +114,6 @@ func TestOAuthStepUpWithoutLogin(t *testing.T) {
 	if err := h.m.Login(ctx, "saas", manager.LoginOptions{Out: io.Discard, Browser: h.open}); err != nil {
 		requireCode(t, err, manager.ErrConnectionFailed, "saas", "login")
 		require.ErrorIs(t, err, manager.ErrUnauthorized)
-		require.ErrorContains(t, err, "the server refused it")
 	}
 	err = <-done
 	requireCode(t, err, manager.ErrInvocationFailed, "saas", `tools/call "admin"`)
@@ -212,6 +211,5 @@ func TestOAuthLoginThatGrantsTooLittleFailsAtOnce(t *testing.T) {
 	err := h.m.Login(ctx, "saas", manager.LoginOptions{Out: io.Discard, Browser: h.open})
 	requireCode(t, err, manager.ErrConnectionFailed, "saas", "login")
 	require.ErrorIs(t, err, manager.ErrUnauthorized)
-	require.ErrorContains(t, err, "the server refused it")
 	requireRemedy(t, err, manager.RemedyLogin, "saas")
 }

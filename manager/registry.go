@@ -570,7 +570,8 @@ const levelWait = 5 * time.Second
 // level on its way (one for less would lower it again), or until the
 // session or ctx ends. The level must be held (holdLevel), so that it is
 // asked for. After levelWait it stops waiting, and so does every other
-// call waiting for the same request, and reports false.
+// call waiting for the same request, and reports false; otherwise it
+// reports true, the server answered or not (ctx or the session ended).
 func (c *conn) awaitLevel(ctx context.Context, level mcp.LoggingLevel) (answered bool) {
 	var limit *time.Timer
 	for {

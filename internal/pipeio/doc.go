@@ -15,6 +15,8 @@
 //
 // # Concurrency
 //
-// A Reader or Writer is what its *os.File is: one reader and one writer
-// at a time, as for the file.
+// A Reader may be used by one goroutine at a time, and so may a Writer:
+// unlike an *os.File, a Writer does not keep a write whole against a
+// concurrent one, so its callers write one message at a time (as
+// mcpvisor's stdio connections do).
 package pipeio

@@ -63,7 +63,7 @@ type responder struct {
 	sent    bool           // the first round was answered; owned by serve
 
 	mu     sync.Mutex
-	failed error // guarded by mu: the first error of send that is not the server's answer // the first error of send that is not the server's answer
+	failed error // guarded by mu: the first error of send that is not the server's answer
 }
 
 // serve answers the session's requests until its connection closes.
