@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpvisor/mcpvisor/gateway/toolsearch"
 	"github.com/mcpvisor/mcpvisor/manager"
+	"github.com/mcpvisor/mcpvisor/manager/argschema"
 )
 
 // selection is what an endpoint serves.
@@ -270,7 +271,7 @@ func (g *Gateway) exposedTools(v *view, sel selection, name string) (map[string]
 			c.Description = d
 			from = &c
 		}
-		want[exposed] = toolRoute{server: t.Server, tool: t.Name, from: from, headers: bindsHeaders(from.InputSchema)}
+		want[exposed] = toolRoute{server: t.Server, tool: t.Name, from: from, headers: argschema.BindsHeaders(from.InputSchema)}
 		if rules.Pinned(t.Name) {
 			pinned[exposed] = true
 		}

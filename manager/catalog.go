@@ -1,9 +1,7 @@
 package manager
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -349,8 +347,7 @@ func (c *catalog) headerBound(t *mcp.Tool) bool {
 	if b, ok := sc.headers[t.Name]; ok {
 		return b
 	}
-	raw, err := json.Marshal(t.InputSchema)
-	b := err != nil || bytes.Contains(raw, []byte(`"x-mcp-header"`))
+	b := argschema.BindsHeaders(t.InputSchema)
 	if sc.headers == nil {
 		sc.headers = make(map[string]bool)
 	}
